@@ -1,0 +1,292 @@
+// Package store defines what the reference gateway needs from its database.
+//
+// Every method is one atomic step of the gateway's rules: an implementation
+// must make each call all-or-nothing and must never consult the database's own
+// clock (callers pass every time value in, so a moved gateway clock and both
+// stores agree). Times are stored as Unix nanoseconds.
+//
+// Two implementations live beside this file (sqlite/, postgres/); the contract
+// suite in storetest/ runs against both.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap them with context; callers use errors.Is.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrExists            = errors.New("already exists")
+	ErrLockHeld          = errors.New("lock held by another owner")
+	ErrFenceLost         = errors.New("fence lost: lock taken over")
+	ErrNotOwner          = errors.New("record not owned by caller or not in progress")
+	ErrInsufficientFunds = errors.New("insufficient funds")
+	ErrPermitExhausted   = errors.New("permit budget exhausted")
+	ErrPermitExpired     = errors.New("permit expired")
+	// ErrBusy is a lock timeout (SQLite SQLITE_BUSY/SQLITE_LOCKED, PostgreSQL
+	// 55P03 lock_not_available or 40001 serialization_failure, 40P01 deadlock),
+	// detected by driver error code, never by message text. The gateway turns
+	// it into the retryable idempotency_in_progress answer.
+	ErrBusy = errors.New("store busy: lock timeout")
+)
+
+// Wallet holds a credit balance.
+type Wallet struct {
+	ID        string
+	Balance   int64
+	CreatedAt time.Time
+}
+
+// APIKey is bound to one wallet. Only a hash of the secret is stored.
+type APIKey struct {
+	ID         string
+	WalletID   string
+	SecretHash []byte // sha256 of the secret part; compared in constant time by the caller
+	CreatedAt  time.Time
+}
+
+// Principal is an enterprise identity named by a verified token.
+type Principal struct {
+	ID       string
+	Provider string
+	Issuer   string
+	Subject  string
+	Tools    []string // tools this principal is entitled to; empty means all
+	Revoked  bool
+}
+
+// Trust is an identity provider the gateway accepts principal tokens from.
+type Trust struct {
+	Provider string
+	Issuer   string
+	JWKSURL  string
+	Audience string
+}
+
+// Tool is an entry of the registry.
+type Tool struct {
+	Name         string
+	Description  string
+	Price        int64
+	ReadOnly     bool
+	Approval     bool
+	UpstreamURL  string // empty for local tools
+	UpstreamTool string // tool name on the upstream server
+	Removed      bool
+}
+
+// Record states.
+const (
+	StateInProgress     = "in_progress"
+	StateCompleted      = "completed"
+	StateFailedRefunded = "failed_refunded"
+)
+
+// Record kinds.
+const (
+	KindClient  = "client"  // explicit client Idempotency-Key
+	KindDerived = "derived" // mcp-retry- key of an unkeyed mutating call
+	KindPermit  = "permit"  // unkeyed call under an explicit permit
+)
+
+// Record is one idempotency record: the reservation, then the stored outcome.
+type Record struct {
+	Key         string // unique: sha256 over scope and key; primary key
+	Kind        string
+	ClientKey   string // the key as the client sent it, or the mcp-retry- key
+	WalletID    string
+	APIKeyID    string
+	Principal   string // "provider|issuer|subject", or "" without a principal token
+	Tool        string
+	Fingerprint string // sha256 hex of canonical JSON of the arguments
+	Identity    string // derived only: lock identity (without bucket and attempt)
+	Bucket      int64  // derived only
+	Attempt     int    // derived only: grows after a refunded pre-dispatch failure
+	State       string
+	Owner       string // record id of the attempt that owns it (uuid)
+	PermitID    string
+	Receipt     string
+	Result      json.RawMessage // the whole stored CallToolResult
+	Charged     bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Permit authorises spending on one tool for one wallet and key.
+type Permit struct {
+	ID        string
+	WalletID  string
+	APIKeyID  string
+	Tool      string
+	Budget    int64
+	Spent     int64
+	ExpiresAt time.Time
+	Auto      bool
+	RecordKey string // auto permits: the record they were minted under
+	CreatedAt time.Time
+}
+
+// Lock is the per-identity lock row that serialises slot choice and mint of
+// unkeyed calls across processes.
+type Lock struct {
+	Identity   string
+	Owner      string // record id of the holder
+	Fence      int64  // grows by one on every takeover
+	AcquiredAt time.Time
+}
+
+// Fence names the lock a fenced write is conditional on.
+type Fence struct {
+	Identity string
+	Owner    string
+	Fence    int64
+}
+
+// Ledger entry kinds.
+const (
+	EntryCredit = "credit" // top-up by a fixture
+	EntryDebit  = "debit"
+	EntryRefund = "refund"
+)
+
+// LedgerEntry is one movement of a wallet's balance. Amount is always positive;
+// Kind gives the sign.
+type LedgerEntry struct {
+	ID        string
+	WalletID  string
+	Kind      string
+	Amount    int64
+	RecordKey string
+	Receipt   string
+	Tool      string
+	At        time.Time
+}
+
+// Dispatch is one call actually sent to a tool, written by the gateway.
+type Dispatch struct {
+	ID          string
+	Tool        string
+	RecordKey   string
+	Fingerprint string
+	WalletID    string
+	At          time.Time
+}
+
+// ReserveRequest reserves an idempotency key before anything is dispatched.
+type ReserveRequest struct {
+	Record Record
+	// Permit, when set, is inserted in the same transaction (the auto-permit mint).
+	Permit *Permit
+	// Fence, when set, makes the reservation conditional on the caller still
+	// owning that lock: a conditional write on the lock row (owner and fence
+	// match) in the same transaction as the insert. Lost: ErrFenceLost, nothing written.
+	Fence *Fence
+	// ReplaceRefunded lets the reservation take over an existing record whose
+	// state is failed_refunded (the retry of a refunded pre-dispatch failure).
+	ReplaceRefunded bool
+	// AfterClaim, when set, runs inside the transaction after the fence claim
+	// and before the insert; the gateway's claim.held pause point hangs here.
+	AfterClaim func(ctx context.Context) error
+}
+
+// ChargeRequest debits a wallet for a reserved record, before dispatch.
+type ChargeRequest struct {
+	Entry     LedgerEntry // Kind must be debit
+	RecordKey string
+	Owner     string // conditional: record owned by Owner, in progress, not yet charged
+	PermitID  string // the permit is spent by Entry.Amount in the same transaction
+	Now       time.Time
+}
+
+// Outcome finishes a record. Conditional on owner and state in_progress.
+type Outcome struct {
+	State   string // completed or failed_refunded
+	Receipt string
+	Result  json.RawMessage
+	// Refund, with State failed_refunded on a charged record, is written in the
+	// same transaction: the balance and the permit are given back.
+	Refund *LedgerEntry
+	Now    time.Time
+}
+
+// DispatchFilter selects dispatch log rows; zero fields match all.
+type DispatchFilter struct {
+	Tool     string
+	WalletID string
+}
+
+// Store is the reference gateway's database.
+type Store interface {
+	// Migrate applies the embedded migrations; safe to call on every start
+	// and from several processes at once.
+	Migrate(ctx context.Context) error
+	Close() error
+
+	CreateWallet(ctx context.Context, w Wallet) error
+	Wallet(ctx context.Context, id string) (Wallet, error)
+	// Credit adds to a balance and writes a credit entry.
+	Credit(ctx context.Context, e LedgerEntry) error
+	Ledger(ctx context.Context, walletID string) ([]LedgerEntry, error)
+
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	APIKey(ctx context.Context, id string) (APIKey, error)
+
+	PutPrincipal(ctx context.Context, p Principal) error
+	Principal(ctx context.Context, provider, issuer, subject string) (Principal, error)
+	PrincipalByID(ctx context.Context, id string) (Principal, error)
+	RevokePrincipal(ctx context.Context, id string) error
+
+	PutTrust(ctx context.Context, t Trust) error
+	Trusts(ctx context.Context) ([]Trust, error)
+
+	// PutTool inserts or replaces a tool (and un-removes it).
+	PutTool(ctx context.Context, t Tool) error
+	// Tool returns a tool, removed ones included (Removed set).
+	Tool(ctx context.Context, name string) (Tool, error)
+	Tools(ctx context.Context) ([]Tool, error) // not removed
+	RemoveTool(ctx context.Context, name string) error
+
+	CreatePermit(ctx context.Context, p Permit) error
+	Permit(ctx context.Context, id string) (Permit, error)
+
+	// AcquireLock inserts the lock row for identity (fence 1), or takes it over
+	// when its AcquiredAt is at or before now-staleAfter (fence+1, conditional
+	// on the fence read), else ErrLockHeld.
+	AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (Lock, error)
+	LockOf(ctx context.Context, identity string) (Lock, error)
+	// ReleaseLock deletes the lock row only while owner still holds it;
+	// false when another owner holds it now (nothing deleted).
+	ReleaseLock(ctx context.Context, identity, owner string) (bool, error)
+	// ReleaseLockAny deletes the lock row whoever holds it. Only the
+	// release-unpinned bug switch calls it.
+	ReleaseLockAny(ctx context.Context, identity string) error
+
+	Record(ctx context.Context, key string) (Record, error)
+	// RecordsByIdentity lists derived records of identity with Bucket >= minBucket,
+	// ordered by Bucket, then Attempt.
+	RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]Record, error)
+	// Reserve inserts the record if no record has its key and returns
+	// (rec, true); if one exists it returns (existing, false) and writes nothing
+	// (unless ReplaceRefunded applies).
+	Reserve(ctx context.Context, r ReserveRequest) (Record, bool, error)
+	// Charge debits the wallet and spends the permit, conditional on the record.
+	// ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, ErrNotOwner.
+	Charge(ctx context.Context, c ChargeRequest) error
+	// AppendDebit writes a debit with no condition. Only the replay-debits bug
+	// switch calls it.
+	AppendDebit(ctx context.Context, e LedgerEntry) error
+	Finish(ctx context.Context, key, owner string, o Outcome) error
+	// Abandon deletes an in-progress, uncharged record owned by owner (a call
+	// refused after reservation, e.g. insufficient funds), so a retry can run.
+	Abandon(ctx context.Context, key, owner string) error
+
+	// AddNote and CountNotes back the local partner.notes.* tools.
+	AddNote(ctx context.Context, walletID, text string, at time.Time) (int64, error)
+	CountNotes(ctx context.Context, walletID string) (int64, error)
+
+	LogDispatch(ctx context.Context, d Dispatch) error
+	Dispatches(ctx context.Context, f DispatchFilter) ([]Dispatch, error)
+}

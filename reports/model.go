@@ -1,0 +1,153 @@
+// Package reports turns the evidence a run collected into the files a vendor
+// hands in, a CI gates on and a reviewer reruns: summary.json, report.html,
+// one ndjson history and one evidence file per scenario. junit.xml and
+// cucumber.json come from godog's own formatters.
+package reports
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Verdicts. Nothing is "passed" unless its checks were observed.
+const (
+	Passed          = "passed"
+	Failed          = "failed"
+	Skipped         = "skipped"   // a capability the target lacks; Reason says which
+	Undefined       = "undefined" // a step without a definition
+	ExpectedFailure = "expected-failure"
+	UnexpectedPass  = "unexpected-pass" // listed as an expected failure but passed: fails the run
+)
+
+// Run is one `mcpconform run`.
+type Run struct {
+	Tool      string     `json:"tool"` // "mcpconform"
+	Version   string     `json:"version"`
+	Target    Target     `json:"target"`
+	Seed      int64      `json:"seed"`
+	Tags      string     `json:"tags,omitempty"`
+	Strict    bool       `json:"strict"`
+	Started   time.Time  `json:"started"`
+	Finished  time.Time  `json:"finished"`
+	Scenarios []Scenario `json:"scenarios"`
+	// CatchTable, when present, is printed in the report (bug -> scenarios that caught it).
+	CatchTable []Catch `json:"catch_table,omitempty"`
+}
+
+// Target says what was tested.
+type Target struct {
+	Kind         string   `json:"kind"` // "reference" or "url"
+	URLs         []string `json:"urls"`
+	Store        string   `json:"store,omitempty"`
+	Profile      string   `json:"profile,omitempty"`
+	Bugs         []string `json:"bugs,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// Catch is one row of the self-test's catch table.
+type Catch struct {
+	Bug      string   `json:"bug"`
+	Expected []string `json:"expected"` // scenario IDs listed for the bug
+	CaughtBy []string `json:"caught_by"`
+	OK       bool     `json:"ok"`
+}
+
+// Scenario is the verdict and evidence of one scenario.
+type Scenario struct {
+	ID           string     `json:"id"` // stable tag, e.g. "retry-01"
+	Title        string     `json:"title"`
+	Feature      string     `json:"feature"`
+	Level        string     `json:"level"` // "must" or "should"
+	Tags         []string   `json:"tags"`
+	Requirement  string     `json:"requirement"` // the quoted requirement
+	Source       string     `json:"source"`      // where it comes from
+	Verdict      string     `json:"verdict"`
+	Reason       string     `json:"reason,omitempty"` // failure message or skip reason
+	Expected     string     `json:"expected,omitempty"`
+	Actual       string     `json:"actual,omitempty"`
+	Duration     Duration   `json:"duration"`
+	Exchanges    []Exchange `json:"exchanges,omitempty"`
+	LedgerBefore *Ledger    `json:"ledger_before,omitempty"`
+	LedgerAfter  *Ledger    `json:"ledger_after,omitempty"`
+	History      []Op       `json:"history,omitempty"`
+	Dispatches   []Dispatch `json:"dispatches,omitempty"`
+	// Checks lists every assertion the scenario made, in order, passed or not.
+	Checks []Check `json:"checks,omitempty"`
+}
+
+// Check is one observed assertion.
+type Check struct {
+	Step     string `json:"step"`
+	OK       bool   `json:"ok"`
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+}
+
+// Exchange is one raw HTTP request and its answer, as sent and received.
+type Exchange struct {
+	Label           string            `json:"label"` // e.g. "call A", "retry"
+	Lane            string            `json:"lane"`  // swim lane in the timeline (client name)
+	Method          string            `json:"method"`
+	URL             string            `json:"url"`
+	RequestHeaders  map[string]string `json:"request_headers,omitempty"`
+	RequestBody     json.RawMessage   `json:"request_body,omitempty"`
+	Status          int               `json:"status"`
+	ResponseHeaders map[string]string `json:"response_headers,omitempty"`
+	ResponseBody    string            `json:"response_body,omitempty"`
+	Error           string            `json:"error,omitempty"` // transport error, e.g. connection dropped
+	Started         time.Time         `json:"started"`
+	Finished        time.Time         `json:"finished"`
+}
+
+// Ledger is a wallet's balance and entries at one moment.
+type Ledger struct {
+	WalletID string        `json:"wallet_id"`
+	Balance  int64         `json:"balance"`
+	Entries  []LedgerEntry `json:"entries"`
+}
+
+// LedgerEntry mirrors the control API's ledger entry.
+type LedgerEntry struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	Amount  int64     `json:"amount"`
+	Receipt string    `json:"receipt,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Op is one history event, Jepsen style: each operation is recorded as
+// invoke, then ok, fail or info (outcome unknown), with a value unique to it.
+type Op struct {
+	Index   int             `json:"index"`
+	Process string          `json:"process"` // the client lane
+	Type    string          `json:"type"`    // invoke | ok | fail | info
+	F       string          `json:"f"`       // e.g. "tools/call"
+	Value   json.RawMessage `json:"value"`   // operation token, key, receipt, reason...
+	Time    time.Time       `json:"time"`
+}
+
+// Dispatch is one call the upstream probe received.
+type Dispatch struct {
+	Token string    `json:"token"`
+	Tool  string    `json:"tool"`
+	At    time.Time `json:"at"`
+}
+
+// Duration marshals as seconds with a fraction.
+type Duration time.Duration
+
+// MarshalJSON writes seconds as a float.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).Seconds())
+}
+
+// UnmarshalJSON reads seconds as a float.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s float64
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*d = Duration(s * float64(time.Second))
+	return nil
+}
