@@ -1,0 +1,100 @@
+// Package bugs lists the reference gateway's bug switches: each puts back one
+// bug from the seed reviews, so the self-test can prove the harness catches it.
+package bugs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Names of the switches.
+const (
+	RandomUnkeyedKey      = "random-unkeyed-key"
+	FloorBucket           = "floor-bucket"
+	PrincipalUnbound      = "principal-unbound"
+	ReplayBeforeIGA       = "replay-before-iga"
+	ReadonlyCollapsed     = "readonly-collapsed"
+	LookupBeforeReserve   = "lookup-before-reserve"
+	StaleLockNoFence      = "stale-lock-no-fence"
+	ReleaseUnpinned       = "release-unpinned"
+	SelectForUpdateSQLite = "select-for-update-sqlite"
+	LockTimeoutInternal   = "lock-timeout-internal"
+	ReplayDebits          = "replay-debits"
+	RefundMissing         = "refund-missing"
+	WindowIgnoresTTL      = "window-ignores-ttl"
+)
+
+// Bug describes one switch.
+type Bug struct {
+	Name        string
+	Description string
+	Store       string   // "" any store, or the store where the bug lives
+	Scenarios   []string // scenario IDs expected to catch it (filled by the harness)
+}
+
+// All lists every switch.
+var All = []Bug{
+	{Name: RandomUnkeyedKey, Description: "unkeyed calls mint a fresh random key, so a retry dispatches and charges again (SEL-498)"},
+	{Name: FloorBucket, Description: "no previous-bucket join: a retry just past a window boundary dispatches again"},
+	{Name: PrincipalUnbound, Description: "the derived key leaves out the verified principal: another principal gets the first one's result"},
+	{Name: ReplayBeforeIGA, Description: "a stored result is served before the principal check, also on the removed-tool path"},
+	{Name: ReadonlyCollapsed, Description: "read-only tools get derived keys and replay stale results"},
+	{Name: LookupBeforeReserve, Description: "the key is looked up, the work dispatched, then the record written (concurrent-enqueue bug)"},
+	{Name: StaleLockNoFence, Description: "a lock takeover does not fence the old holder, which still mints and dispatches"},
+	{Name: ReleaseUnpinned, Description: "releasing deletes whatever lock row holds the slot, freeing a newer holder's lock"},
+	{Name: SelectForUpdateSQLite, Description: "fence ownership checked by a plain read (SELECT ... FOR UPDATE, a no-op on SQLite) before an unconditional insert", Store: "sqlite"},
+	{Name: LockTimeoutInternal, Description: "a store lock timeout surfaces as internal_error instead of retryable in-progress"},
+	{Name: ReplayDebits, Description: "a replay writes another debit"},
+	{Name: RefundMissing, Description: "a failure before dispatch keeps the charge"},
+	{Name: WindowIgnoresTTL, Description: "the advertised window is used though auto permits expire sooner"},
+}
+
+// Set is the switches a gateway runs with.
+type Set map[string]bool
+
+// Parse checks names against All.
+func Parse(names []string) (Set, error) {
+	s := Set{}
+	for _, n := range names {
+		if Lookup(n) == nil {
+			return nil, fmt.Errorf("unknown bug switch %q (known: %s)", n, strings.Join(Names(), ", "))
+		}
+		s[n] = true
+	}
+	return s, nil
+}
+
+// On reports whether a switch is on. A nil set has every switch off.
+func (s Set) On(name string) bool { return s[name] }
+
+// List returns the switches that are on, sorted.
+func (s Set) List() []string {
+	out := []string{}
+	for n, on := range s {
+		if on {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup finds a switch by name.
+func Lookup(name string) *Bug {
+	for i := range All {
+		if All[i].Name == name {
+			return &All[i]
+		}
+	}
+	return nil
+}
+
+// Names lists every switch name in order.
+func Names() []string {
+	out := make([]string, len(All))
+	for i, b := range All {
+		out[i] = b.Name
+	}
+	return out
+}

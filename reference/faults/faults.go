@@ -1,0 +1,267 @@
+// Package faults holds the named fault points a conformance harness arms
+// through the control API: a pause that holds a request between two racing
+// steps until released, a failure, or a dropped response. Pauses are how the
+// harness makes races deterministic instead of hoping goroutines interleave.
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Fault points, in the order a tools/call passes them.
+const (
+	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
+	FenceRead      = "fence.read"      // unkeyed: fence ownership read, before the claim
+	ClaimHeld      = "claim.held"      // unkeyed: inside the claim transaction, before the insert
+	ReserveDone    = "reserve.done"    // key reserved (and permit minted), before the debit
+	DispatchBefore = "dispatch.before" // debited, before dispatch
+	DispatchAfter  = "dispatch.after"  // dispatched and stored, before the response
+)
+
+// Actions.
+const (
+	Pause        = "pause"
+	Fail         = "fail"
+	DropResponse = "drop_response"
+)
+
+// MaxPause bounds how long a paused request waits when nobody releases it.
+const MaxPause = 60 * time.Second
+
+var points = []string{LockAcquired, FenceRead, ClaimHeld, ReserveDone, DispatchBefore, DispatchAfter}
+
+// Errors for bad specs; the control API maps them to reasons.
+var (
+	ErrUnknownPoint  = errors.New("unknown fault point")
+	ErrUnknownAction = errors.New("unknown fault action")
+	ErrNotFound      = errors.New("no such fault")
+)
+
+// Points lists the fault points.
+func Points() []string { return append([]string(nil), points...) }
+
+// Actions lists the actions.
+func Actions() []string { return []string{Pause, Fail, DropResponse} }
+
+// Match narrows a fault to some calls; empty fields match all.
+type Match struct {
+	Tool     string `json:"tool,omitempty"`
+	WalletID string `json:"wallet_id,omitempty"`
+}
+
+func (m Match) covers(hit Match) bool {
+	return (m.Tool == "" || m.Tool == hit.Tool) && (m.WalletID == "" || m.WalletID == hit.WalletID)
+}
+
+// Spec is what the harness arms.
+type Spec struct {
+	Point  string `json:"point"`
+	Action string `json:"action"`
+	Count  int    `json:"count,omitempty"`
+	Match  Match  `json:"match,omitempty"`
+}
+
+// Status is a fault as the control API shows it.
+type Status struct {
+	ID       string `json:"fault_id"`
+	Point    string `json:"point"`
+	Action   string `json:"action"`
+	Count    int    `json:"count"`
+	Match    Match  `json:"match"`
+	Hits     int    `json:"hits"`
+	Waiting  int    `json:"waiting"`
+	Released bool   `json:"released"`
+}
+
+type fault struct {
+	Status
+	seq     int
+	release chan struct{}
+}
+
+// Registry is one process's armed faults.
+type Registry struct {
+	mu      sync.Mutex
+	faults  map[string]*fault
+	seq     int
+	changed chan struct{} // closed and replaced on every change, to wake Await
+}
+
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{faults: map[string]*fault{}, changed: make(chan struct{})}
+}
+
+func (r *Registry) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Arm adds a fault and returns its status.
+func (r *Registry) Arm(s Spec) (Status, error) {
+	if !contains(points, s.Point) {
+		return Status{}, fmt.Errorf("arm %q: %w", s.Point, ErrUnknownPoint)
+	}
+	if !contains(Actions(), s.Action) {
+		return Status{}, fmt.Errorf("arm %q: %w", s.Action, ErrUnknownAction)
+	}
+	if s.Action == DropResponse && s.Point != DispatchAfter {
+		return Status{}, fmt.Errorf("arm drop_response at %q (only %s): %w", s.Point, DispatchAfter, ErrUnknownAction)
+	}
+	if s.Action == Fail && s.Point != DispatchBefore && s.Point != DispatchAfter {
+		return Status{}, fmt.Errorf("arm fail at %q (only dispatch points): %w", s.Point, ErrUnknownAction)
+	}
+	if s.Count <= 0 {
+		s.Count = 1
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	f := &fault{
+		Status:  Status{ID: "f-" + uuid.NewString(), Point: s.Point, Action: s.Action, Count: s.Count, Match: s.Match},
+		seq:     r.seq,
+		release: make(chan struct{}),
+	}
+	r.faults[f.ID] = f
+	r.notifyLocked()
+	return f.Status, nil
+}
+
+// Get returns a fault's status.
+func (r *Registry) Get(id string) (Status, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.faults[id]
+	if !ok {
+		return Status{}, fmt.Errorf("fault %s: %w", id, ErrNotFound)
+	}
+	return f.Status, nil
+}
+
+// Await blocks until at least waiting requests wait at the fault, or ctx ends.
+func (r *Registry) Await(ctx context.Context, id string, waiting int) (Status, error) {
+	for {
+		r.mu.Lock()
+		f, ok := r.faults[id]
+		if !ok {
+			r.mu.Unlock()
+			return Status{}, fmt.Errorf("fault %s: %w", id, ErrNotFound)
+		}
+		st, ch := f.Status, r.changed
+		r.mu.Unlock()
+		if st.Waiting >= waiting {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, fmt.Errorf("await fault %s (waiting %d of %d): %w", id, st.Waiting, waiting, ctx.Err())
+		}
+	}
+}
+
+// Release lets every request waiting at the fault go on and disarms it.
+func (r *Registry) Release(id string) (Status, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.faults[id]
+	if !ok {
+		return Status{}, fmt.Errorf("fault %s: %w", id, ErrNotFound)
+	}
+	r.releaseLocked(f)
+	return f.Status, nil
+}
+
+func (r *Registry) releaseLocked(f *fault) {
+	if !f.Released {
+		f.Released = true
+		close(f.release)
+		r.notifyLocked()
+	}
+}
+
+// Reset releases and forgets every fault.
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, f := range r.faults {
+		r.releaseLocked(f)
+		delete(r.faults, id)
+	}
+}
+
+// List returns every fault, oldest first.
+func (r *Registry) List() []Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fs := make([]*fault, 0, len(r.faults))
+	for _, f := range r.faults {
+		fs = append(fs, f)
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i].seq < fs[j].seq })
+	out := make([]Status, len(fs))
+	for i, f := range fs {
+		out[i] = f.Status
+	}
+	return out
+}
+
+// Hit is called by the gateway at a point. It returns the action taken: ""
+// when no armed fault matched, Pause after the pause ended, or Fail /
+// DropResponse for the caller to carry out. Only the oldest matching fault
+// with hits left takes the hit.
+func (r *Registry) Hit(ctx context.Context, point string, m Match) string {
+	r.mu.Lock()
+	var hit *fault
+	for _, f := range r.faults {
+		if f.Point != point || f.Released || f.Hits >= f.Count || !f.Match.covers(m) {
+			continue
+		}
+		if hit == nil || f.seq < hit.seq {
+			hit = f
+		}
+	}
+	if hit == nil {
+		r.mu.Unlock()
+		return ""
+	}
+	hit.Hits++
+	if hit.Action != Pause {
+		r.notifyLocked()
+		r.mu.Unlock()
+		return hit.Action
+	}
+	hit.Waiting++
+	r.notifyLocked()
+	release := hit.release
+	r.mu.Unlock()
+
+	timer := time.NewTimer(MaxPause)
+	defer timer.Stop()
+	select {
+	case <-release:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	hit.Waiting--
+	r.notifyLocked()
+	r.mu.Unlock()
+	return Pause
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}

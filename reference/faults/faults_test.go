@@ -1,0 +1,88 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestArmRejectsBadSpecs(t *testing.T) {
+	r := New()
+	for _, tc := range []struct {
+		spec Spec
+		want error
+	}{
+		{Spec{Point: "nowhere", Action: Pause}, ErrUnknownPoint},
+		{Spec{Point: FenceRead, Action: "explode"}, ErrUnknownAction},
+		{Spec{Point: FenceRead, Action: DropResponse}, ErrUnknownAction},
+		{Spec{Point: LockAcquired, Action: Fail}, ErrUnknownAction},
+	} {
+		if _, err := r.Arm(tc.spec); !errors.Is(err, tc.want) {
+			t.Errorf("Arm(%+v) = %v, want %v", tc.spec, err, tc.want)
+		}
+	}
+}
+
+func TestPauseHoldsUntilRelease(t *testing.T) {
+	r := New()
+	st, err := r.Arm(Spec{Point: FenceRead, Action: Pause, Match: Match{Tool: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Hit(context.Background(), FenceRead, Match{Tool: "other"}); got != "" {
+		t.Fatalf("non-matching hit = %q, want no action", got)
+	}
+	done := make(chan string)
+	go func() { done <- r.Hit(context.Background(), FenceRead, Match{Tool: "t"}) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := r.Await(ctx, st.ID, 1)
+	if err != nil || got.Waiting != 1 || got.Hits != 1 {
+		t.Fatalf("await = %+v, %v; want one waiting hit", got, err)
+	}
+	select {
+	case a := <-done:
+		t.Fatalf("hit returned %q before release", a)
+	default:
+	}
+	if _, err := r.Release(st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a != Pause {
+		t.Fatalf("hit = %q, want %q", a, Pause)
+	}
+	// A released fault takes no more hits.
+	if a := r.Hit(context.Background(), FenceRead, Match{Tool: "t"}); a != "" {
+		t.Fatalf("hit after release = %q, want none", a)
+	}
+}
+
+func TestCountLimitsHitsAndOldestWins(t *testing.T) {
+	r := New()
+	first, _ := r.Arm(Spec{Point: DispatchBefore, Action: Fail, Count: 2})
+	r.Arm(Spec{Point: DispatchBefore, Action: Pause})
+	for i := 0; i < 2; i++ {
+		if a := r.Hit(context.Background(), DispatchBefore, Match{}); a != Fail {
+			t.Fatalf("hit %d = %q, want fail", i, a)
+		}
+	}
+	st, _ := r.Get(first.ID)
+	if st.Hits != 2 {
+		t.Fatalf("hits = %d, want 2", st.Hits)
+	}
+	r.Reset()
+	if len(r.List()) != 0 {
+		t.Fatal("reset left faults")
+	}
+}
+
+func TestAwaitTimesOut(t *testing.T) {
+	r := New()
+	st, _ := r.Arm(Spec{Point: ReserveDone, Action: Pause})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := r.Await(ctx, st.ID, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("await = %v, want deadline exceeded", err)
+	}
+}

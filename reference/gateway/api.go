@@ -1,0 +1,180 @@
+// Package gateway holds the reference gateway's rules for tools/call: keys,
+// windows, locks and fences, permits, the ledger and replay authorisation.
+// It knows nothing of HTTP or SQL: the wire layer authenticates and parses,
+// the store persists, a Dispatcher runs the tool.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// PrincipalRef is a verified enterprise principal.
+type PrincipalRef struct {
+	Provider string
+	Issuer   string
+	Subject  string
+}
+
+// String is the form stored in records: "provider|issuer|subject".
+func (p *PrincipalRef) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.Provider + "|" + p.Issuer + "|" + p.Subject
+}
+
+// Caller is who the wire layer authenticated.
+type Caller struct {
+	WalletID  string
+	APIKeyID  string
+	Principal *PrincipalRef // nil without a principal token
+}
+
+// CallRequest is one tools/call, parsed and authenticated.
+type CallRequest struct {
+	Caller    Caller
+	Tool      string
+	Arguments json.RawMessage // a JSON object (the wire layer refuses anything else)
+	ClientKey string          // explicit idempotency key, "" if none (already validated)
+	PermitID  string          // explicit permit, "" if none
+}
+
+// CallResponse is what the wire layer sends back.
+type CallResponse struct {
+	// Result is the whole CallToolResult JSON, _meta receipt included.
+	Result json.RawMessage
+	// Drop asks the wire layer to close the connection without answering
+	// (the drop_response fault); the outcome is already stored.
+	Drop bool
+}
+
+// ReceiptMetaKey is where a result carries its receipt in _meta.
+const ReceiptMetaKey = "io.mcpconform/receipt"
+
+// Receipt is the value under ReceiptMetaKey.
+type Receipt struct {
+	ID             string `json:"id"`
+	Replayed       bool   `json:"replayed"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Charged        int64  `json:"charged"`
+}
+
+// Refusal is every answer that is not a result: a JSON-RPC error with a stable
+// data.reason. Its Code is the reference gateway's default for that reason.
+type Refusal struct {
+	Code      int64
+	Reason    string
+	Message   string
+	Retryable bool
+	Data      map[string]any // extra data fields, merged beside reason and retryable
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.Reason, r.Message) }
+
+// Reasons and their default codes (docs/wire.md).
+const (
+	ReasonKeyRequired      = "idempotency_key_required"
+	ReasonInProgress       = "idempotency_in_progress"
+	ReasonKeyReused        = "idempotency_key_reused"
+	ReasonKeyInvalid       = "idempotency_key_invalid"
+	ReasonUnauthenticated  = "unauthenticated"
+	ReasonPrincipalInvalid = "principal_invalid"
+	ReasonPrincipalDenied  = "principal_denied"
+	ReasonInsufficient     = "insufficient_funds"
+	ReasonPermitInvalid    = "permit_invalid"
+	ReasonPermitExhausted  = "permit_exhausted"
+	ReasonPermitExpired    = "permit_expired"
+	ReasonDispatchFailed   = "dispatch_failed"
+	ReasonResponseFailed   = "response_failed"
+	ReasonUnknownTool      = "unknown_tool"
+	ReasonInvalidArguments = "invalid_arguments"
+	ReasonBatch            = "batch_not_supported"
+	ReasonParse            = "parse_error"
+	ReasonTooLarge         = "request_too_large"
+	ReasonInternal         = "internal_error"
+)
+
+// Codes maps a reason to its default JSON-RPC code.
+var Codes = map[string]int64{
+	ReasonKeyRequired:      -32003,
+	ReasonInProgress:       -32005,
+	ReasonKeyReused:        -32004,
+	ReasonKeyInvalid:       -32602,
+	ReasonUnauthenticated:  -32001,
+	ReasonPrincipalInvalid: -32001,
+	ReasonPrincipalDenied:  -32001,
+	ReasonInsufficient:     -32002,
+	ReasonPermitInvalid:    -32006,
+	ReasonPermitExhausted:  -32006,
+	ReasonPermitExpired:    -32006,
+	ReasonDispatchFailed:   -32007,
+	ReasonResponseFailed:   -32008,
+	ReasonUnknownTool:      -32602,
+	ReasonInvalidArguments: -32602,
+	ReasonBatch:            -32600,
+	ReasonParse:            -32700,
+	ReasonTooLarge:         -32600,
+	ReasonInternal:         -32603,
+}
+
+// Refuse builds a refusal with the default code; retryable only for the
+// reasons a client may retry as they are.
+func Refuse(reason, format string, args ...any) *Refusal {
+	retry := reason == ReasonInProgress || reason == ReasonDispatchFailed || reason == ReasonResponseFailed
+	return &Refusal{Code: Codes[reason], Reason: reason, Message: fmt.Sprintf(format, args...), Retryable: retry}
+}
+
+// DispatchRequest is one real run of a tool.
+type DispatchRequest struct {
+	Tool      store.Tool
+	Arguments json.RawMessage
+	WalletID  string
+	RecordKey string
+}
+
+// Dispatcher runs tools: local ones in process, upstream ones over MCP.
+// It returns the CallToolResult JSON (content, structuredContent, isError).
+// An error means the tool could not be reached: nothing ran.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, r DispatchRequest) (json.RawMessage, error)
+}
+
+// Settings are the knobs the control API may change at run time.
+type Settings struct {
+	Window      time.Duration // MCP_UNKEYED_RETRY_WINDOW; 0 refuses unkeyed calls
+	PermitTTL   time.Duration // auto-permit lifetime
+	StaleLock   time.Duration // a lock older than this may be taken over
+	LockTimeout time.Duration // store lock wait; informational here
+}
+
+// EffectiveWindow is min(Window, PermitTTL): a retry later than the auto
+// permit's life cannot replay, so the advertised window must not promise it.
+func (s Settings) EffectiveWindow() time.Duration {
+	if s.PermitTTL < s.Window {
+		return s.PermitTTL
+	}
+	return s.Window
+}
+
+// DefaultSettings are the start-up values of the SEL-498 review.
+func DefaultSettings() Settings {
+	return Settings{Window: 300 * time.Second, PermitTTL: 120 * time.Second, StaleLock: 120 * time.Second, LockTimeout: 5 * time.Second}
+}
+
+// Validate refuses settings the gateway cannot honour.
+func (s Settings) Validate() error {
+	switch {
+	case s.Window < 0:
+		return fmt.Errorf("unkeyed retry window %v: must not be negative (0 turns derived keys off)", s.Window)
+	case s.PermitTTL <= 0:
+		return fmt.Errorf("permit ttl %v: must be positive", s.PermitTTL)
+	case s.StaleLock <= 0:
+		return fmt.Errorf("stale lock threshold %v: must be positive", s.StaleLock)
+	}
+	return nil
+}
