@@ -6,6 +6,7 @@ package reports
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -91,6 +92,7 @@ type Exchange struct {
 	URL             string            `json:"url"`
 	RequestHeaders  map[string]string `json:"request_headers,omitempty"`
 	RequestBody     json.RawMessage   `json:"request_body,omitempty"`
+	RequestBodyText string            `json:"request_body_text,omitempty"` // a body that is not JSON, as sent; see Write
 	Status          int               `json:"status"`
 	ResponseHeaders map[string]string `json:"response_headers,omitempty"`
 	ResponseBody    string            `json:"response_body,omitempty"`
@@ -148,6 +150,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	*d = Duration(s * float64(time.Second))
+	// Round, not truncate: 1.234567891 s is 1234567890.9999998 ns as a float.
+	*d = Duration(math.Round(s * float64(time.Second)))
 	return nil
 }

@@ -257,6 +257,10 @@ type Store interface {
 	// on the fence read), else ErrLockHeld.
 	AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (Lock, error)
 	LockOf(ctx context.Context, identity string) (Lock, error)
+	// Locks lists the lock rows whose identity starts with prefix (the gateway
+	// builds identities as "<wallet id>|<tool>|<hash>", so the control API can
+	// list one wallet's locks for one tool). Ordered by identity.
+	Locks(ctx context.Context, prefix string) ([]Lock, error)
 	// ReleaseLock deletes the lock row only while owner still holds it;
 	// false when another owner holds it now (nothing deleted).
 	ReleaseLock(ctx context.Context, identity, owner string) (bool, error)

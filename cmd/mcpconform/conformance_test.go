@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/reference/store/pgtest"
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+// The test binary doubles as the mcpconform binary: the runner starts the
+// reference gateway as a child process by re-executing it with this variable.
+const beMain = "MCPCONFORM_TEST_BE_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(beMain) == "1" {
+		os.Exit(dispatch(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func runConformance(t *testing.T, store, dsn string) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(beMain, "1")
+	out, err := runner.Run(context.Background(), runner.Config{
+		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
+		Seed: 1, Concurrency: 32, Out: t.TempDir(), TestingT: t,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !out.OK {
+		t.Errorf("suite verdict: not ok: %v", out.Why)
+	}
+	passed := 0
+	for _, s := range out.Run.Scenarios {
+		if s.Verdict == "passed" {
+			passed++
+		}
+	}
+	if passed == 0 {
+		t.Fatal("no scenario passed: nothing was observed")
+	}
+}
+
+// TestConformanceSQLite runs every scenario against the reference gateway on
+// its embedded default store, each scenario a subtest.
+func TestConformanceSQLite(t *testing.T) {
+	runConformance(t, "sqlite", "")
+}
+
+// TestConformancePostgres runs the suite on PostgreSQL (DATABASE_URL, else
+// dockertest; skipped with the reason when neither is there, unless
+// MCPCONFORM_REQUIRE_POSTGRES=1).
+func TestConformancePostgres(t *testing.T) {
+	runConformance(t, "postgres", pgtest.DSN(t))
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/server"
+)
+
+// envWindow sets the default of --window, as in the SEL-498 review.
+const envWindow = "MCP_UNKEYED_RETRY_WINDOW_SECONDS"
+
+const gatewayUsage = `Usage: mcpconform gateway [flags]
+
+Runs the bundled reference gateway: a metered MCP gateway whose tools/call is
+safe to retry. MCP over Streamable HTTP at POST /mcp (2025-11-25 sessions and
+the stateless 2026-07-28 wire); with --control-token, the conformance control
+API at /control/ (loopback clients only). It prints a dev wallet and API key
+with a curl line to try, then "listening on http://ADDR", and stops cleanly on
+SIGINT or SIGTERM.
+
+Unkeyed mutating calls get a derived idempotency key valid for the effective
+window, min(--window, --permit-ttl); --window 0 refuses unkeyed calls.
+
+Examples:
+  mcpconform gateway
+  mcpconform gateway --store postgres://user:pass@localhost:5432/mcpconform --control-token secret
+  mcpconform gateway --bug random-unkeyed-key     (deliberately wrong; see mcpconform bugs)
+
+Flags:
+`
+
+// gatewayConfig parses the gateway flags. It returns flag.ErrHelp for -h.
+func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error) {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, gatewayUsage)
+		fs.PrintDefaults()
+	}
+	def := gateway.DefaultSettings()
+	window := def.Window
+	if v, ok := os.LookupEnv(envWindow); ok && strings.TrimSpace(v) != "" {
+		secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return server.Config{}, false, fmt.Errorf("%s=%q: want a whole number of seconds", envWindow, v)
+		}
+		window = time.Duration(secs) * time.Second
+	}
+	var cfg server.Config
+	var bugNames []string
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8719", "listen address (host:port; port 0 picks one)")
+	fs.StringVar(&cfg.Store, "store", "sqlite:./mcpconform-state/gateway.db", "store: sqlite:PATH (a file, created with its directory) or postgres://user:pass@host:port/db")
+	fs.StringVar(&cfg.ControlToken, "control-token", "", "turn the control API on at /control/, guarded by this bearer token (loopback clients only)")
+	fs.Func("bug", "run with this bug switch on (repeatable; names: mcpconform bugs)", func(v string) error {
+		if bugs.Lookup(v) == nil {
+			return fmt.Errorf("unknown bug switch %q (known: %s)", v, strings.Join(bugs.Names(), ", "))
+		}
+		bugNames = append(bugNames, v)
+		return nil
+	})
+	fs.DurationVar(&window, "window", window, "unkeyed retry window (default from $"+envWindow+" when set); 0 refuses unkeyed calls; negative is an error")
+	permitTTL := fs.Duration("permit-ttl", def.PermitTTL, "auto-permit lifetime; caps the effective window")
+	staleLock := fs.Duration("stale-lock", def.StaleLock, "age after which an unkeyed call's lock row may be taken over (the old holder is fenced)")
+	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a store write waits for a lock (SQLite busy timeout, PostgreSQL lock_timeout); a timeout answers idempotency_in_progress")
+	verbose := fs.Bool("v", false, "log requests the gateway refuses or fails, and other details, to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, false, err
+		}
+		return cfg, false, errUsage
+	}
+	if fs.NArg() > 0 {
+		return cfg, false, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	cfg.Bugs = bugNames
+	cfg.Settings = gateway.Settings{Window: window, PermitTTL: *permitTTL, StaleLock: *staleLock, LockTimeout: *lockTimeout}
+	cfg.LockTimeout = *lockTimeout
+	if *lockTimeout <= 0 {
+		return cfg, false, fmt.Errorf("--lock-timeout %v: must be positive", *lockTimeout)
+	}
+	if err := cfg.Settings.Validate(); err != nil {
+		return cfg, false, err
+	}
+	kind, _, err := server.StoreKind(cfg.Store)
+	if err != nil {
+		return cfg, false, err
+	}
+	if _, err := server.CheckBugs(cfg.Bugs, kind); err != nil {
+		return cfg, false, err
+	}
+	return cfg, *verbose, nil
+}
+
+// errUsage: the flag package already printed what was wrong.
+var errUsage = errors.New("usage")
+
+func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, verbose, err := gatewayConfig(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "mcpconform gateway: %v\n", err)
+		return 2
+	}
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := server.Run(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "mcpconform gateway: %v\n", err)
+		var se *server.StartupError
+		if errors.As(err, &se) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/features"
+)
+
+func listCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	long := fs.Bool("requirements", false, "print each scenario's requirement and source")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	es, err := catalog.Load(features.FS)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform list: %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(es); err != nil {
+			return 2
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLEVEL\tNEEDS\tTITLE")
+	for _, e := range es {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Level, strings.Join(e.Needs, ","), e.Title)
+		if *long {
+			fmt.Fprintf(tw, "\t\t\t  requirement: %s\n\t\t\t  source: %s\n", e.Requirement, e.Source)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d scenarios\n", len(es))
+	return 0
+}

@@ -1,0 +1,57 @@
+// Command mcpconform proves whether a metered MCP gateway makes tools/call
+// safe to retry: it runs executable Gherkin scenarios against a gateway and
+// writes a report, and it carries a reference gateway to compare against.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `mcpconform: conformance harness for metered MCP gateways (is tools/call safe to retry?)
+
+Usage:
+  mcpconform run     [flags]      run the scenarios against a target and write a report
+  mcpconform list    [flags]      list scenario IDs, levels, tags and requirements
+  mcpconform gateway [flags]      run the bundled reference gateway
+  mcpconform bugs                 list the reference gateway's bug switches
+  mcpconform help                 this text
+
+Run 'mcpconform <command> -h' for a command's flags.
+
+Exit codes: 0 every required scenario passed, 1 a scenario failed, 2 usage or set-up error.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr)
+	case "list":
+		return listCmd(args[1:], stdout, stderr)
+	case "gateway":
+		return gatewayCmd(ctx, args[1:], stdout, stderr)
+	case "bugs":
+		return bugsCmd(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpconform: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

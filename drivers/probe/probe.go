@@ -1,0 +1,271 @@
+// Package probe is the harness's own upstream MCP server. The target forwards
+// upstream tools to it, and it counts every dispatch by a token unique to each
+// operation, so a scenario's dispatch count never depends on the gateway
+// reporting honestly. It can also stall calls and fail them on demand.
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// Tool names the probe serves.
+const (
+	ToolWrite = "probe.write" // mutating
+	ToolRead  = "probe.read"  // read-only
+)
+
+// Options configures Start.
+type Options struct {
+	// Addr is the listen address; default "127.0.0.1:0". A fixed address
+	// (--probe-addr) lets an operator point a gateway's upstream at it once.
+	Addr string
+	// Log receives the MCP server's log; nil discards it.
+	Log io.Writer
+}
+
+// Result is the structuredContent of a successful probe call.
+type Result struct {
+	Token string `json:"token"`
+	N     int    `json:"n"`   // dispatches of this token so far, this one included
+	Seq   int    `json:"seq"` // dispatches of any token so far
+}
+
+// Probe is a running upstream server. Its methods are safe for concurrent use.
+type Probe struct {
+	ln   net.Listener
+	srv  *http.Server
+	once sync.Once
+
+	mu         sync.Mutex
+	seq        int
+	counts     map[string]int
+	dispatches []reports.Dispatch
+	stalls     map[string]chan struct{} // token ("" = every call) -> closed on Unstall
+	failNext   int
+	changed    chan struct{} // closed and replaced on every dispatch
+	closed     chan struct{}
+}
+
+// Start listens and serves the probe tools at /mcp.
+func Start(opts Options) (*Probe, error) {
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("probe: listen %s: %w", addr, err)
+	}
+	p := &Probe{
+		ln: ln, counts: map[string]int{}, stalls: map[string]chan struct{}{},
+		changed: make(chan struct{}), closed: make(chan struct{}),
+	}
+	w := opts.Log
+	if w == nil {
+		w = io.Discard
+	}
+	logger := slog.New(slog.NewTextHandler(w, nil))
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpconform-probe", Version: "1"}, &mcp.ServerOptions{Logger: logger})
+	schema := map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{"token": map[string]any{"type": "string"}},
+		"required":             []string{"token"},
+		"additionalProperties": true, // "same key, other arguments" tests add fields
+	}
+	s.AddTool(&mcp.Tool{Name: ToolWrite, Description: "Counts a mutating dispatch by token.", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.handle(ToolWrite))
+	s.AddTool(&mcp.Tool{Name: ToolRead, Description: "Counts a read-only dispatch by token.", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, p.handle(ToolRead))
+	// Stateless: the gateway may speak either protocol version, and no
+	// session state must survive between its upstream calls.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: logger})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+func (p *Probe) handle(tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Token *string `json:"token"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &args) // bad arguments still count as arrived
+		token := ""
+		if args.Token != nil {
+			token = *args.Token
+		}
+		res, fail := p.record(tool, token)
+		if err := p.waitStall(ctx, token); err != nil {
+			return nil, err
+		}
+		switch {
+		case args.Token == nil:
+			return toolError("probe: arguments need a string \"token\""), nil
+		case fail:
+			return toolError(fmt.Sprintf("probe: injected failure (token %s, n %d)", token, res.N)), nil
+		}
+		text, _ := json.Marshal(res)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: res}, nil
+	}
+}
+
+// record counts a dispatch on arrival, before any stall, so WaitFor sees a
+// call that is being held.
+func (p *Probe) record(tool, token string) (Result, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	p.counts[token]++
+	p.dispatches = append(p.dispatches, reports.Dispatch{Token: token, Tool: tool, At: time.Now().UTC()})
+	fail := p.failNext > 0
+	if fail {
+		p.failNext--
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	return Result{Token: token, N: p.counts[token], Seq: p.seq}, fail
+}
+
+// waitStall blocks while the token or every call is stalled.
+func (p *Probe) waitStall(ctx context.Context, token string) error {
+	for {
+		p.mu.Lock()
+		ch := p.stalls[token]
+		if ch == nil {
+			ch = p.stalls[""]
+		}
+		p.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("probe: stalled call abandoned: %w", ctx.Err())
+		case <-p.closed:
+			return errors.New("probe: closed while stalled")
+		}
+	}
+}
+
+func toolError(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// URL is the MCP endpoint, http://HOST:PORT/mcp.
+func (p *Probe) URL() string { return "http://" + p.ln.Addr().String() + "/mcp" }
+
+// Addr is the address the probe listens on.
+func (p *Probe) Addr() string { return p.ln.Addr().String() }
+
+// Count is how many dispatches carried token; "" counts every dispatch.
+func (p *Probe) Count(token string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if token == "" {
+		return len(p.dispatches)
+	}
+	return p.counts[token]
+}
+
+// Dispatches is every dispatch so far, in arrival order.
+func (p *Probe) Dispatches() []reports.Dispatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]reports.Dispatch(nil), p.dispatches...)
+}
+
+// Stall makes calls of token ("" = every call) block after they are
+// counted, until Unstall.
+func (p *Probe) Stall(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalls[token] == nil {
+		p.stalls[token] = make(chan struct{})
+	}
+}
+
+// Unstall releases the calls held by Stall(token).
+func (p *Probe) Unstall(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch := p.stalls[token]; ch != nil {
+		close(ch)
+		delete(p.stalls, token)
+	}
+}
+
+// FailNext makes the next n dispatches return a tool error (isError). They
+// still count: the call reached the upstream.
+func (p *Probe) FailNext(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failNext = n
+}
+
+// WaitFor blocks until at least n dispatches of token ("" = any) arrived.
+func (p *Probe) WaitFor(ctx context.Context, token string, n int) error {
+	for {
+		p.mu.Lock()
+		got := p.counts[token]
+		if token == "" {
+			got = len(p.dispatches)
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("probe: wait for %d dispatches of %q (have %d): %w", n, token, got, ctx.Err())
+		}
+	}
+}
+
+// Reset forgets dispatches and failures and releases every stall, between
+// scenarios that share one probe.
+func (p *Probe) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq, p.failNext = 0, 0
+	p.counts, p.dispatches = map[string]int{}, nil
+	for k, ch := range p.stalls {
+		close(ch)
+		delete(p.stalls, k)
+	}
+}
+
+// Close releases stalled calls and stops the server.
+func (p *Probe) Close() error {
+	var err error
+	p.once.Do(func() {
+		close(p.closed)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err = p.srv.Shutdown(ctx); err != nil {
+			err = fmt.Errorf("probe: shutdown: %w", errors.Join(err, p.srv.Close()))
+		}
+		// Serve may not have taken the listener yet when Shutdown ran; close
+		// it here so the address is free once Close returns.
+		_ = p.ln.Close()
+	})
+	return err
+}

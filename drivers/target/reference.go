@@ -1,0 +1,312 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/drivers/wire"
+)
+
+// Options starts the reference gateway.
+type Options struct {
+	// Binary is the mcpconform executable; default os.Executable(), which
+	// under `go test` is the test binary, so tests must build and name it.
+	Binary string
+	Store  string // "sqlite" (default) or "postgres"
+	// DSN is the PostgreSQL URL; default $DATABASE_URL.
+	DSN     string
+	Workers int // gateway processes on the same store; default 1
+	Bugs    []string
+	// StateDir holds the SQLite file; default a fresh temporary directory,
+	// removed on Close.
+	StateDir  string
+	ExtraArgs []string
+	Env       []string  // added to the harness's environment
+	Log       io.Writer // children's stdout and stderr; nil keeps only the tail
+	// ProtocolVersion for the profile's wire clients; default 2025-11-25.
+	ProtocolVersion string
+	ReadyTimeout    time.Duration // default 30s per worker
+	StopTimeout     time.Duration // SIGTERM grace before SIGKILL; default 10s
+}
+
+// Reference starts Workers reference gateways on free loopback ports with a
+// fresh control token and waits until each answers GET /control/capabilities.
+func Reference(ctx context.Context, o Options) (*Target, error) {
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("reference target: find binary: %w", err)
+		}
+		o.Binary = exe
+	}
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 30 * time.Second
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 10 * time.Second
+	}
+	t := &Target{Kind: "reference", Bugs: o.Bugs, ControlToken: randomToken()}
+	if o.StateDir == "" {
+		dir, err := os.MkdirTemp("", "mcpconform-state-*")
+		if err != nil {
+			return nil, fmt.Errorf("reference target: state dir: %w", err)
+		}
+		o.StateDir, t.owned = dir, true
+	} else if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("reference target: state dir: %w", err)
+	}
+	t.stateDir = o.StateDir
+	var store string
+	switch o.Store {
+	case "", "sqlite":
+		t.Store, store = "sqlite", "sqlite:"+filepath.Join(o.StateDir, "gw.db")
+	case "postgres":
+		dsn := o.DSN
+		if dsn == "" {
+			dsn = os.Getenv("DATABASE_URL")
+		}
+		if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+			t.Close()
+			return nil, errors.New("reference target: postgres store needs a postgres:// DSN (Options.DSN or DATABASE_URL)")
+		}
+		t.Store, store = "postgres", dsn
+	default:
+		t.Close()
+		return nil, fmt.Errorf("reference target: store %q: want sqlite or postgres", o.Store)
+	}
+	for i := range o.Workers {
+		p, err := startWorker(ctx, o, store, t.ControlToken, i)
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("reference target: worker %d: %w", i, err)
+		}
+		t.procs = append(t.procs, p)
+		t.URLs = append(t.URLs, "http://"+p.addr+"/mcp")
+		t.ControlURLs = append(t.ControlURLs, "http://"+p.addr+"/control")
+	}
+	caps, err := t.Control(0).Capabilities(ctx)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("reference target: %w", err)
+	}
+	pv := o.ProtocolVersion
+	if pv == "" {
+		pv = wire.V20251125
+	}
+	t.Profile = DefaultProfile()
+	t.Profile.URLs, t.Profile.ProtocolVersion = t.URLs, pv
+	t.Profile.ControlURL, t.Profile.ControlToken = t.ControlURLs[0], t.ControlToken
+	t.Profile.Capabilities = caps.Capabilities
+	return t, nil
+}
+
+// startWorker picks a free port and starts one gateway on it. The port is
+// free when picked but may be taken before the child binds it, so a child
+// that dies with "address already in use" is retried on another port.
+func startWorker(ctx context.Context, o Options, store, token string, i int) (*proc, error) {
+	var lastErr error
+	for range 3 {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"gateway", "--addr", addr, "--store", store, "--control-token", token}
+		for _, b := range o.Bugs {
+			args = append(args, "--bug", b)
+		}
+		args = append(args, o.ExtraArgs...)
+		p, err := startProc(o, args, addr, i)
+		if err != nil {
+			return nil, err
+		}
+		err = p.waitReady(ctx, token, o.ReadyTimeout)
+		if err == nil {
+			return p, nil
+		}
+		_ = p.stop()
+		lastErr = err
+		if !strings.Contains(p.tail.String(), "address already in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("pick a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "ct_" + hex.EncodeToString(b)
+}
+
+// proc is one gateway child process.
+type proc struct {
+	cmd         *exec.Cmd
+	addr        string
+	tail        *tailBuffer
+	done        chan struct{} // closed when the process exited
+	waitErr     error
+	stopTimeout time.Duration
+	stopping    bool
+	mu          sync.Mutex
+}
+
+func startProc(o Options, args []string, addr string, i int) (*proc, error) {
+	p := &proc{addr: addr, tail: &tailBuffer{max: 8 << 10}, done: make(chan struct{}), stopTimeout: o.StopTimeout}
+	// Not CommandContext: ctx bounds start-up only; the gateway lives until
+	// Close.
+	cmd := exec.Command(o.Binary, args...)
+	cmd.Env = append(os.Environ(), o.Env...)
+	var out io.Writer = p.tail
+	if o.Log != nil {
+		out = io.MultiWriter(p.tail, &prefixWriter{w: o.Log, prefix: fmt.Sprintf("[gateway %d] ", i)})
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipes cannot hang Close
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Binary, err)
+	}
+	p.cmd = cmd
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitReady polls the capabilities endpoint until it answers 200, the child
+// exits, or the timeout passes; the error carries the child's output tail.
+func (p *proc) waitReady(ctx context.Context, token string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &control.Client{BaseURL: "http://" + p.addr + "/control", Token: token,
+		HTTP: &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		_, last = c.Capabilities(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			p.mu.Lock()
+			werr := p.waitErr
+			p.mu.Unlock()
+			return fmt.Errorf("gateway exited before it was ready (%v); output:\n%s", werr, p.tail.String())
+		case <-ctx.Done():
+			return fmt.Errorf("gateway on %s not ready after %v (last: %v); output:\n%s", p.addr, timeout, last, p.tail.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM, waits for the grace period, then kills. An exit caused
+// by our signal is no error; a child that had already died is.
+func (p *proc) stop() error {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopping || p.waitErr == nil {
+			return nil
+		}
+		return fmt.Errorf("exited before Close: %v; output:\n%s", p.waitErr, p.tail.String())
+	default:
+	}
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(p.stopTimeout):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return fmt.Errorf("did not stop within %v of SIGTERM; killed", p.stopTimeout)
+}
+
+// tailBuffer keeps the last max bytes written, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append([]byte(nil), b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// prefixWriter tags each line with its worker, so two gateways' logs can be
+// told apart in one stream.
+type prefixWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  string
+	midLine bool
+}
+
+func (pw *prefixWriter) Write(p []byte) (int, error) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var out bytes.Buffer
+	for _, line := range bytes.SplitAfter(p, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if !pw.midLine {
+			out.WriteString(pw.prefix)
+		}
+		out.Write(line)
+		pw.midLine = line[len(line)-1] != '\n'
+	}
+	if _, err := pw.w.Write(out.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,32 @@
+@ledger
+Feature: The wallet is charged exactly once per operation
+  Every dispatch writes one debit and a receipt. A failure before dispatch is
+  refunded and the retry really runs. A replay writes no ledger entry.
+
+  Background:
+    Given a wallet with 1000 credits and an API key
+    And an upstream tool "write" priced 3 credits
+
+  @ledger-01 @must @needs-upstream @needs-ledger @needs-faults
+  Scenario: A failure before dispatch nets to zero; the retry is charged once; the replay adds nothing
+    Requirement: Zero net change after a failure before dispatch, one debit after the successful retry, no new entry on replay.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "assert zero net charge after the failure, one charge after the success, and no extra charge on replay, using wallet/ledger totals")
+    Given a failure is armed at "dispatch.before" for "write"
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" is refused with retryable "dispatch_failed"
+    And the wallet balance changed by 0
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the wallet balance changed by -3
+    When "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its second answer
+    And the wallet balance changed by -3
+    And the probe saw "$op1" dispatched 1 time
+
+  @ledger-02 @must @needs-upstream @needs-ledger
+  Scenario: The bank invariant holds over a random mixed workload
+    Requirement: Total debits equal price times distinct dispatched operations, over keyed, unkeyed, retried and conflicting calls.
+    Source: issue "Conformance harness" (ledger: bank invariant); Jepsen bank test
+    When a random workload of 40 calls runs on "write" with seed-chosen keys, retries and conflicts
+    Then every dispatched operation was charged exactly once
+    And no operation was dispatched twice

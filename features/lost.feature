@@ -1,0 +1,44 @@
+@lost
+Feature: A lost response is not a lost operation
+  The connection drops after the gateway dispatched. The client cannot know
+  whether the tool ran; its retry must get the original receipt and no second debit.
+
+  Background:
+    Given a wallet with 100 credits and an API key
+    And an upstream tool "write" priced 3 credits
+
+  @lost-01 @must @needs-upstream @needs-ledger
+  Scenario: The client drops the connection while the tool runs
+    Requirement: A retry after a lost response gets the original receipt; the tool was dispatched once and charged once.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: "A retry after a lost response therefore dispatched and charged a second time")
+    Given the probe stalls "$op1"
+    When "A" calls "write" with {"token":"$op1"} using key "$k1" and drops the connection once the tool runs
+    And the probe releases "$op1"
+    And "A" retries its last call with a new JSON-RPC id until it is not in progress
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @lost-02 @must @needs-upstream @needs-ledger @needs-faults
+  Scenario: The gateway drops the response after dispatching an unkeyed call
+    Requirement: The connection is dropped after the gateway dispatched; the retry gets the original receipt and no second debit.
+    Source: issue "Conformance harness" (lost response)
+    Given the gateway will drop the response after dispatching "write"
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" lost the connection without an answer
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @lost-03 @should @needs-upstream @needs-ledger @needs-faults
+  Scenario: A response that fails after dispatch is replayed on retry
+    Requirement: The tool ran and its outcome is stored; the client got an error; the retry replays the stored outcome.
+    Source: issue "Reference gateway" (fault points: fail after dispatch before the response)
+    Given a failure is armed at "dispatch.after" for "write"
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" is refused with retryable "response_failed"
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

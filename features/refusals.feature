@@ -1,0 +1,89 @@
+@refusals
+Feature: Calls that cannot be made safe are refused before any permit, dispatch or charge
+  Bad input gets a clear JSON-RPC error with a stable data.reason, never a panic,
+  a 500 or a silent charge.
+
+  Background:
+    Given a wallet with 100 credits and an API key
+
+  @refuse-01 @must @needs-upstream @needs-ledger @needs-settings
+  Scenario: With window 0, unkeyed calls are refused
+    Requirement: Window 0 turns derived keys off, so every unkeyed call is refused with idempotency_key_required. There is no random key.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Design: "Setting it to 0 turns off derived keys")
+    Given an upstream tool "write" priced 3 credits
+    And the unkeyed retry window is 0 seconds
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" is refused with "idempotency_key_required"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @refuse-02 @must @needs-upstream @needs-ledger
+  Scenario: Unkeyed read-only calls are refused, not collapsed into a stale replay
+    Requirement: Read-only tools are metered, so unkeyed reads are refused with idempotency_key_required, with no dispatch and no debit.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Read-only tools are collapsed"; follow-up "Read-only tools: metered, so unkeyed reads stay refused")
+    Given an upstream read-only tool "count" priced 1 credit
+    When "A" calls "count" with {"token":"$op1"} without a key
+    Then "A" is refused with "idempotency_key_required"
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" is refused with "idempotency_key_required"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @refuse-03 @must @needs-upstream @needs-ledger
+  Scenario: Unkeyed approval-gated calls are refused
+    Requirement: The human-approval gate still requires an explicit client key.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Design, Unchanged)
+    Given an upstream approval-gated tool "approve" priced 5 credits
+    When "A" calls "approve" with {"token":"$op1"} without a key
+    Then "A" is refused with "idempotency_key_required"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @refuse-04 @should @needs-upstream @needs-ledger
+  Scenario: Keyed read-only calls are metered once per key
+    Requirement: Two keyed reads write two non-zero ledger debits.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: test_unkeyed_read_only_tool_is_refused_without_dispatch)
+    Given an upstream read-only tool "count" priced 1 credit
+    When "A" calls "count" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "count" with {"token":"$op2"} using key "$k2"
+    Then "A" gets a result with a new receipt
+    And the ledger has 2 debits and 0 refunds
+
+  @refuse-05 @must @needs-upstream @needs-ledger
+  Scenario: Too little balance is refused before dispatch
+    Requirement: Too little balance is refused before dispatch with insufficient_funds; nothing is charged.
+    Source: issue "Reference gateway" (Tenancy, tools, ledger)
+    Given an upstream tool "pricey" priced 500 credits
+    When "A" calls "pricey" with {"token":"$op1"} using key "$k1"
+    Then "A" is refused with "insufficient_funds"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @refuse-06 @must
+  Scenario: A JSON-RPC batch is refused
+    Requirement: JSON-RPC batches are refused with a clear error.
+    Source: MCP specification 2025-06-18 removed batching; issue "Reference gateway" (Wire)
+    When "A" sends a batch of two tools/call requests
+    Then "A" is refused with "batch_not_supported"
+
+  @refuse-07 @must
+  Scenario: Malformed JSON gets a parse error
+    Requirement: Malformed JSON gets a clear JSON-RPC error, never a panic or a 500.
+    Source: JSON-RPC 2.0 section 5.1 (-32700 Parse error)
+    When "A" sends the raw body {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+    Then "A" is refused with "parse_error"
+
+  @refuse-08 @must
+  Scenario: An unknown tool gets a clear error
+    Requirement: An unknown tool gets a clear JSON-RPC error with a stable reason, and nothing is charged.
+    Source: MCP specification (tools/call errors)
+    When "A" calls "nonexistent" with {"x":1} using key "$k1"
+    Then "A" is refused with "unknown_tool"
+
+  @refuse-09 @must
+  Scenario: An oversized body is refused
+    Requirement: Oversized bodies get a clear JSON-RPC error.
+    Source: issue "Conformance harness" (refusals)
+    When "A" sends a tools/call body of 2 MiB
+    Then "A" is refused with "request_too_large"

@@ -1,0 +1,93 @@
+@retries
+Feature: Retries of tools/call are one operation
+  A retry after a lost response arrives with a fresh JSON-RPC id (MCP issue 3394).
+  The gateway must dispatch the tool at most once and charge the wallet exactly once.
+
+  Background:
+    Given a wallet with 100 credits and an API key
+    And an upstream tool "write" priced 3 credits
+
+  @retry-01 @must @needs-upstream @needs-ledger
+  Scenario: A keyed retry with a new JSON-RPC id replays the whole result
+    Requirement: Same key and fingerprint: the stored outcome is replayed whole (same receipt, same content, structuredContent, isError), no dispatch, no debit.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem; live retest); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
+    When "A" calls "write" with {"token":"$op1","note":"hello"} using key "$k1"
+    Then "A" gets a result
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+    And the wallet balance changed by -3
+
+  @retry-02 @must @needs-upstream @needs-ledger
+  Scenario: The same key with other arguments is refused, nothing dispatched or charged
+    Requirement: Same key, other arguments: idempotency_key_reused; nothing dispatched or charged.
+    Source: seeds/concurrent-enqueue-duplicate-review.json (idempotency_key_payload_mismatch); IETF Idempotency-Key draft section 2.7
+    When "A" calls "write" with {"token":"$op1","note":"one"} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op2","note":"two"} using key "$k1"
+    Then "A" is refused with "idempotency_key_reused"
+    And the probe saw "$op2" dispatched 0 times
+    And the probe saw 1 dispatch in all
+    And the ledger has 1 debit and 0 refunds
+
+  @retry-03 @must @needs-upstream @needs-ledger
+  Scenario: An unkeyed retry inside the window replays the original receipt
+    Requirement: Unkeyed mutating calls get a derived key over wallet, API key, principal, tool and canonical arguments; a retry with a new JSON-RPC id replays the original receipt, no second dispatch, one debit. No random key exists anywhere.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: mcp-auto-<uuid4> on every attempt; Design)
+    When "A" calls "write" with {"token":"$op1","note":"hello"} without a key
+    Then "A" gets a result
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @retry-04 @must @needs-upstream @needs-ledger
+  Scenario: Unkeyed calls with other arguments are separate operations
+    Requirement: Different arguments dispatch: a new receipt and a second debit.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (live retest: "Different arguments (id 12): a new receipt and +1 debit")
+    When "A" calls "write" with {"token":"$op1","note":"one"} without a key
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op2","note":"two"} without a key
+    Then "A" gets a result with a new receipt
+    And the probe saw "$op1" dispatched 1 time
+    And the probe saw "$op2" dispatched 1 time
+    And the ledger has 2 debits and 0 refunds
+    And the wallet balance changed by -6
+
+  @retry-05 @must @needs-upstream @needs-ledger @needs-clock
+  Scenario: A retry past the effective window is a new operation
+    Requirement: Effective window = min(MCP_UNKEYED_RETRY_WINDOW_SECONDS, auto-permit TTL); a later identical retry runs and bills again, and no replay is promised past the permit's life.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (request-keys.md promises 300 s but the mint caps at the 120 s permit TTL)
+    Given the gateway clock is frozen at a window boundary
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" gets a result
+    When the gateway clock advances past the effective window
+    And "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result with a new receipt
+    And the probe saw "$op1" dispatched 2 times
+    And the ledger has 2 debits and 0 refunds
+
+  @must @needs-upstream @needs-ledger
+  Scenario Outline: A keyed retry replays on the <wire> wire
+    Requirement: The replay contract holds on every protocol version the gateway serves.
+    Source: MCP specification 2025-11-25 (Streamable HTTP, Mcp-Session-Id) and 2026-07-28 (stateless requests)
+    Given "A" speaks protocol <version>
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    When "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+    @retry-06
+    Examples: session
+      | wire    | version    |
+      | session | 2025-11-25 |
+
+    @retry-07
+    Examples: stateless
+      | wire      | version    |
+      | stateless | 2026-07-28 |

@@ -1,0 +1,39 @@
+@windows
+Feature: Window boundaries do not split one operation
+  Derived keys are bucketed by floor(now / window). A fixed floor bucket alone
+  gives a retry 1 ms past the boundary a new key, and it dispatches again.
+
+  Background:
+    Given a wallet with 100 credits and an API key
+    And an upstream tool "write" priced 3 credits
+
+  @window-01 @must @needs-upstream @needs-ledger @needs-clock
+  Scenario: A retry 1 ms after a bucket boundary replays
+    Requirement: Before minting, the previous bucket's key is looked up and joined, so a retry 1 ms after the boundary replays instead of dispatching again.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Bucket boundary breaks the SEL-498 acceptance")
+    Given the gateway clock is frozen 1ms before a window boundary
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" gets a result
+    When the gateway clock advances 2ms
+    And "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @window-02 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
+  Scenario: Twins straddling a bucket boundary dispatch once
+    Requirement: Two concurrent identical unkeyed calls straddling a boundary dispatch once; the later one joins the earlier slot.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "or two concurrent calls straddling it")
+    Given the gateway clock is frozen 1ms before a window boundary
+    And a pause is armed at "reserve.done" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} without a key
+    And "A" waits at "reserve.done"
+    And the gateway clock advances 2ms
+    And "B" calls "write" with {"token":"$op1"} without a key
+    Then "B" is refused with retryable "idempotency_in_progress"
+    When the pause at "reserve.done" is released
+    Then "A" gets a result
+    When "B" retries its last call with a new JSON-RPC id
+    Then the last answer of "B" replays the first answer of "A"
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

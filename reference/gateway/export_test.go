@@ -1,0 +1,20 @@
+package gateway
+
+import (
+	"encoding/json"
+
+	"github.com/mcpconform/mcpconform/reference/canonical"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// IdentityForTest is the lock identity an unkeyed call of tool with args by c
+// would have now, so tests can read its lock row and records.
+func (g *Gateway) IdentityForTest(c Caller, tool string, args json.RawMessage) string {
+	canon, err := canonical.JSON(args)
+	if err != nil {
+		panic(err)
+	}
+	cs := &callState{r: CallRequest{Caller: c}, tool: store.Tool{Name: tool}, canon: canon,
+		set: g.Settings(), now: g.clock.Now(), principal: c.Principal.String(), principalKey: principalKey(c.Principal)}
+	return g.derivedPlan(cs).identity
+}

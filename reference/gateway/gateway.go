@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/clock"
+	"github.com/mcpconform/mcpconform/reference/faults"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// Options build a Gateway.
+type Options struct {
+	Store      store.Store
+	Clock      *clock.Clock     // nil: real time
+	Faults     *faults.Registry // nil: an empty registry (no fault ever fires)
+	Dispatcher Dispatcher
+	// Settings are the start-up values; the zero value means DefaultSettings.
+	Settings  Settings
+	Bugs      bugs.Set
+	StoreKind string // "sqlite" or "postgres"; informational (logs, capabilities)
+	Logger    *slog.Logger
+}
+
+// Gateway applies the tools/call rules. It is safe for concurrent use, and
+// several Gateways (in one process or many) may share one store: every
+// decision that must be exclusive is taken in the store, never in memory.
+type Gateway struct {
+	store     store.Store
+	clock     *clock.Clock
+	faults    *faults.Registry
+	disp      Dispatcher
+	bugs      bugs.Set
+	storeKind string
+	log       *slog.Logger
+
+	mu       sync.RWMutex
+	settings Settings
+	initial  Settings
+}
+
+// New checks the options. A negative window (or another invalid setting)
+// fails here, at start-up, rather than silently meaning something else.
+func New(o Options) (*Gateway, error) {
+	if o.Store == nil {
+		return nil, errors.New("gateway: no store")
+	}
+	if o.Dispatcher == nil {
+		return nil, errors.New("gateway: no dispatcher")
+	}
+	s := o.Settings
+	if s == (Settings{}) {
+		s = DefaultSettings()
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway settings: %w", err)
+	}
+	for _, name := range o.Bugs.List() {
+		if bugs.Lookup(name) == nil {
+			return nil, fmt.Errorf("gateway: unknown bug switch %q", name)
+		}
+	}
+	g := &Gateway{
+		store:     o.Store,
+		clock:     o.Clock,
+		faults:    o.Faults,
+		disp:      o.Dispatcher,
+		bugs:      o.Bugs,
+		storeKind: o.StoreKind,
+		log:       o.Logger,
+		settings:  s,
+		initial:   s,
+	}
+	if g.clock == nil {
+		g.clock = clock.New()
+	}
+	if g.faults == nil {
+		g.faults = faults.New()
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if len(o.Bugs.List()) > 0 {
+		g.log.Warn("gateway running with bug switches on", "bugs", o.Bugs.List(), "store", o.StoreKind)
+	}
+	return g, nil
+}
+
+// Settings returns the settings in force.
+func (g *Gateway) Settings() Settings {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.settings
+}
+
+// SetSettings replaces the settings; invalid ones are refused and change nothing.
+func (g *Gateway) SetSettings(s Settings) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.settings = s
+	return nil
+}
+
+// ResetSettings restores the start-up settings.
+func (g *Gateway) ResetSettings() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.settings = g.initial
+}
+
+// Bugs returns the bug switches the gateway runs with, sorted.
+func (g *Gateway) Bugs() []string { return g.bugs.List() }
+
+// StoreKind is the store the gateway was built on ("sqlite" or "postgres").
+func (g *Gateway) StoreKind() string { return g.storeKind }
+
+// API keys are "mcpk_<key id>_<secret>". Key ids are "k-" plus a uuid and
+// secrets are hex, so neither holds the '_' separator.
+const apiKeyPrefix = "mcpk_"
+
+// Authenticate resolves an API key to its caller. Only the sha256 of the
+// secret is stored; it is compared in constant time so the answer's timing
+// says nothing about how much of a guessed secret was right.
+func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, error) {
+	deny := Refuse(ReasonUnauthenticated, "missing or invalid API key")
+	rest, ok := strings.CutPrefix(apiKey, apiKeyPrefix)
+	if !ok {
+		return Caller{}, deny
+	}
+	keyID, secret, ok := strings.Cut(rest, "_")
+	if !ok || keyID == "" || secret == "" {
+		return Caller{}, deny
+	}
+	k, err := g.store.APIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Caller{}, deny
+	}
+	if err != nil {
+		return Caller{}, g.storeErr("authenticate", err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if subtle.ConstantTimeCompare(sum[:], k.SecretHash) != 1 {
+		return Caller{}, deny
+	}
+	return Caller{WalletID: k.WalletID, APIKeyID: k.ID}, nil
+}
+
+// IssueAPIKey creates an API key for an existing wallet. The whole key is
+// returned once; only the hash of its secret is stored.
+func (g *Gateway) IssueAPIKey(ctx context.Context, walletID string) (keyID, apiKey string, err error) {
+	if _, err := g.store.Wallet(ctx, walletID); err != nil {
+		return "", "", fmt.Errorf("issue api key: wallet %q: %w", walletID, err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", "", fmt.Errorf("issue api key: %w", err)
+	}
+	secret := hex.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(secret))
+	keyID = "k-" + uuid.NewString()
+	err = g.store.CreateAPIKey(ctx, store.APIKey{ID: keyID, WalletID: walletID, SecretHash: sum[:], CreatedAt: g.clock.Now()})
+	if err != nil {
+		return "", "", fmt.Errorf("issue api key: %w", err)
+	}
+	return keyID, apiKeyPrefix + keyID + "_" + secret, nil
+}
+
+// LockIdentityPrefix is the start of every lock identity of one wallet and
+// tool ("<wallet>|<tool>|"), so store.Locks can list them. '%' and '|' are
+// escaped in both parts, so a tool named "a|b" can never fall under the
+// prefix of a tool named "a".
+func (g *Gateway) LockIdentityPrefix(walletID, tool string) string {
+	return escapeIdentityPart(walletID) + "|" + escapeIdentityPart(tool) + "|"
+}
+
+var identityEscaper = strings.NewReplacer("%", "%25", "|", "%7C")
+
+func escapeIdentityPart(s string) string { return identityEscaper.Replace(s) }

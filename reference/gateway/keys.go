@@ -1,0 +1,262 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/idemkey"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// Prefixes of the key strings a client sees in its receipt.
+const (
+	// DerivedKeyPrefix starts every derived key of an unkeyed mutating call.
+	DerivedKeyPrefix = "mcp-retry-"
+	// PermitKeyPrefix starts the key of an unkeyed call under an explicit permit.
+	PermitKeyPrefix = "permit:"
+	// randomKeyPrefix exists only for the random-unkeyed-key bug switch.
+	randomKeyPrefix = "mcp-auto-"
+)
+
+// keyPlan is step 3's answer: under which idempotency record this call runs.
+type keyPlan struct {
+	kind      string        // store.KindClient, KindPermit or KindDerived
+	clientKey string        // as sent, "permit:<id>", or (derived) filled in with the slot key
+	key       string        // the record's primary key (client and permit kinds)
+	permit    *store.Permit // the explicit permit, already checked; nil for an auto permit
+
+	// Derived only.
+	identity  string        // lock identity: prefix + hash of the identity material
+	principal string        // the principal key bound into the identity ("" under principal-unbound)
+	window    time.Duration // W
+	bucket    int64         // floor(now / W)
+}
+
+// digest hashes fields unambiguously: each one is length-prefixed, so no
+// choice of field contents can make two different tuples hash alike (a
+// wallet "a|b" with tool "c" is not wallet "a" with tool "b|c").
+func digest(fields ...string) string {
+	h := sha256.New()
+	var n [20]byte
+	for _, f := range fields {
+		h.Write(strconv.AppendInt(n[:0], int64(len(f)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+		h.Write([]byte{';'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// principalKey is "" without a principal, else a digest of its three parts.
+func principalKey(p *PrincipalRef) string {
+	if p == nil {
+		return ""
+	}
+	return digest("mcpconform/principal/v1", p.Provider, p.Issuer, p.Subject)
+}
+
+// recordKey is the primary key of an idempotency record: the key the client
+// (or the gateway) chose, scoped to who called which tool. The kind is part of
+// it, so a client key spelled "permit:pmt-1" can never land on the record of
+// a call under permit pmt-1.
+func recordKey(kind, walletID, apiKeyID, principal, tool, key string) string {
+	return digest("mcpconform/record/v1", kind, walletID, apiKeyID, principal, tool, key)
+}
+
+// slotKey is the derived key of one slot: the identity, the window it was
+// cut with, the bucket and the attempt. W is in it so a changed window never
+// lands on a slot cut with another one.
+func slotKey(p keyPlan, attempt int) string {
+	return DerivedKeyPrefix + digest("mcpconform/slot/v1", p.identity,
+		strconv.FormatInt(int64(p.window), 10), strconv.FormatInt(p.bucket, 10), strconv.Itoa(attempt))
+}
+
+// floorDiv is floor(a/b) for b > 0, also for times before 1970.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// resolveKey is step 3. Every refusal here comes before any permit,
+// reservation, dispatch or charge: nothing has been written yet.
+func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error) {
+	r := c.r
+	wallet, keyID := r.Caller.WalletID, r.Caller.APIKeyID
+	switch {
+	case r.ClientKey != "":
+		// The wire layer validated it already; checked again because a key
+		// outside the grammar would be stored and echoed in receipts.
+		if err := idemkey.Validate(r.ClientKey); err != nil {
+			return keyPlan{}, Refuse(ReasonKeyInvalid, "%v", err)
+		}
+		p := keyPlan{kind: store.KindClient, clientKey: r.ClientKey,
+			key: recordKey(store.KindClient, wallet, keyID, c.principalKey, c.tool.Name, r.ClientKey)}
+		if r.PermitID != "" {
+			pm, err := g.explicitPermit(ctx, c)
+			if err != nil {
+				return keyPlan{}, err
+			}
+			p.permit = &pm
+		}
+		return p, nil
+	case r.PermitID != "":
+		// A call under an explicit permit never gets a derived key (the
+		// CodeRabbit finding): the permit itself names the operation.
+		pm, err := g.explicitPermit(ctx, c)
+		if err != nil {
+			return keyPlan{}, err
+		}
+		k := PermitKeyPrefix + pm.ID
+		return keyPlan{kind: store.KindPermit, clientKey: k, permit: &pm,
+			key: recordKey(store.KindPermit, wallet, keyID, c.principalKey, c.tool.Name, k)}, nil
+	}
+
+	// Unkeyed. Approval-gated tools need a human-visible key; read-only tools
+	// are metered but must not replay a stale read for a whole window (the
+	// "read-only tools are collapsed" blocker), so both are refused rather
+	// than given a derived key.
+	if c.tool.Approval {
+		return keyPlan{}, Refuse(ReasonKeyRequired, "tool %q is approval-gated: send an Idempotency-Key", c.tool.Name)
+	}
+	if c.tool.ReadOnly && !g.bugs.On(bugs.ReadonlyCollapsed) { // bug readonly-collapsed: read-only tools fall through to a derived key
+		return keyPlan{}, Refuse(ReasonKeyRequired, "tool %q is read-only: an unkeyed read is not collapsed into a retry; send an Idempotency-Key", c.tool.Name)
+	}
+	if c.set.Window == 0 {
+		return keyPlan{}, Refuse(ReasonKeyRequired, "unkeyed calls are turned off (retry window 0): send an Idempotency-Key")
+	}
+	if g.bugs.On(bugs.RandomUnkeyedKey) {
+		// BUG random-unkeyed-key (the original SEL-498 double charge): a
+		// fresh key per attempt, so a retry is a new operation.
+		k := randomKeyPrefix + uuid.NewString()
+		return keyPlan{kind: store.KindClient, clientKey: k,
+			key: recordKey(store.KindClient, wallet, keyID, c.principalKey, c.tool.Name, k)}, nil
+	}
+	return g.derivedPlan(c), nil
+}
+
+// derivedPlan is step 4's identity and bucket (SEL-498). The JSON-RPC id is
+// not in it: retries arrive with fresh ids.
+func (g *Gateway) derivedPlan(c *callState) keyPlan {
+	// The effective window is min(window, permit TTL): a retry later than the
+	// auto permit's life could not replay, so the slot must not promise it.
+	w := c.set.EffectiveWindow()
+	if g.bugs.On(bugs.WindowIgnoresTTL) {
+		w = c.set.Window // BUG window-ignores-ttl: the advertised window though permits expire sooner
+	}
+	// The verified principal is bound in, so another principal on the same
+	// API key with identical arguments gets another slot (the cross-principal
+	// replay blocker).
+	principal := c.principalKey
+	if g.bugs.On(bugs.PrincipalUnbound) {
+		principal = "" // BUG principal-unbound
+	}
+	r := c.r
+	material := digest("mcpconform/identity/v1", r.Caller.WalletID, r.Caller.APIKeyID, principal, c.tool.Name, string(c.canon))
+	return keyPlan{
+		kind:      store.KindDerived,
+		identity:  g.LockIdentityPrefix(r.Caller.WalletID, c.tool.Name) + material,
+		principal: principal,
+		window:    w,
+		bucket:    floorDiv(c.now.UnixNano(), int64(w)),
+	}
+}
+
+// explicitPermit checks a permit the client named: it must exist, be this
+// wallet's, this key's and this tool's, and not have expired. Its budget is
+// checked when it is spent (store.Charge), so a replay under a spent permit
+// still replays.
+func (g *Gateway) explicitPermit(ctx context.Context, c *callState) (store.Permit, error) {
+	r := c.r
+	pm, err := g.store.Permit(ctx, r.PermitID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Permit{}, Refuse(ReasonPermitInvalid, "no permit %q", r.PermitID)
+	}
+	if err != nil {
+		return store.Permit{}, g.storeErr("read permit", err)
+	}
+	if pm.WalletID != r.Caller.WalletID || pm.APIKeyID != r.Caller.APIKeyID || pm.Tool != c.tool.Name {
+		return store.Permit{}, Refuse(ReasonPermitInvalid, "permit %q is not for this wallet, API key and tool", r.PermitID)
+	}
+	if !c.now.Before(pm.ExpiresAt) {
+		return store.Permit{}, Refuse(ReasonPermitExpired, "permit %q expired at %s", r.PermitID, pm.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return pm, nil
+}
+
+// chooseSlot is step 4's slot choice, run under the identity's lock. It
+// returns the record to join, or the attempt number of a new slot in the
+// current bucket.
+//
+// Join: the newest non-refunded record that is in the current bucket or was
+// created less than W ago. The second arm is the previous-bucket join: the
+// records were read from bucket-1 on, so a retry 1 ms past a boundary (or a
+// twin straddling it) finds the first call's slot instead of dispatching
+// again. A refunded record is never joined: its failure was proven effect-free
+// and refunded, so the retry must really run.
+//
+// New slot: attempt 0, or one past the newest record of the current bucket
+// when that one was refunded (the retry after a pre-dispatch failure).
+func (g *Gateway) chooseSlot(recs []store.Record, p keyPlan, now time.Time) (join *store.Record, attempt int) {
+	floor := g.bugs.On(bugs.FloorBucket) // BUG floor-bucket: only the current bucket is looked at
+	for i := len(recs) - 1; i >= 0; i-- {
+		rec := recs[i]
+		if rec.State == store.StateFailedRefunded {
+			continue
+		}
+		if rec.Bucket == p.bucket || (!floor && now.Sub(rec.CreatedAt) < p.window) {
+			return &rec, 0
+		}
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Bucket == p.bucket {
+			return nil, recs[i].Attempt + 1 // refunded: a non-refunded one was joined above
+		}
+	}
+	return nil, 0
+}
+
+// newRecord is the reservation written in step 4 or 5.
+func (g *Gateway) newRecord(c *callState, p keyPlan, owner string) store.Record {
+	r := c.r
+	return store.Record{
+		Key:         p.key,
+		Kind:        p.kind,
+		ClientKey:   p.clientKey,
+		WalletID:    r.Caller.WalletID,
+		APIKeyID:    r.Caller.APIKeyID,
+		Principal:   c.principal, // who really called, whatever the key binds
+		Tool:        c.tool.Name,
+		Fingerprint: c.fp,
+		State:       store.StateInProgress,
+		Owner:       owner,
+		CreatedAt:   c.now,
+		UpdatedAt:   c.now,
+	}
+}
+
+// autoPermit is the permit minted with a reservation: budget one call of the
+// tool, life PermitTTL, bound to the record so a retry resolves to it.
+func (g *Gateway) autoPermit(c *callState, recKey string) store.Permit {
+	r := c.r
+	return store.Permit{
+		ID:        "pmt-" + uuid.NewString(),
+		WalletID:  r.Caller.WalletID,
+		APIKeyID:  r.Caller.APIKeyID,
+		Tool:      c.tool.Name,
+		Budget:    c.tool.Price,
+		ExpiresAt: c.now.Add(c.set.PermitTTL),
+		Auto:      true,
+		RecordKey: recKey,
+		CreatedAt: c.now,
+	}
+}

@@ -1,0 +1,371 @@
+package gateway_test
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/faults"
+	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// A scenario drives the gateway through one behaviour of the seed reviews and
+// returns nil when the behaviour is right, else what went wrong. Every
+// scenario must pass with no bug switch on and fail with each switch it
+// lists in catches: that is the proof the test would have caught the bug.
+type scenario struct {
+	name    string
+	catches []string
+	run     func(e *env) error
+}
+
+func want(what string, got, exp any) error {
+	if fmt.Sprint(got) != fmt.Sprint(exp) {
+		return fmt.Errorf("%s = %v, want %v", what, got, exp)
+	}
+	return nil
+}
+
+func first(errs ...error) error { return errors.Join(errs...) }
+
+var scenarios = []scenario{
+	{
+		name:    "unkeyed retry replays the first receipt",
+		catches: []string{bugs.RandomUnkeyedKey},
+		run: func(e *env) error {
+			a, err := ok(run(e.call(req{args: `{"text":"a","n":1}`})))
+			if err != nil {
+				return err
+			}
+			// A retry arrives with a fresh JSON-RPC id and maybe another key order.
+			b, err := ok(run(e.call(req{args: `{"n":1,"text":"a"}`})))
+			if err != nil {
+				return err
+			}
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(err, want("retry receipt", b.ID, a.ID), want("retry replayed", b.Replayed, true),
+				want("dispatches", n, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
+		name:    "retry 1ms past a window boundary replays",
+		catches: []string{bugs.FloorBucket},
+		run: func(e *env) error {
+			e.clk.Freeze(e.boundary().Add(-time.Millisecond))
+			a, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			e.clk.Advance(2 * time.Millisecond) // 1 ms into the next bucket
+			b, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			n, err := e.dispatches(e.write)
+			return first(err, want("receipt after the boundary", b.ID, a.ID), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "another principal on the same key gets its own result",
+		catches: []string{bugs.PrincipalUnbound},
+		run: func(e *env) error {
+			alice, _ := e.principal("alice")
+			bob, _ := e.principal("bob")
+			a, err := ok(run(e.call(req{caller: &alice})))
+			if err != nil {
+				return err
+			}
+			b, err := ok(run(e.call(req{caller: &bob})))
+			if err != nil {
+				return err
+			}
+			n, err := e.dispatches(e.write)
+			if a.ID == b.ID {
+				return fmt.Errorf("bob got alice's receipt %s (replayed %v)", a.ID, b.Replayed)
+			}
+			return first(err, want("dispatches", n, 2), want("bob replayed", b.Replayed, false))
+		},
+	},
+	{
+		name:    "a revoked principal's retry is denied, not replayed",
+		catches: []string{bugs.ReplayBeforeIGA},
+		run: func(e *env) error {
+			alice, id := e.principal("alice")
+			if _, err := ok(run(e.call(req{caller: &alice, key: "k-" + uuid.NewString()[:8]}))); err != nil {
+				return err
+			}
+			// The same unkeyed call, then the revocation.
+			if _, err := ok(run(e.call(req{caller: &alice}))); err != nil {
+				return err
+			}
+			e.must(e.st.RevokePrincipal(e.ctx, id))
+			_, err := e.call(req{caller: &alice})
+			return want("unkeyed retry after revocation", reason(err), gateway.ReasonPrincipalDenied)
+		},
+	},
+	{
+		name:    "a revoked principal gets no stored result of a removed tool",
+		catches: []string{bugs.ReplayBeforeIGA},
+		run: func(e *env) error {
+			alice, id := e.principal("alice")
+			key := "k-" + uuid.NewString()
+			if _, err := ok(run(e.call(req{caller: &alice, key: key}))); err != nil {
+				return err
+			}
+			e.must(e.st.RemoveTool(e.ctx, e.write))
+			e.must(e.st.RevokePrincipal(e.ctx, id))
+			_, err := e.call(req{caller: &alice, key: key})
+			return want("keyed retry of a removed tool after revocation", reason(err), gateway.ReasonPrincipalDenied)
+		},
+	},
+	{
+		name:    "an unkeyed read-only call is refused before anything",
+		catches: []string{bugs.ReadonlyCollapsed},
+		run: func(e *env) error {
+			_, err := e.call(req{tool: e.read})
+			n, derr := e.dispatches(e.read)
+			l := e.ledger()
+			return first(derr, want("reason", reason(err), gateway.ReasonKeyRequired), want("dispatches", n, 0), want("debits", l.debits, 0))
+		},
+	},
+	{
+		name:    "client-key twins: the second finds the reservation",
+		catches: []string{bugs.LookupBeforeReserve},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(f, a) // A has reserved and is debited, not yet dispatched
+			_, errB := e.call(req{key: key})
+			e.release(f)
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errA, err, want("twin's reason", reason(errB), gateway.ReasonInProgress),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
+	{
+		name:    "stale-lock takeover at fence.read: the old holder writes nothing",
+		catches: []string{bugs.StaleLockNoFence, bugs.SelectForUpdateSQLite},
+		run: func(e *env) error {
+			e.clk.Freeze(e.boundary().Add(-time.Second))
+			identity := e.g.IdentityForTest(e.caller, e.write, []byte(`{"text":"hello"}`))
+			f := e.arm(faults.FenceRead, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(f, a)                                         // A holds the lock, chose its slot and read its fence
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second) // past the stale threshold and the boundary
+			rb, errB := ok(run(e.call(req{})))                    // B takes the lock over
+			e.release(f)
+			oa := e.wait(a)
+			recs, err := e.st.RecordsByIdentity(e.ctx, identity, 0)
+			n, derr := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errB, err, derr, want("stale holder's reason", reason(oa.err), gateway.ReasonInProgress),
+				want("records", len(recs), 1), want("dispatches", n, 1), want("debits", l.debits, 1),
+				want("B replayed", rb.Replayed, false))
+		},
+	},
+	{
+		name:    "a taken-over holder's release leaves the new holder's lock",
+		catches: []string{bugs.ReleaseUnpinned},
+		run: func(e *env) error {
+			prefix := e.g.LockIdentityPrefix(e.wallet, e.write)
+			fa := e.arm(faults.FenceRead, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(fa, a)
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			fb := e.arm(faults.FenceRead, faults.Pause, e.write)
+			b := e.async(req{})
+			e.await(fb, b) // B took the lock over (fence 2) and waits
+			e.release(fa)
+			oa := e.wait(a) // A lost its fence and released "its" lock
+			locks, err := e.st.Locks(e.ctx, prefix)
+			e.release(fb)
+			_, errB := ok(e.wait(b))
+			n, derr := e.dispatches(e.write)
+			var lockErr error
+			if err == nil && (len(locks) != 1 || locks[0].Fence != 2) {
+				lockErr = fmt.Errorf("lock rows after the stale release = %+v, want B's (fence 2)", locks)
+			}
+			return first(err, lockErr, derr, errB, want("A's reason", reason(oa.err), gateway.ReasonInProgress), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "a lock timeout is the retryable in-progress answer",
+		catches: []string{bugs.LockTimeoutInternal},
+		run: func(e *env) error {
+			s := e.g.Settings()
+			s.StaleLock = 30 * time.Second // below the permit TTL, so A's permit outlives the advance
+			e.must(e.g.SetSettings(s))
+			f := e.arm(faults.ClaimHeld, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(f, a) // A is inside its claim transaction: it holds the store's lock
+			e.clk.Advance(s.StaleLock + time.Second)
+			_, errB := e.call(req{}) // B tries to take the lock over and times out
+			e.release(f)
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			var ref *gateway.Refusal
+			retry := errors.As(errB, &ref) && ref.Retryable
+			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress), want("B retryable", retry, true),
+				want("dispatches", n, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
+	{
+		name:    "a replay writes no ledger entry",
+		catches: []string{bugs.ReplayDebits},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			a, err := ok(run(e.call(req{key: key})))
+			if err != nil {
+				return err
+			}
+			before := e.ledger()
+			b, err := ok(run(e.call(req{key: key})))
+			if err != nil {
+				return err
+			}
+			if _, err := ok(run(e.call(req{}))); err != nil { // unkeyed
+				return err
+			}
+			if _, err := ok(run(e.call(req{}))); err != nil { // its replay
+				return err
+			}
+			after := e.ledger()
+			return first(want("replay receipt", b.ID, a.ID), want("debits after one keyed replay", before.debits, 1),
+				want("debits after two operations and two replays", after.debits, 2), want("balance", after.balance, startFunds-2*price))
+		},
+	},
+	{
+		name:    "a failure before dispatch is refunded, and the retry runs",
+		catches: []string{bugs.RefundMissing},
+		run: func(e *env) error {
+			f := e.arm(faults.DispatchBefore, faults.Fail, e.write)
+			_, err := e.call(req{})
+			var ref *gateway.Refusal
+			if !errors.As(err, &ref) || ref.Reason != gateway.ReasonDispatchFailed || !ref.Retryable {
+				return fmt.Errorf("failed call: %v, want retryable %s", err, gateway.ReasonDispatchFailed)
+			}
+			if st, _ := e.faults.Get(f); st.Hits != 1 {
+				return fmt.Errorf("fault hits %d", st.Hits)
+			}
+			failed := e.ledger()
+			rc, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			ran := e.ledger()
+			rep, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			replayed := e.ledger()
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("net after the refunded failure", failed.net(), 0),
+				want("debit and refund", fmt.Sprint(failed.debits, failed.refunds), "1 1"),
+				want("net after the retry", ran.net(), -price), want("retry replayed", rc.Replayed, false),
+				want("entries after the replay", replayed.debits+replayed.refunds, ran.debits+ran.refunds),
+				want("replay receipt", rep.ID, rc.ID), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "a retry after the effective window is a new operation",
+		catches: []string{bugs.WindowIgnoresTTL},
+		run: func(e *env) error {
+			s := e.g.Settings()
+			if s.EffectiveWindow() >= s.Window {
+				return fmt.Errorf("settings %+v: want a permit TTL below the window", s)
+			}
+			a, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			e.clk.Advance(s.PermitTTL + 10*time.Second) // 130 s: inside the advertised 300, past the permit
+			b, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			n, derr := e.dispatches(e.write)
+			l := e.ledger()
+			if a.ID == b.ID {
+				return fmt.Errorf("retry after %v replayed receipt %s", s.PermitTTL+10*time.Second, a.ID)
+			}
+			return first(derr, want("dispatches", n, 2), want("debits", l.debits, 2))
+		},
+	},
+}
+
+// TestScenariosCatchBugs runs every scenario with no switch on (all must
+// pass) and with each switch on (the scenarios listed for it must fail), on
+// every store. It logs the catch table: which scenarios each switch fails.
+func TestScenariosCatchBugs(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			b.check(t)
+			t.Run("no bugs", func(t *testing.T) {
+				for _, sc := range scenarios {
+					t.Run(sc.name, func(t *testing.T) {
+						t.Parallel()
+						if err := runScenario(t, b, sc.run); err != nil {
+							t.Fatal(err)
+						}
+					})
+				}
+			})
+			table := map[string][]string{}
+			var mu = make(chan struct{}, 1)
+			t.Run("bugs", func(t *testing.T) {
+				for _, bug := range bugs.All {
+					t.Run(bug.Name, func(t *testing.T) {
+						t.Parallel()
+						caught := map[string]bool{}
+						for _, sc := range scenarios {
+							if err := runScenario(t, b, sc.run, bug.Name); err != nil {
+								caught[sc.name] = true
+								t.Logf("caught by %q: %v", sc.name, err)
+							}
+						}
+						listed := 0
+						for _, sc := range scenarios {
+							for _, c := range sc.catches {
+								if c == bug.Name {
+									listed++
+									if !caught[sc.name] {
+										t.Errorf("scenario %q passed with %s on: the bug is not caught", sc.name, bug.Name)
+									}
+								}
+							}
+						}
+						if listed == 0 {
+							t.Errorf("no scenario lists %s", bug.Name)
+						}
+						names := make([]string, 0, len(caught))
+						for n := range caught {
+							names = append(names, n)
+						}
+						sort.Strings(names)
+						mu <- struct{}{}
+						table[bug.Name] = names
+						<-mu
+					})
+				}
+			})
+			var lines []string
+			for _, bug := range bugs.All {
+				lines = append(lines, fmt.Sprintf("  %-26s %s", bug.Name, strings.Join(table[bug.Name], "; ")))
+			}
+			t.Logf("catch table (%s):\n%s", b.name, strings.Join(lines, "\n"))
+		})
+	}
+}
+
+var _ = store.KindDerived

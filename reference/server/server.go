@@ -1,0 +1,304 @@
+// Package server assembles and runs the reference gateway: store, clock,
+// fault points, tools, the gateway core, the MCP endpoint (/mcp) and, when a
+// token is given, the control API (/control/), on one listener.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/clock"
+	"github.com/mcpconform/mcpconform/reference/control"
+	"github.com/mcpconform/mcpconform/reference/faults"
+	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/principal"
+	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/postgres"
+	"github.com/mcpconform/mcpconform/reference/store/sqlite"
+	"github.com/mcpconform/mcpconform/reference/tools"
+	"github.com/mcpconform/mcpconform/reference/wire"
+)
+
+// Config is how the gateway is started.
+type Config struct {
+	// Addr is the listen address, e.g. "127.0.0.1:8719" (":0" picks a port).
+	Addr string
+	// Store is "sqlite:PATH" (a WAL database file, created with its
+	// directory) or a PostgreSQL URL "postgres://..." / "postgresql://...".
+	Store string
+	// ControlToken turns the control API on; "" leaves it off.
+	ControlToken string
+	// Bugs are bug switches to run with (reference/bugs).
+	Bugs []string
+	// Settings are the start-up settings; the zero value means
+	// gateway.DefaultSettings().
+	Settings gateway.Settings
+	// LockTimeout is the store's lock wait (SQLite busy timeout, PostgreSQL
+	// lock_timeout); zero keeps Settings.LockTimeout.
+	LockTimeout time.Duration
+	Logger      *slog.Logger
+	// DevBalance is the quickstart wallet's balance; zero means 1000.
+	DevBalance int64
+}
+
+// StartupError is an error of Run before the gateway served anything: bad
+// configuration, a store that cannot be opened or migrated, an address that
+// cannot be bound. The command exits 2 on it (a set-up error), 1 on others.
+type StartupError struct{ Err error }
+
+func (e *StartupError) Error() string { return e.Err.Error() }
+func (e *StartupError) Unwrap() error { return e.Err }
+
+// ShutdownTimeout bounds the graceful stop.
+const ShutdownTimeout = 5 * time.Second
+
+// StoreKind parses a store argument into its kind ("sqlite" or "postgres")
+// and the path or DSN.
+func StoreKind(arg string) (kind, target string, err error) {
+	switch {
+	case strings.HasPrefix(arg, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(arg, "sqlite:"), "//")
+		if path == "" {
+			return "", "", fmt.Errorf("store %q: sqlite:PATH needs a path", arg)
+		}
+		return "sqlite", path, nil
+	case strings.HasPrefix(arg, "postgres://"), strings.HasPrefix(arg, "postgresql://"):
+		return "postgres", arg, nil
+	}
+	return "", "", fmt.Errorf("store %q: want sqlite:PATH or postgres://...", arg)
+}
+
+// CheckBugs parses bug switch names and refuses those that live in another
+// store than kind.
+func CheckBugs(names []string, kind string) (bugs.Set, error) {
+	set, err := bugs.Parse(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range set.List() {
+		if b := bugs.Lookup(n); b.Store != "" && b.Store != kind {
+			return nil, fmt.Errorf("bug switch %q needs the %s store; this gateway runs on %s", n, b.Store, kind)
+		}
+	}
+	return set, nil
+}
+
+// Run starts the gateway and serves until ctx ends, then stops cleanly. It
+// prints a quickstart and then "listening on http://ADDR" to stdout.
+func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	started := false
+	err := run(ctx, cfg, stdout, &started)
+	if err != nil && !started {
+		return &StartupError{Err: err}
+	}
+	return err
+}
+
+func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	settings := cfg.Settings
+	if settings == (gateway.Settings{}) {
+		settings = gateway.DefaultSettings()
+	}
+	if cfg.LockTimeout > 0 {
+		settings.LockTimeout = cfg.LockTimeout
+	}
+	if err := settings.Validate(); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	kind, target, err := StoreKind(cfg.Store)
+	if err != nil {
+		return err
+	}
+	bugSet, err := CheckBugs(cfg.Bugs, kind)
+	if err != nil {
+		return err
+	}
+
+	st, err := openStore(ctx, kind, target, settings.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate %s store: %w", kind, err)
+	}
+	if err := tools.Seed(ctx, st); err != nil {
+		return err
+	}
+
+	clk := clock.New()
+	flt := faults.New()
+	disp := tools.New(st, tools.Options{Clock: clk, Logger: log})
+	defer disp.Close()
+	gw, err := gateway.New(gateway.Options{
+		Store: st, Clock: clk, Faults: flt, Dispatcher: disp, Settings: settings,
+		Bugs: bugSet, StoreKind: kind, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	verifier := principal.New(st, principal.Options{Now: clk.Now})
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log}))
+	if cfg.ControlToken != "" {
+		ch, err := control.New(control.Config{
+			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,
+			StoreKind: kind, Bugs: bugSet, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/control/", ch)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "mcpconform reference gateway: MCP over Streamable HTTP at POST /mcp")
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+
+	wallet, keyID, apiKey, err := devWallet(ctx, st, gw, clk, cfg.DevBalance)
+	if err != nil {
+		return err
+	}
+	printQuickstart(stdout, quickstart{
+		addr: addr, kind: kind, target: target, wallet: wallet, keyID: keyID, apiKey: apiKey,
+		balance: devBalance(cfg.DevBalance), control: cfg.ControlToken != "", bugs: bugSet.List(), settings: settings,
+	})
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	*started = true
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", addr)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown did not finish; closing connections", "err", err)
+		_ = srv.Close()
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(stdout, "stopped")
+	return nil
+}
+
+func openStore(ctx context.Context, kind, target string, lockTimeout time.Duration) (store.Store, error) {
+	switch kind {
+	case "sqlite":
+		if dir := filepath.Dir(target); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("sqlite store directory: %w", err)
+			}
+		}
+		st, err := sqlite.Open(ctx, target, sqlite.Options{LockTimeout: lockTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite store %s: %w", target, err)
+		}
+		return st, nil
+	case "postgres":
+		st, err := postgres.Open(ctx, target, postgres.Options{LockTimeout: lockTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("unknown store kind %q", kind)
+}
+
+func devBalance(b int64) int64 {
+	if b <= 0 {
+		return 1000
+	}
+	return b
+}
+
+// devWallet creates the quickstart wallet and its API key.
+func devWallet(ctx context.Context, st store.Store, gw *gateway.Gateway, clk *clock.Clock, balance int64) (wallet, keyID, apiKey string, err error) {
+	now := clk.Now()
+	wallet = "w-" + uuid.NewString()
+	if err := st.CreateWallet(ctx, store.Wallet{ID: wallet, CreatedAt: now}); err != nil {
+		return "", "", "", fmt.Errorf("dev wallet: %w", err)
+	}
+	if err := st.Credit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: wallet, Kind: store.EntryCredit, Amount: devBalance(balance), At: now}); err != nil {
+		return "", "", "", fmt.Errorf("dev wallet credit: %w", err)
+	}
+	keyID, apiKey, err = gw.IssueAPIKey(ctx, wallet)
+	if err != nil {
+		return "", "", "", fmt.Errorf("dev API key: %w", err)
+	}
+	return wallet, keyID, apiKey, nil
+}
+
+type quickstart struct {
+	addr, kind, target, wallet, keyID, apiKey string
+	balance                                   int64
+	control                                   bool
+	bugs                                      []string
+	settings                                  gateway.Settings
+}
+
+func printQuickstart(w io.Writer, q quickstart) {
+	where := q.target
+	if q.kind == "postgres" {
+		where = "(DSN given)"
+	}
+	fmt.Fprintf(w, "mcpconform reference gateway\n")
+	fmt.Fprintf(w, "  store:        %s %s\n", q.kind, where)
+	fmt.Fprintf(w, "  MCP endpoint: http://%s/mcp (2025-11-25 sessions and stateless 2026-07-28)\n", q.addr)
+	fmt.Fprintf(w, "  dev wallet:   %s (balance %d)\n", q.wallet, q.balance)
+	fmt.Fprintf(w, "  dev API key:  %s (key id %s)\n", q.apiKey, q.keyID)
+	fmt.Fprintf(w, "  window:       %v unkeyed retry window, %v permit TTL (effective %v), stale lock %v\n",
+		q.settings.Window, q.settings.PermitTTL, q.settings.EffectiveWindow(), q.settings.StaleLock)
+	if q.control {
+		fmt.Fprintf(w, "  control API:  http://%s/control/ (loopback only, Authorization: Bearer <control token>)\n", q.addr)
+	} else {
+		fmt.Fprintf(w, "  control API:  off (start with --control-token T to turn it on)\n")
+	}
+	if len(q.bugs) > 0 {
+		fmt.Fprintf(w, "  BUG SWITCHES ON: %s (this gateway is deliberately wrong)\n", strings.Join(q.bugs, ", "))
+	}
+	fmt.Fprintf(w, "try an unkeyed call (run it twice: the retry replays the same receipt, one debit):\n")
+	fmt.Fprintf(w, "  curl -s http://%s/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "+
+		"-H 'MCP-Protocol-Version: 2025-11-25' "+
+		`-d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.notes.write","arguments":{"text":"hello"}}}'`+"\n",
+		q.addr, q.apiKey)
+}

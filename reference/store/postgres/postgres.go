@@ -1,0 +1,242 @@
+// Package postgres is the shared store: one PostgreSQL database that several
+// gateway processes use at once.
+//
+// Transactions run at READ COMMITTED. Every read-modify-write locks the rows
+// it reads (FOR NO KEY UPDATE, or a conditional UPDATE checked by row count),
+// in one order: locks, records, permits, wallets. Each write transaction sets
+// lock_timeout, so a row held by another transaction (a claim paused at
+// AfterClaim, say) fails with 55P03 after LockTimeout: store.ErrBusy.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DefaultLockTimeout is the lock_timeout when Options leaves it zero.
+const DefaultLockTimeout = 5 * time.Second
+
+// Options tune a Store.
+type Options struct {
+	// LockTimeout is how long a write waits for a row another transaction
+	// holds before failing with store.ErrBusy (lock_timeout, set per
+	// transaction). Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+}
+
+// Store implements store.Store on a PostgreSQL database.
+type Store struct {
+	pool        *pgxpool.Pool
+	lockTimeout string // a lock_timeout value, e.g. "5000ms"
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects a pool to dsn (URL or keyword/value form; pgxpool's
+// pool_* parameters apply). It does not migrate; call Migrate.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return &Store{pool: pool, lockTimeout: strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"}, nil
+}
+
+// Close closes the pool, waiting for connections in use to come back.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Migrate applies the embedded migrations not yet recorded, under an
+// advisory lock on the current schema so concurrent processes take turns.
+func (s *Store) Migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return wrap("migrate", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	err = func() error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mcpconform.migrate'), hashtext(coalesce(current_schema(), '')))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+			return err
+		}
+		for _, name := range names { // fs.Glob sorts, so versions apply in order
+			version, err := migrationVersion(name)
+			if err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				continue
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			// No arguments: pgx sends it as one simple query, all statements.
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+				return err
+			}
+		}
+		return tx.Commit(ctx)
+	}()
+	return wrap("migrate", err)
+}
+
+func migrationVersion(name string) (int, error) {
+	base := strings.TrimPrefix(name, "migrations/")
+	prefix, _, ok := strings.Cut(base, "_")
+	v, err := strconv.Atoi(prefix)
+	if !ok || err != nil || v <= 0 {
+		return 0, fmt.Errorf("migration %s: name must start with a positive version and _", name)
+	}
+	return v, nil
+}
+
+// errNoop ends a write transaction with a rollback and no error: the call
+// found nothing to do and must leave no trace.
+var errNoop = errors.New("noop")
+
+// write runs fn in one transaction with the store's lock_timeout.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, s.lockTimeout); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		if errors.Is(err, errNoop) {
+			return nil
+		}
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// wrap adds the operation's context and turns SQLSTATEs into sentinels.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", op, classify(err))
+}
+
+// classify is idempotent, so an inner step may classify early for a clearer
+// message.
+func classify(err error) error {
+	if errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case "55P03", "40001", "40P01": // lock_not_available, serialization_failure, deadlock_detected
+		return fmt.Errorf("%w: %w", store.ErrBusy, err)
+	case "23505": // unique_violation
+		return fmt.Errorf("%w: %w", store.ErrExists, err)
+	case "23503": // foreign_key_violation
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	return err
+}
+
+// Times are Unix nanoseconds; 0 stands for the zero time, whose UnixNano is
+// undefined.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func newID(id string) string {
+	if id == "" {
+		return uuid.NewString()
+	}
+	return id
+}
+
+// execOne runs a statement that must touch one row; none is missing.
+func execOne(ctx context.Context, tx pgx.Tx, missing error, query string, args ...any) error {
+	tag, err := tx.Exec(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return missing
+	}
+	return nil
+}
+
+// collect reads every row with scan.
+func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,347 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// AcquireLock inserts the lock row or takes over a stale one.
+func (s *Store) AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (store.Lock, error) {
+	lk := store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES (?, ?, 1, ?)
+			ON CONFLICT (identity) DO NOTHING`, identity, owner, nanos(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		cur, err := lockOf(ctx, tx, identity)
+		if err != nil {
+			return err
+		}
+		if nanos(cur.AcquiredAt) > nanos(now)-int64(staleAfter) {
+			return store.ErrLockHeld
+		}
+		// Conditional on the fence read: a takeover that slipped in between
+		// wins, this one reports the lock held.
+		lk.Fence = cur.Fence + 1
+		return execOne(ctx, tx, store.ErrLockHeld,
+			`UPDATE locks SET owner = ?, fence = ?, acquired_at = ? WHERE identity = ? AND fence = ?`,
+			owner, lk.Fence, nanos(now), identity, cur.Fence)
+	})
+	if err != nil {
+		return store.Lock{}, wrap("acquire lock", err)
+	}
+	return lk, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const lockCols = `identity, owner, fence, acquired_at`
+
+func scanLock(r scanner) (store.Lock, error) {
+	var l store.Lock
+	var at int64
+	err := r.Scan(&l.Identity, &l.Owner, &l.Fence, &at)
+	l.AcquiredAt = fromNanos(at)
+	return l, err
+}
+
+func lockOf(ctx context.Context, q querier, identity string) (store.Lock, error) {
+	return scanLock(q.QueryRowContext(ctx, `SELECT `+lockCols+` FROM locks WHERE identity = ?`, identity))
+}
+
+// LockOf reads a lock row.
+func (s *Store) LockOf(ctx context.Context, identity string) (store.Lock, error) {
+	l, err := lockOf(ctx, s.db, identity)
+	return l, wrap("lock", err)
+}
+
+// Locks lists the lock rows whose identity starts with prefix.
+func (s *Store) Locks(ctx context.Context, prefix string) ([]store.Lock, error) {
+	// substr, not LIKE: identities may hold % and _.
+	rows, err := s.db.QueryContext(ctx, `SELECT `+lockCols+` FROM locks
+		WHERE substr(identity, 1, length(?1)) = ?1 ORDER BY identity`, prefix)
+	out, err := collect(rows, err, scanLock)
+	return out, wrap("locks", err)
+}
+
+// ReleaseLock deletes the lock row if owner holds it.
+func (s *Store) ReleaseLock(ctx context.Context, identity, owner string) (bool, error) {
+	var released bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := execOne(ctx, tx, errNoop, `DELETE FROM locks WHERE identity = ? AND owner = ?`, identity, owner)
+		released = err == nil
+		return err
+	})
+	return released, wrap("release lock", err)
+}
+
+// ReleaseLockAny deletes the lock row whoever holds it; no row is no error.
+func (s *Store) ReleaseLockAny(ctx context.Context, identity string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE identity = ?`, identity)
+		return err
+	})
+	return wrap("release lock", err)
+}
+
+const recordCols = `key, kind, client_key, wallet_id, api_key_id, principal, tool, fingerprint, identity,
+	bucket, attempt, state, owner, permit_id, receipt, result, charged, created_at, updated_at`
+
+func scanRecord(r scanner) (store.Record, error) {
+	var rec store.Record
+	var result []byte
+	var created, updated int64
+	err := r.Scan(&rec.Key, &rec.Kind, &rec.ClientKey, &rec.WalletID, &rec.APIKeyID, &rec.Principal, &rec.Tool,
+		&rec.Fingerprint, &rec.Identity, &rec.Bucket, &rec.Attempt, &rec.State, &rec.Owner, &rec.PermitID,
+		&rec.Receipt, &result, &rec.Charged, &created, &updated)
+	if result != nil {
+		rec.Result = result
+	}
+	rec.CreatedAt, rec.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return rec, err
+}
+
+// resultText keeps a nil result NULL and every other one byte for byte.
+func resultText(r []byte) any {
+	if r == nil {
+		return nil
+	}
+	return string(r)
+}
+
+func recordOf(ctx context.Context, q querier, key string) (store.Record, error) {
+	return scanRecord(q.QueryRowContext(ctx, `SELECT `+recordCols+` FROM records WHERE key = ?`, key))
+}
+
+// Record reads a record.
+func (s *Store) Record(ctx context.Context, key string) (store.Record, error) {
+	r, err := recordOf(ctx, s.db, key)
+	return r, wrap("record", err)
+}
+
+// RecordsByIdentity lists derived records of identity from minBucket on.
+func (s *Store) RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]store.Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+recordCols+` FROM records
+		WHERE kind = ? AND identity = ? AND bucket >= ? ORDER BY bucket, attempt`, store.KindDerived, identity, minBucket)
+	out, err := collect(rows, err, scanRecord)
+	return out, wrap("records by identity", err)
+}
+
+func insertRecord(ctx context.Context, tx *sql.Tx, r store.Record) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Key, r.Kind, r.ClientKey, r.WalletID, r.APIKeyID, r.Principal, r.Tool, r.Fingerprint, r.Identity,
+		r.Bucket, r.Attempt, r.State, r.Owner, r.PermitID, r.Receipt, resultText(r.Result), r.Charged,
+		nanos(r.CreatedAt), nanos(r.UpdatedAt))
+	return err
+}
+
+// deleteAutoPermit removes the auto permit minted under rec.
+func deleteAutoPermit(ctx context.Context, tx *sql.Tx, rec store.Record) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM permits WHERE auto = 1 AND (record_key = ? OR id = ?)`, rec.Key, rec.PermitID)
+	return err
+}
+
+// Reserve claims the fence, runs AfterClaim, then inserts the record. The
+// immediate transaction holds the database's write lock from the claim to the
+// commit, so no takeover can land in between: it waits, then gets ErrBusy.
+func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Record, bool, error) {
+	rec := r.Record
+	if rec.Key == "" {
+		return store.Record{}, false, errors.New("reserve record: empty key")
+	}
+	if rec.State == "" {
+		rec.State = store.StateInProgress
+	}
+	permit := r.Permit
+	if permit != nil && permit.Auto && permit.RecordKey == "" {
+		p := *permit
+		p.RecordKey = rec.Key // so Abandon and a replacement find it
+		permit = &p
+	}
+	var out store.Record
+	var created bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if f := r.Fence; f != nil {
+			if err := execOne(ctx, tx, store.ErrFenceLost,
+				`UPDATE locks SET fence = fence WHERE identity = ? AND owner = ? AND fence = ?`,
+				f.Identity, f.Owner, f.Fence); err != nil {
+				return err
+			}
+		}
+		if r.AfterClaim != nil {
+			if err := r.AfterClaim(ctx); err != nil {
+				return fmt.Errorf("after claim: %w", err)
+			}
+		}
+		existing, err := recordOf(ctx, tx, rec.Key)
+		switch {
+		case err == nil && r.ReplaceRefunded && existing.State == store.StateFailedRefunded:
+			if err := deleteAutoPermit(ctx, tx, existing); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM records WHERE key = ?`, rec.Key); err != nil {
+				return err
+			}
+		case err == nil:
+			out = existing
+			return errNoop
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if err := insertRecord(ctx, tx, rec); err != nil {
+			return err
+		}
+		if permit != nil {
+			if err := insertPermit(ctx, tx, *permit); err != nil {
+				return fmt.Errorf("permit: %w", err)
+			}
+		}
+		out, created = rec, true
+		return nil
+	})
+	if err != nil {
+		return store.Record{}, false, wrap("reserve record", err)
+	}
+	return out, created, nil
+}
+
+// Charge debits the wallet and spends the permit for a record its caller
+// still owns, in one transaction.
+func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
+	e := c.Entry
+	if e.RecordKey == "" {
+		e.RecordKey = c.RecordKey
+	}
+	if e.At.IsZero() {
+		e.At = c.Now
+	}
+	e, err := entry(e, store.EntryDebit)
+	if err != nil {
+		return wrap("charge", err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		rec, err := recordOf(ctx, tx, c.RecordKey)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != c.Owner || rec.State != store.StateInProgress || rec.Charged) {
+			return store.ErrNotOwner
+		}
+		if err != nil {
+			return err
+		}
+		if e.WalletID == "" {
+			e.WalletID = rec.WalletID
+		}
+		var budget, spent, expires int64
+		err = tx.QueryRowContext(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = ?`, c.PermitID).
+			Scan(&budget, &spent, &expires)
+		if err != nil {
+			return fmt.Errorf("permit %q: %w", c.PermitID, classify(err))
+		}
+		if nanos(c.Now) >= expires {
+			return store.ErrPermitExpired
+		}
+		if budget-spent < e.Amount {
+			return store.ErrPermitExhausted
+		}
+		var balance int64
+		if err := tx.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE id = ?`, e.WalletID).Scan(&balance); err != nil {
+			return fmt.Errorf("wallet %q: %w", e.WalletID, classify(err))
+		}
+		if balance < e.Amount {
+			return store.ErrInsufficientFunds
+		}
+		if err := moveBalance(ctx, tx, e, -e.Amount); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ? WHERE id = ?`, e.Amount, c.PermitID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE records SET charged = 1, updated_at = ? WHERE key = ?`, nanos(c.Now), c.RecordKey)
+		return err
+	})
+	return wrap("charge", err)
+}
+
+// Finish stores the outcome of a record its caller still owns, and the
+// refund with it.
+func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) error {
+	if o.State != store.StateCompleted && o.State != store.StateFailedRefunded {
+		return fmt.Errorf("finish record: invalid state %q", o.State)
+	}
+	if o.Refund != nil && o.State != store.StateFailedRefunded {
+		return fmt.Errorf("finish record: refund with state %q", o.State)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rec, err := recordOf(ctx, tx, key)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress) {
+			return store.ErrNotOwner
+		}
+		if err != nil {
+			return err
+		}
+		if o.Refund != nil {
+			if err := refund(ctx, tx, rec, *o.Refund, o.Now); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE records SET state = ?, receipt = ?, result = ?, updated_at = ? WHERE key = ?`,
+			o.State, o.Receipt, resultText(o.Result), nanos(o.Now), key)
+		return err
+	})
+	return wrap("finish record", err)
+}
+
+// refund gives a charged record's debit back to the wallet and the permit.
+func refund(ctx context.Context, tx *sql.Tx, rec store.Record, e store.LedgerEntry, now time.Time) error {
+	if !rec.Charged {
+		return errors.New("refund of an uncharged record")
+	}
+	if e.WalletID == "" {
+		e.WalletID = rec.WalletID
+	}
+	if e.RecordKey == "" {
+		e.RecordKey = rec.Key
+	}
+	if e.At.IsZero() {
+		e.At = now
+	}
+	e, err := entry(e, store.EntryRefund)
+	if err != nil {
+		return err
+	}
+	if err := moveBalance(ctx, tx, e, e.Amount); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE permits SET spent = max(spent - ?, 0) WHERE id = ?`, e.Amount, rec.PermitID)
+	return err
+}
+
+// Abandon deletes an uncharged in-progress record and its auto permit.
+func (s *Store) Abandon(ctx context.Context, key, owner string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rec, err := recordOf(ctx, tx, key)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress || rec.Charged) {
+			return store.ErrNotOwner
+		}
+		if err != nil {
+			return err
+		}
+		if err := deleteAutoPermit(ctx, tx, rec); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM records WHERE key = ?`, key)
+		return err
+	})
+	return wrap("abandon record", err)
+}

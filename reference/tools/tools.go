@@ -1,0 +1,404 @@
+// Package tools runs the reference gateway's tools: the local partner.*
+// tools in process, and upstream tools over MCP (a go-sdk client per upstream
+// URL). It implements gateway.Dispatcher and, for tools/list, wire.ToolLister.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/reference/clock"
+	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// Local tool names.
+const (
+	Echo       = "partner.echo"
+	NotesWrite = "partner.notes.write"
+	NotesCount = "partner.notes.count"
+)
+
+// MetaKey is where tools/list shows a tool's price and flags in its _meta.
+const MetaKey = "io.mcpconform/tool"
+
+var local = []store.Tool{
+	{Name: Echo, Description: "Echoes its arguments back (structuredContent is the arguments object).", Price: 1},
+	{Name: NotesWrite, Description: "Appends a note (arguments.text, or the arguments as JSON) to the wallet's notes; returns the note count. Mutating.", Price: 2},
+	{Name: NotesCount, Description: "Counts the wallet's notes. Read-only, still metered.", Price: 1, ReadOnly: true},
+}
+
+var schemas = map[string]map[string]any{
+	Echo: {"type": "object", "additionalProperties": true},
+	NotesWrite: {"type": "object", "properties": map[string]any{
+		"text": map[string]any{"type": "string", "description": "the note"},
+	}, "additionalProperties": true},
+	NotesCount: {"type": "object", "additionalProperties": true},
+}
+
+// Local returns the built-in tool definitions (their default price and flags).
+func Local() []store.Tool { return append([]store.Tool(nil), local...) }
+
+// LocalTool returns one built-in definition.
+func LocalTool(name string) (store.Tool, bool) {
+	for _, t := range local {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return store.Tool{}, false
+}
+
+// IsLocal reports whether name is a built-in tool.
+func IsLocal(name string) bool { _, ok := LocalTool(name); return ok }
+
+// Seed registers each built-in tool that the store does not know yet. A tool
+// already there (re-priced, or removed by the operator) is left alone.
+func Seed(ctx context.Context, st store.Store) error {
+	for _, t := range local {
+		_, err := st.Tool(ctx, t.Name)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("seed %s: %w", t.Name, err)
+		}
+		if err := st.PutTool(ctx, t); err != nil {
+			return fmt.Errorf("seed %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// Options tune a Dispatcher. The zero value is usable.
+type Options struct {
+	Clock  *clock.Clock // note times; nil: real time
+	Logger *slog.Logger
+	// HTTPClient talks to upstream servers. Default: dial timeout 3 s.
+	HTTPClient *http.Client
+	// ConnectTimeout bounds opening an upstream session. Default 10 s.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds one upstream tools/call. Default 30 s.
+	CallTimeout time.Duration
+}
+
+// Dispatcher runs tools. Safe for concurrent use.
+type Dispatcher struct {
+	store  store.Store
+	opts   Options
+	log    *slog.Logger
+	client *mcp.Client
+
+	mu       sync.Mutex
+	sessions map[string]*upstream
+	closed   bool
+}
+
+type upstream struct {
+	mu   sync.Mutex // serialises connecting
+	sess *mcp.ClientSession
+}
+
+var _ gateway.Dispatcher = (*Dispatcher)(nil)
+
+// New returns a Dispatcher over st.
+func New(st store.Store, o Options) *Dispatcher {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.ResponseHeaderTimeout = 60 * time.Second
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
+		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{}})
+	return &Dispatcher{store: st, opts: o, log: o.Logger, client: client, sessions: map[string]*upstream{}}
+}
+
+// Dispatch runs one tool. An error means the tool did not run: a local
+// tool's store write failed, the upstream could not be reached or refused
+// the call with a JSON-RPC error. When the upstream may have run the call
+// but its answer was lost (a timeout or a broken connection after the
+// request was sent), Dispatch does not guess "nothing ran": it returns an
+// isError result, which the gateway stores and charges like any outcome, so
+// a retry replays it instead of running the tool a second time.
+func (d *Dispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest) (json.RawMessage, error) {
+	if r.Tool.UpstreamURL != "" {
+		return d.dispatchUpstream(ctx, r)
+	}
+	args := map[string]json.RawMessage{}
+	if len(r.Arguments) > 0 {
+		if err := json.Unmarshal(r.Arguments, &args); err != nil {
+			return nil, fmt.Errorf("%s: arguments: %w", r.Tool.Name, err)
+		}
+	}
+	switch r.Tool.Name {
+	case Echo:
+		text := string(r.Arguments)
+		if text == "" {
+			text = "{}"
+		}
+		return result(text, json.RawMessage(text), false)
+	case NotesWrite:
+		var note string
+		if err := json.Unmarshal(args["text"], &note); err != nil {
+			note = string(r.Arguments)
+		}
+		n, err := d.store.AddNote(ctx, r.WalletID, note, d.opts.Clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", NotesWrite, err)
+		}
+		return result(fmt.Sprintf("noted; the wallet has %d notes", n), map[string]any{"count": n}, false)
+	case NotesCount:
+		n, err := d.store.CountNotes(ctx, r.WalletID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", NotesCount, err)
+		}
+		return result(fmt.Sprintf("the wallet has %d notes", n), map[string]any{"count": n}, false)
+	}
+	return nil, fmt.Errorf("tool %q has no upstream_url and is not a local tool", r.Tool.Name)
+}
+
+// result builds a CallToolResult JSON with one text content.
+func result(text string, structured any, isError bool) (json.RawMessage, error) {
+	out := map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": text}},
+		"isError": isError,
+	}
+	if structured != nil {
+		out["structuredContent"] = structured
+	}
+	return json.Marshal(out)
+}
+
+func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchRequest) (json.RawMessage, error) {
+	url := r.Tool.UpstreamURL
+	name := r.Tool.UpstreamTool
+	if name == "" {
+		name = r.Tool.Name
+	}
+	args := r.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	for attempt := 0; ; attempt++ {
+		sess, err := d.session(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, d.opts.CallTimeout)
+		res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		cancel()
+		if err == nil {
+			return upstreamResult(res)
+		}
+		switch classify(err) {
+		case notSent:
+			d.evict(url, sess)
+			if attempt == 0 {
+				continue // a fresh session, once: the request never left
+			}
+			return nil, fmt.Errorf("upstream %s: %w", url, err)
+		case refused:
+			return nil, fmt.Errorf("upstream %s refused %s: %w", url, name, err)
+		default:
+			d.evict(url, sess)
+			d.log.Warn("upstream outcome unknown", "url", url, "tool", name, "err", err)
+			return result(fmt.Sprintf("upstream %s: the call was sent but its outcome is unknown: %v", url, err), nil, true)
+		}
+	}
+}
+
+func upstreamResult(res *mcp.CallToolResult) (json.RawMessage, error) {
+	content := res.Content
+	if content == nil {
+		content = []mcp.Content{}
+	}
+	out := struct {
+		Content           []mcp.Content `json:"content"`
+		StructuredContent any           `json:"structuredContent,omitempty"`
+		IsError           bool          `json:"isError"`
+	}{content, res.StructuredContent, res.IsError}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return result(fmt.Sprintf("upstream result could not be encoded: %v", err), nil, true)
+	}
+	return b, nil
+}
+
+type errClass int
+
+const (
+	unknownOutcome errClass = iota
+	notSent                 // the request certainly did not reach the upstream
+	refused                 // the upstream answered with a JSON-RPC error
+)
+
+// classify sorts an upstream call error. Only a failed dial or a session
+// the upstream no longer knows (HTTP 404) prove the request did not run.
+// The SDK wraps transport failures with its internal ErrRejected sentinel, a
+// *jsonrpc.Error of its own (-32005 "rejected by transport"); that one is
+// not an answer from the upstream.
+func classify(err error) errClass {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return notSent
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		return notSent
+	}
+	if hasUpstreamRPCError(err) {
+		return refused
+	}
+	return unknownOutcome
+}
+
+func hasUpstreamRPCError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if w, ok := err.(*jsonrpc.Error); ok && !(w.Code == -32005 && w.Message == "rejected by transport") {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return hasUpstreamRPCError(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if hasUpstreamRPCError(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// session returns the cached session for url, connecting if there is none.
+func (d *Dispatcher) session(ctx context.Context, url string) (*mcp.ClientSession, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errors.New("dispatcher closed")
+	}
+	u, ok := d.sessions[url]
+	if !ok {
+		u = &upstream{}
+		d.sessions[url] = u
+	}
+	d.mu.Unlock()
+
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != nil {
+		return u.sess, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.opts.ConnectTimeout)
+	defer cancel()
+	sess, err := d.client.Connect(cctx, &mcp.StreamableClientTransport{
+		Endpoint:             url,
+		HTTPClient:           d.opts.HTTPClient,
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	u.sess = sess
+	return sess, nil
+}
+
+// evict forgets sess (if it is still url's session) and closes it.
+func (d *Dispatcher) evict(url string, sess *mcp.ClientSession) {
+	d.mu.Lock()
+	u := d.sessions[url]
+	d.mu.Unlock()
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	if u.sess == sess {
+		u.sess = nil
+	}
+	u.mu.Unlock()
+	go func() { _ = sess.Close() }()
+}
+
+// Close ends every upstream session.
+func (d *Dispatcher) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	ups := d.sessions
+	d.sessions = map[string]*upstream{}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, u := range ups {
+		u.mu.Lock()
+		s := u.sess
+		u.sess = nil
+		u.mu.Unlock()
+		if s != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = s.Close() }()
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// ListTools answers tools/list from the registry (removed tools are left out).
+func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	ts, err := d.store.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	out := make([]*mcp.Tool, 0, len(ts))
+	for _, t := range ts {
+		if t.Removed {
+			continue
+		}
+		schema := any(map[string]any{"type": "object"})
+		if s, ok := schemas[t.Name]; ok && t.UpstreamURL == "" {
+			schema = s
+		}
+		desc := t.Description
+		if desc == "" {
+			if lt, ok := LocalTool(t.Name); ok && t.UpstreamURL == "" {
+				desc = lt.Description
+			}
+		}
+		readOnly := t.ReadOnly
+		out = append(out, &mcp.Tool{
+			Name:        t.Name,
+			Description: desc,
+			InputSchema: schema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly},
+			Meta: mcp.Meta{MetaKey: map[string]any{
+				"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
+			}},
+		})
+	}
+	return out, nil
+}

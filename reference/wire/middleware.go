@@ -1,0 +1,226 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/reference/gateway"
+)
+
+// middleware answers tools/call and tools/list; every other method goes to
+// the SDK.
+func (h *handler) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		switch method {
+		case "tools/call", "tools/list":
+		default:
+			return next(ctx, method, req)
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				h.log.Error("mcp method panic", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				res, err = nil, asRPCError(fmt.Errorf("panic"))
+			}
+		}()
+		if method == "tools/list" {
+			return h.listTools(ctx)
+		}
+		return h.callTool(ctx, req)
+	}
+}
+
+func (h *handler) listTools(ctx context.Context) (mcp.Result, error) {
+	if h.tools == nil {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}, nil
+	}
+	tools, err := h.tools.ListTools(ctx)
+	if err != nil {
+		h.log.Error("tools/list", "err", err)
+		return nil, asRPCError(err)
+	}
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	return &mcp.ListToolsResult{Tools: tools, Cacheable: mcp.Cacheable{CacheScope: "private"}}, nil
+}
+
+func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+	var hdr http.Header
+	if extra := req.GetExtra(); extra != nil {
+		hdr = extra.Header
+	}
+	st := h.state(hdr)
+	if st == nil {
+		// Only reachable if the SDK were served without our outer handler.
+		h.log.Error("tools/call without request state")
+		return nil, asRPCError(fmt.Errorf("no request state"))
+	}
+	params, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+	if !ok || params == nil {
+		return nil, toRPCError(gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call needs params"))
+	}
+	cr, ref := h.buildCall(ctx, st, hdr, params)
+	if ref != nil {
+		return nil, toRPCError(ref)
+	}
+
+	// The call runs to its end even if the client leaves: its outcome is
+	// stored, so a retry replays it instead of finding it half done.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.CallTimeout)
+	defer cancel()
+	resp, err := h.core.Call(cctx, cr)
+	if err != nil {
+		var refusal *gateway.Refusal
+		if !asRefusal(err, &refusal) {
+			h.log.Error("tools/call", "tool", cr.Tool, "wallet", cr.Caller.WalletID, "err", err)
+		}
+		return nil, asRPCError(err)
+	}
+	if resp.Drop {
+		st.drop.Store(true)
+	}
+	result, err := newRawResult(resp.Result)
+	if err != nil {
+		h.log.Error("tools/call: core returned a malformed result", "tool", cr.Tool, "err", err)
+		if resp.Drop {
+			// Nothing will be written anyway; the SDK still needs a result.
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+		}
+		return nil, asRPCError(err)
+	}
+	return result, nil
+}
+
+// buildCall turns the SDK's params and the HTTP headers into the core's request.
+func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Header, p *mcp.CallToolParamsRaw) (gateway.CallRequest, *gateway.Refusal) {
+	cr := gateway.CallRequest{Caller: st.caller, Tool: p.Name}
+	if cr.Tool == "" {
+		return cr, gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name is required")
+	}
+
+	args := bytes.TrimSpace(p.Arguments)
+	if isNull(args) {
+		args = []byte("{}")
+	}
+	if args[0] != '{' || !json.Valid(args) {
+		return cr, gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call arguments must be a JSON object")
+	}
+	cr.Arguments = json.RawMessage(args)
+
+	key, err := headerKey(hdr)
+	if err != nil {
+		return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "Idempotency-Key: %v", err)
+	}
+	if v, present := p.Meta[MetaIdempotencyKey]; present && v != nil {
+		mk, ok := v.(string)
+		if !ok {
+			return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "_meta.%s must be a string", MetaIdempotencyKey)
+		}
+		if err := ValidateKey(mk); err != nil {
+			return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "_meta.%s: %v", MetaIdempotencyKey, err)
+		}
+		if key != "" && key != mk {
+			return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "the Idempotency-Key header and _meta.%s differ", MetaIdempotencyKey)
+		}
+		key = mk
+	}
+	cr.ClientKey = key
+
+	permit := ""
+	if vs := hdr.Values(HeaderPermitID); len(vs) > 0 {
+		if len(vs) > 1 || vs[0] == "" {
+			return cr, gateway.Refuse(gateway.ReasonPermitInvalid, "one non-empty %s header expected", HeaderPermitID)
+		}
+		permit = vs[0]
+	}
+	if v, present := p.Meta[MetaPermitID]; present && v != nil {
+		mp, ok := v.(string)
+		if !ok || mp == "" {
+			return cr, gateway.Refuse(gateway.ReasonPermitInvalid, "_meta.%s must be a non-empty string", MetaPermitID)
+		}
+		if permit != "" && permit != mp {
+			return cr, gateway.Refuse(gateway.ReasonPermitInvalid, "the %s header and _meta.%s differ", HeaderPermitID, MetaPermitID)
+		}
+		permit = mp
+	}
+	cr.PermitID = permit
+
+	if vs := hdr.Values(HeaderPrincipalToken); len(vs) > 0 {
+		if len(vs) > 1 || vs[0] == "" {
+			return cr, gateway.Refuse(gateway.ReasonPrincipalInvalid, "one non-empty %s header expected", HeaderPrincipalToken)
+		}
+		if h.verifier == nil {
+			return cr, gateway.Refuse(gateway.ReasonPrincipalInvalid, "this gateway trusts no principal token issuer")
+		}
+		ref, err := h.verifier.Verify(ctx, vs[0])
+		if err != nil {
+			var refusal *gateway.Refusal
+			if asRefusal(err, &refusal) {
+				return cr, refusal
+			}
+			h.log.Error("verify principal token", "err", err)
+			return cr, gateway.Refuse(gateway.ReasonInternal, "principal token verification failed: internal error")
+		}
+		cr.Caller.Principal = ref
+	}
+	return cr, nil
+}
+
+// rawResult carries the core's CallToolResult JSON through the SDK without
+// re-encoding its content: the SDK may add _meta entries (2026-07-28 puts
+// its serverInfo there), everything else is written as the core produced it.
+type rawResult struct {
+	mcp.ResultBase
+	fields map[string]json.RawMessage // every member but _meta
+}
+
+func newRawResult(raw json.RawMessage) (*rawResult, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("result is not a JSON object: %v", err)
+	}
+	r := &rawResult{fields: fields}
+	if m, ok := fields["_meta"]; ok {
+		delete(fields, "_meta")
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("result _meta is not an object: %v", err)
+		}
+		if len(meta) > 0 {
+			r.Meta = make(mcp.Meta, len(meta))
+			for k, v := range meta {
+				r.Meta[k] = v
+			}
+		}
+	}
+	if _, ok := fields["content"]; !ok {
+		fields["content"] = json.RawMessage("[]")
+	}
+	return r, nil
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(r.fields)+1)
+	for k, v := range r.fields {
+		out[k] = v
+	}
+	if len(r.Meta) > 0 {
+		m, err := json.Marshal(map[string]any(r.Meta))
+		if err != nil {
+			return nil, err
+		}
+		out["_meta"] = m
+	}
+	return json.Marshal(out)
+}
+
+func asRefusal(err error, target **gateway.Refusal) bool {
+	return err != nil && errors.As(err, target)
+}

@@ -1,0 +1,344 @@
+// Package wire serves the reference gateway's MCP endpoint, POST /mcp, over
+// Streamable HTTP with github.com/modelcontextprotocol/go-sdk.
+//
+// The SDK owns the protocol (initialize and sessions for 2025-11-25, the
+// per-request _meta of the stateless 2026-07-28 revision, SSE/JSON framing,
+// header checks). This package owns everything around it:
+//
+//   - before the SDK sees a request: the 1 MiB body limit, the batch refusal,
+//     parse errors and API-key authentication, each answered with a JSON-RPC
+//     error whose data carries a stable reason (docs/wire.md);
+//   - inside the SDK: a receiving middleware that answers tools/call and
+//     tools/list itself, so every call (also one naming a tool removed since,
+//     whose stored outcome may still replay) goes to the gateway core and never
+//     to SDK tool registration;
+//   - after the SDK: the drop_response fault, which closes the connection
+//     without a byte of response.
+//
+// The SDK handles JSON-RPC in goroutines other than ServeHTTP's, and for
+// stateful sessions with a context detached from the HTTP request. The outer
+// handler therefore registers a per-request state under a random token and
+// passes the token down in an internal header that only it sets (any client
+// copy is deleted first); the middleware finds the authenticated caller and
+// the drop flag through it.
+package wire
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/reference/gateway"
+)
+
+// Core is what the wire layer needs from the gateway core (*gateway.Gateway).
+type Core interface {
+	// Call runs one tools/call. Errors are a *gateway.Refusal or internal.
+	Call(ctx context.Context, r gateway.CallRequest) (gateway.CallResponse, error)
+	// Authenticate resolves an API key; a *gateway.Refusal (unauthenticated)
+	// when it is unknown or wrong.
+	Authenticate(ctx context.Context, apiKey string) (gateway.Caller, error)
+}
+
+// PrincipalVerifier verifies an X-Principal-Token. Errors are a
+// *gateway.Refusal (principal_invalid) or internal.
+type PrincipalVerifier interface {
+	Verify(ctx context.Context, token string) (*gateway.PrincipalRef, error)
+}
+
+// ToolLister answers tools/list.
+type ToolLister interface {
+	ListTools(ctx context.Context) ([]*mcp.Tool, error)
+}
+
+// Header names.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderPrincipalToken = "X-Principal-Token"
+	HeaderPermitID       = "X-Permit-Id"
+	HeaderProtocol       = "Mcp-Protocol-Version"
+	HeaderSession        = "Mcp-Session-Id"
+
+	// headerInternal carries the per-request token from the outer handler to
+	// the middleware. Client copies are deleted before it is set.
+	headerInternal = "X-Mcpconform-Internal-Request"
+)
+
+// _meta keys a client may use instead of the headers.
+const (
+	MetaIdempotencyKey = "idempotencyKey"
+	MetaPermitID       = "permitId"
+)
+
+// MaxBodyBytes is the largest request body /mcp accepts.
+const MaxBodyBytes = 1 << 20
+
+// Protocol versions this layer routes on.
+const (
+	Protocol20251125 = "2025-11-25"
+	Protocol20260728 = "2026-07-28"
+)
+
+// Options tune the handler. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// Name and Version are the server's Implementation; defaults apply.
+	Name, Version string
+	// CallTimeout bounds one tools/call inside the core (which keeps running
+	// when the client goes away, so its outcome is stored for a retry).
+	// Zero means 2 minutes.
+	CallTimeout time.Duration
+	// SessionTimeout closes idle 2025-11-25 sessions. Zero means 30 minutes.
+	SessionTimeout time.Duration
+}
+
+// Handler returns the http.Handler for POST /mcp (and GET/DELETE of
+// 2025-11-25 sessions). verifier may be nil: principal tokens are then refused.
+func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		opts.Name = "mcpconform-reference-gateway"
+	}
+	if opts.Version == "" {
+		opts.Version = "0.1.0"
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 2 * time.Minute
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	h := &handler{core: core, verifier: verifier, tools: tools, opts: opts, log: opts.Logger}
+
+	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// tools/list is answered by our middleware; SetCacheable is never
+		// consulted for it.
+	})
+	server.AddReceivingMiddleware(h.middleware)
+	getServer := func(*http.Request) *mcp.Server { return server }
+
+	// Both handlers answer with application/json (one response per POST),
+	// which keeps curl usable and makes drop_response one discarded write.
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		JSONResponse:        true,
+		Logger:              opts.Logger,
+		SessionTimeout:      opts.SessionTimeout,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
+	// The SDK binds a 2025-11-25 session to the TokenInfo.UserID of the
+	// request that created it; we authenticated already, so the "verifier"
+	// only hands the result on: a session opened with one API key cannot be
+	// used with another.
+	bind := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		st := h.state(r.Header)
+		if st == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: st.caller.APIKeyID}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	h.stateful = bind(stateful)
+	h.stateless = bind(stateless)
+	return h
+}
+
+type handler struct {
+	core      Core
+	verifier  PrincipalVerifier
+	tools     ToolLister
+	opts      Options
+	log       *slog.Logger
+	stateful  http.Handler
+	stateless http.Handler
+	states    sync.Map // token -> *requestState
+}
+
+// requestState is what the outer handler knows about one HTTP request.
+type requestState struct {
+	caller gateway.Caller
+	drop   atomic.Bool
+}
+
+func (h *handler) state(hd http.Header) *requestState {
+	tok := hd.Get(headerInternal)
+	if tok == "" {
+		return nil
+	}
+	v, ok := h.states.Load(tok)
+	if !ok {
+		return nil
+	}
+	return v.(*requestState)
+}
+
+// envelope is the part of a JSON-RPC message the outer handler reads.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method *string         `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.Error("mcp handler panic", "panic", fmt.Sprint(v))
+			writeError(w, http.StatusInternalServerError, nil, gateway.Refuse(gateway.ReasonInternal, "internal error"))
+		}
+	}()
+	// Nobody but this handler sets the internal header.
+	r.Header.Del(headerInternal)
+
+	var env envelope
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "reading the request body: %v", err))
+			return
+		}
+		if len(body) > MaxBodyBytes {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, nil, gateway.Refuse(gateway.ReasonTooLarge, "request body exceeds %d bytes", MaxBodyBytes))
+			return
+		}
+		trimmed := bytes.TrimLeft(body, " \t\r\n")
+		if len(trimmed) > 0 && trimmed[0] == '[' {
+			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonBatch, "JSON-RPC batches are not supported; send one request per POST"))
+			return
+		}
+		if !json.Valid(body) {
+			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "the body is not valid JSON"))
+			return
+		}
+		if trimmed[0] != '{' {
+			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
+			return
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
+			return
+		}
+		if env.Method != nil && *env.Method == "tools/call" {
+			if ref := checkCallParams(env.Params); ref != nil {
+				writeError(w, http.StatusBadRequest, env.ID, ref)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+
+	caller, err := h.authenticate(r)
+	if err != nil {
+		var ref *gateway.Refusal
+		if errors.As(err, &ref) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpconform"`)
+			writeError(w, http.StatusUnauthorized, env.ID, ref)
+			return
+		}
+		h.log.Error("authenticate", "err", err)
+		writeError(w, http.StatusInternalServerError, env.ID, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
+		return
+	}
+
+	// The SDK insists on an Accept header naming both JSON and SSE; a client
+	// that sends none (curl without -H) gets JSON either way.
+	if r.Header.Get("Accept") == "" {
+		r.Header.Set("Accept", "application/json, text/event-stream")
+	}
+
+	st := &requestState{caller: caller}
+	tok := newToken()
+	h.states.Store(tok, st)
+	defer h.states.Delete(tok)
+	r.Header.Set(headerInternal, tok)
+
+	dw := &dropWriter{w: w, st: st}
+	h.route(r, env).ServeHTTP(dw, r)
+
+	if st.drop.Load() {
+		dropConnection(w)
+	}
+}
+
+// route picks the SDK handler: the stateless one for the 2026-07-28
+// protocol and for a sessionless non-initialize request of an older one (the
+// SDK answers it in a one-request session, which lets curl call a tool
+// without a handshake); the stateful one otherwise.
+func (h *handler) route(r *http.Request, env envelope) http.Handler {
+	if v := r.Header.Get(HeaderProtocol); v >= Protocol20260728 {
+		return h.stateless
+	}
+	if r.Method == http.MethodPost && r.Header.Get(HeaderSession) == "" && (env.Method == nil || *env.Method != "initialize") {
+		return h.stateless
+	}
+	return h.stateful
+}
+
+func (h *handler) authenticate(r *http.Request) (gateway.Caller, error) {
+	authz := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(strings.TrimSpace(authz), " ")
+	key = strings.TrimSpace(key)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+		return gateway.Caller{}, gateway.Refuse(gateway.ReasonUnauthenticated, "an API key is required: Authorization: Bearer <api key>")
+	}
+	return h.core.Authenticate(r.Context(), key)
+}
+
+// checkCallParams refuses tools/call params the SDK would reject with an
+// unhelpful error: not an object, a name that is not a string, a _meta that
+// is not an object.
+func checkCallParams(raw json.RawMessage) *gateway.Refusal {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
+		return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params must be a JSON object")
+	}
+	var name string
+	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
+		return gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name must be a non-empty string")
+	}
+	if m, ok := p["_meta"]; ok && !isNull(m) {
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params._meta must be a JSON object")
+		}
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+func newToken() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,108 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxReasonRunes bounds the reason column of PrintSummary.
+const maxReasonRunes = 100
+
+// PrintSummary writes a compact table for the terminal (ID, level,
+// verdict, first line of the reason), a line with the count per verdict,
+// the overall verdict with its reasons, and last a line of exactly the form
+//
+//	N passed, N failed, N skipped
+//
+// which CI tooling parses. There, failed counts the scenarios that fail the
+// run (failed, unexpected passes, and under --strict skipped or undefined
+// @must scenarios), so it is 0 exactly when Verdict is ok; passed counts
+// clean passes; skipped all the rest (skipped, undefined, expected
+// failures). The three add up to the number of scenarios.
+//
+// Control characters from IDs and reasons (a target's answers end up in
+// reasons) are shown escaped, so nothing reaches the terminal as an escape
+// sequence.
+func PrintSummary(w io.Writer, run Run) {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLEVEL\tVERDICT\tREASON")
+	for _, s := range run.Scenarios {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n",
+			termText(displayID(s.ID), 0),
+			termText(levelKey(s.Level), 0),
+			termText(verdictKey(s.Verdict), 0),
+			termText(firstLine(s.Reason), maxReasonRunes))
+	}
+	tw.Flush()
+	for line := range strings.Lines(table.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+
+	counts := countVerdicts(run.Scenarios)
+	parts := make([]string, 0, len(counts))
+	for _, v := range knownVerdicts {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+	}
+	for _, v := range slices.Sorted(maps.Keys(counts)) {
+		if !isKnownVerdict(v) {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[v], termText(v, 0)))
+		}
+	}
+	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
+
+	ok, why := Verdict(run)
+	mode := ""
+	if run.Strict {
+		mode = " (strict)"
+	}
+	if ok {
+		fmt.Fprintf(w, "OK%s\n", mode)
+	} else {
+		fmt.Fprintf(w, "FAIL%s, %d of %d scenarios fail the run:\n", mode, len(why), len(run.Scenarios))
+		for _, y := range why {
+			fmt.Fprintf(w, "  %s\n", termText(y, 0))
+		}
+	}
+	t := computeTotals(run)
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
+}
+
+func isKnownVerdict(v string) bool { return slices.Contains(knownVerdicts, v) }
+
+// termText makes s safe for one table cell: control characters (tabs,
+// newlines, ESC, C1 codes, bidi overrides), invalid UTF-8 and DEL are
+// escaped as Go would quote them; max > 0 cuts the result to max runes
+// with an ellipsis.
+func termText(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		var piece string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			piece = fmt.Sprintf(`\x%02x`, s[i])
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029':
+			q := fmt.Sprintf("%+q", string(r))
+			piece = q[1 : len(q)-1]
+		default:
+			piece = s[i : i+size]
+		}
+		i += size
+		n += utf8.RuneCountInString(piece)
+		if max > 0 && n > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(piece)
+	}
+	return b.String()
+}

@@ -1,0 +1,222 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/mcpconform/mcpconform/drivers/wire"
+)
+
+func registerCalls(sc *godog.ScenarioContext) {
+	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)"$`, func(ctx context.Context, who, tool, args, key string) error {
+		return callNow(ctx, who, tool, args, key)
+	})
+	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) without a key$`, func(ctx context.Context, who, tool, args string) error {
+		return callNow(ctx, who, tool, args, "")
+	})
+	sc.Step(`^"([^"]*)" starts calling "([^"]*)" with (\{.*\}) using key "([^"]*)"$`, func(ctx context.Context, who, tool, args, key string) error {
+		return callInBackground(ctx, who, tool, args, key)
+	})
+	sc.Step(`^"([^"]*)" starts calling "([^"]*)" with (\{.*\}) without a key$`, func(ctx context.Context, who, tool, args string) error {
+		return callInBackground(ctx, who, tool, args, "")
+	})
+	sc.Step(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id$`, retryLast)
+	sc.Step(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id until it is not in progress$`, retryUntilDecided)
+	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" and drops the connection once the tool runs$`, callAndDrop)
+	sc.Step(`^"([^"]*)" sends a batch of two tools/call requests$`, sendBatch)
+	sc.Step(`^"([^"]*)" sends the raw body (.+)$`, func(ctx context.Context, who, body string) error {
+		return sendRaw(ctx, who, []byte(body))
+	})
+	sc.Step(`^"([^"]*)" sends a tools/call body of (\d+) MiB$`, sendOversized)
+}
+
+// newCall builds a call with the scenario's variables filled in.
+func (w *world) newCall(who, tool, args, key string) (*wire.Call, error) {
+	raw := json.RawMessage(w.expand(args))
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("arguments of the step are not JSON: %s", raw)
+	}
+	return &wire.Call{
+		Tool:           w.toolName(tool),
+		Arguments:      raw,
+		IdempotencyKey: w.expand(key),
+		Label:          fmt.Sprintf("%s: %s", who, tool),
+		Lane:           who,
+	}, nil
+}
+
+func (w *world) do(ctx context.Context, c *client, call *wire.Call) (*answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
+	defer cancel()
+	w.record(invokeOp(c.name, call))
+	wa, err := c.wire.CallTool(ctx, *call)
+	a := newAnswer(wa, err)
+	w.record(outcomeOp(c.name, call, a, err))
+	return a, err
+}
+
+func callNow(ctx context.Context, who, tool, args, key string) error {
+	w := getWorld(ctx)
+	c := w.clientFor(who)
+	call, err := w.newCall(who, tool, args, key)
+	if err != nil {
+		return err
+	}
+	c.last = call
+	a, err := w.do(ctx, c, call)
+	if err != nil && a == nil {
+		return fmt.Errorf("%s calls %s: %w", who, tool, err)
+	}
+	c.answers = append(c.answers, a)
+	return nil
+}
+
+// callInBackground sends a call whose answer a later step collects; the
+// scenario steers it with pauses at the target's fault points.
+func callInBackground(ctx context.Context, who, tool, args, key string) error {
+	w := getWorld(ctx)
+	c := w.clientFor(who)
+	if c.pending != nil {
+		return fmt.Errorf("%s already has a call in flight", who)
+	}
+	call, err := w.newCall(who, tool, args, key)
+	if err != nil {
+		return err
+	}
+	c.last = call
+	c.pending = make(chan callOutcome, 1)
+	bg := context.WithoutCancel(ctx)
+	go func(out chan<- callOutcome) {
+		a, err := w.do(bg, c, call)
+		out <- callOutcome{a, err}
+	}(c.pending)
+	return nil
+}
+
+// settle collects a background call's answer, if one is in flight.
+func (w *world) settle(c *client) error {
+	if c.pending == nil {
+		return nil
+	}
+	select {
+	case out := <-c.pending:
+		c.pending = nil
+		if out.answer == nil {
+			return fmt.Errorf("%s's call failed on the wire: %v", c.name, out.err)
+		}
+		c.answers = append(c.answers, out.answer)
+		return nil
+	case <-time.After(w.env.CallTimeout):
+		return fmt.Errorf("%s's call got no answer within %v", c.name, w.env.CallTimeout)
+	}
+}
+
+func retryLast(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	c := w.clientFor(who)
+	if err := w.settle(c); err != nil {
+		return err
+	}
+	if c.last == nil {
+		return fmt.Errorf("%s has made no call to retry", who)
+	}
+	retry := *c.last
+	retry.ID = nil // a fresh JSON-RPC id, as real retries carry (MCP issue 3394)
+	retry.Label = who + ": retry"
+	a, err := w.do(ctx, c, &retry)
+	if err != nil && a == nil {
+		return fmt.Errorf("%s retries: %w", who, err)
+	}
+	c.answers = append(c.answers, a)
+	return nil
+}
+
+// retryUntilDecided retries while the target answers in-progress, a bounded
+// number of times: an honest in-progress is allowed until it can decide.
+func retryUntilDecided(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	for i := 0; i < 100; i++ {
+		if err := retryLast(ctx, who); err != nil {
+			return err
+		}
+		c := w.clientFor(who)
+		last := c.answers[len(c.answers)-1]
+		if !w.isReason(last, "idempotency_in_progress") {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: still in progress after 100 retries", who)
+}
+
+// callAndDrop sends the call, waits until the probe sees the tool run, then
+// drops the connection: the client never learns the outcome.
+func callAndDrop(ctx context.Context, who, tool, args, key string) error {
+	w := getWorld(ctx)
+	if w.env.Probe == nil {
+		return fmt.Errorf("no upstream probe: %w", godog.ErrSkip)
+	}
+	c := w.clientFor(who)
+	call, err := w.newCall(who, tool, args, key)
+	if err != nil {
+		return err
+	}
+	c.last = call
+	token := tokenOf(call)
+	drop := *call
+	drop.DropAfterSend = true
+	drop.DropWait = func(ctx context.Context) error { return w.env.Probe.WaitFor(ctx, token, 1) }
+	a, err := w.do(ctx, c, &drop)
+	if err != nil {
+		return fmt.Errorf("the tool never ran for %s before the drop: %w", token, err)
+	}
+	if a == nil || !a.Dropped {
+		return fmt.Errorf("the connection was not dropped: %s", w.describe(a))
+	}
+	c.answers = append(c.answers, a)
+	return nil
+}
+
+// tokenOf reads the probe token out of a call's arguments.
+func tokenOf(call *wire.Call) string {
+	raw, _ := call.Arguments.(json.RawMessage)
+	var v struct {
+		Token string `json:"token"`
+	}
+	_ = json.Unmarshal(raw, &v)
+	return v.Token
+}
+
+func sendBatch(ctx context.Context, who string) error {
+	body := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"partner.echo","arguments":{}}}]`)
+	return sendRaw(ctx, who, body)
+}
+
+func sendOversized(ctx context.Context, who string, mib int) error {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{"pad":"`)
+	b.WriteString(strings.Repeat("x", mib<<20))
+	b.WriteString(`"}}}`)
+	return sendRaw(ctx, who, b.Bytes())
+}
+
+func sendRaw(ctx context.Context, who string, body []byte) error {
+	w := getWorld(ctx)
+	c := w.clientFor(who)
+	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
+	defer cancel()
+	wa, err := c.wire.Send(ctx, body, nil)
+	a := newAnswer(wa, err)
+	if err != nil && a == nil {
+		return fmt.Errorf("%s sends a raw body: %w", who, err)
+	}
+	c.answers = append(c.answers, a)
+	return nil
+}

@@ -1,0 +1,169 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/mcpconform/mcpconform/drivers/control"
+)
+
+func registerControl(sc *godog.ScenarioContext) {
+	sc.Step(`^the gateway clock is frozen (\S+) before a window boundary$`, func(ctx context.Context, d string) error {
+		off, err := time.ParseDuration(d)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", d, err)
+		}
+		return freezeNearBoundary(ctx, -off)
+	})
+	sc.Step(`^the gateway clock is frozen at a window boundary$`, func(ctx context.Context) error {
+		return freezeNearBoundary(ctx, 0)
+	})
+	sc.Step(`^the gateway clock advances (\d\S*)$`, func(ctx context.Context, d string) error {
+		by, err := time.ParseDuration(d)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", d, err)
+		}
+		return advance(ctx, by)
+	})
+	sc.Step(`^the gateway clock advances past the effective window$`, func(ctx context.Context) error {
+		w := getWorld(ctx)
+		return advance(ctx, seconds(w.env.Settings.EffectiveWindowSeconds)+time.Second)
+	})
+	sc.Step(`^the gateway clock advances past the stale-lock threshold$`, func(ctx context.Context) error {
+		w := getWorld(ctx)
+		return advance(ctx, seconds(w.env.Settings.StaleLockSeconds)+time.Second)
+	})
+	sc.Step(`^the unkeyed retry window is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
+		w := getWorld(ctx)
+		w.settingsMoved = true
+		for _, c := range w.env.Controls {
+			if _, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: &secs}); err != nil {
+				return fmt.Errorf("set window to %ds: %w", secs, err)
+			}
+		}
+		return nil
+	})
+	sc.Step(`^a pause is armed at "([^"]*)" for "([^"]*)"$`, func(ctx context.Context, point, tool string) error {
+		return arm(ctx, point, "pause", tool)
+	})
+	sc.Step(`^a failure is armed at "([^"]*)" for "([^"]*)"$`, func(ctx context.Context, point, tool string) error {
+		return arm(ctx, point, "fail", tool)
+	})
+	sc.Step(`^the gateway will drop the response after dispatching "([^"]*)"$`, func(ctx context.Context, tool string) error {
+		return arm(ctx, "dispatch.after", "drop_response", tool)
+	})
+	sc.Step(`^"([^"]*)" waits at "([^"]*)"$`, waitsAt)
+	sc.Step(`^the pause at "([^"]*)" is released$`, release)
+	sc.Step(`^principal "([^"]*)" is revoked$`, func(ctx context.Context, name string) error {
+		w := getWorld(ctx)
+		id, ok := w.principal[name]
+		if !ok {
+			return fmt.Errorf("no principal %q in this scenario", name)
+		}
+		return w.env.Control().Revoke(ctx, id)
+	})
+	sc.Step(`^the tool "([^"]*)" is removed$`, func(ctx context.Context, alias string) error {
+		w := getWorld(ctx)
+		return w.env.Control().DeleteTool(ctx, w.toolName(alias))
+	})
+	sc.Step(`^the probe stalls "([^"]*)"$`, func(ctx context.Context, tok string) error {
+		w := getWorld(ctx)
+		w.env.Probe.Stall(w.expand(tok))
+		return nil
+	})
+	sc.Step(`^the probe releases "([^"]*)"$`, func(ctx context.Context, tok string) error {
+		w := getWorld(ctx)
+		w.env.Probe.Unstall(w.expand(tok))
+		return nil
+	})
+}
+
+// freezeNearBoundary freezes every process's clock at off from a boundary of
+// the effective window a little in the future, so the scenario's buckets are
+// known and no real time passes between steps.
+func freezeNearBoundary(ctx context.Context, off time.Duration) error {
+	w := getWorld(ctx)
+	win := seconds(w.env.Settings.EffectiveWindowSeconds)
+	if win <= 0 {
+		return fmt.Errorf("target advertises no positive effective window (%v)", win)
+	}
+	now := time.Now().UTC()
+	boundary := now.Truncate(win).Add(2 * win)
+	w.clockMoved = true
+	for _, c := range w.env.Controls {
+		if _, err := c.SetClock(ctx, boundary.Add(off)); err != nil {
+			return fmt.Errorf("freeze clock: %w", err)
+		}
+	}
+	return nil
+}
+
+func advance(ctx context.Context, by time.Duration) error {
+	w := getWorld(ctx)
+	w.clockMoved = true
+	for _, c := range w.env.Controls {
+		if _, err := c.AdvanceClock(ctx, by); err != nil {
+			return fmt.Errorf("advance clock by %v: %w", by, err)
+		}
+	}
+	return nil
+}
+
+func arm(ctx context.Context, point, action, alias string) error {
+	w := getWorld(ctx)
+	w.faultsArmed = true
+	id, err := w.env.Control().ArmFault(ctx, control.Fault{
+		Point: point, Action: action, Count: 1,
+		Match: control.FaultMatch{Tool: w.toolName(alias), WalletID: w.walletID},
+	})
+	if err != nil {
+		return fmt.Errorf("arm %s at %s: %w", action, point, err)
+	}
+	w.faults[point] = id
+	return nil
+}
+
+func waitsAt(ctx context.Context, who, point string) error {
+	w := getWorld(ctx)
+	id, ok := w.faults[point]
+	if !ok {
+		return fmt.Errorf("no pause armed at %q", point)
+	}
+	c := w.clientFor(who)
+	if c.pending == nil {
+		return fmt.Errorf("%s has no call in flight to wait at %s", who, point)
+	}
+	if _, err := w.env.Control().AwaitFault(ctx, id, 1, w.env.CallTimeout); err != nil {
+		// The call may have answered instead of reaching the point.
+		select {
+		case out := <-c.pending:
+			c.pending = nil
+			if out.answer != nil {
+				c.answers = append(c.answers, out.answer)
+			}
+			return w.check(fmt.Sprintf("%s reaches %s", who, point), false,
+				fmt.Sprintf("the call waits at fault point %s", point),
+				"it answered without reaching the point: "+w.describe(out.answer))
+		default:
+		}
+		return fmt.Errorf("%s never reached %s: %w", who, point, err)
+	}
+	return nil
+}
+
+func release(ctx context.Context, point string) error {
+	w := getWorld(ctx)
+	id, ok := w.faults[point]
+	if !ok {
+		return fmt.Errorf("no pause armed at %q", point)
+	}
+	if _, err := w.env.Control().ReleaseFault(ctx, id); err != nil {
+		return fmt.Errorf("release %s: %w", point, err)
+	}
+	return nil
+}
+
+func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }

@@ -1,0 +1,187 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cucumber/godog"
+
+	"github.com/mcpconform/mcpconform/drivers/wire"
+)
+
+func registerCrowds(sc *godog.ScenarioContext) {
+	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once$`, func(ctx context.Context, n int, tool, args, key string) error {
+		return crowd(ctx, n, tool, args, key, false)
+	})
+	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) without a key at once$`, func(ctx context.Context, n int, tool, args string) error {
+		return crowd(ctx, n, tool, args, "", false)
+	})
+	sc.Step(`^(\d+) clients split across every gateway URL call "([^"]*)" with (\{.*\}) without a key at once$`, func(ctx context.Context, n int, tool, args string) error {
+		return crowd(ctx, n, tool, args, "", true)
+	})
+	sc.Step(`^exactly one operation ran and every answer is its receipt or retryable "([^"]*)"$`, oneOperation)
+	sc.Step(`^a random workload of (\d+) calls runs on "([^"]*)" with seed-chosen keys, retries and conflicts$`, workload)
+	sc.Step(`^every dispatched operation was charged exactly once$`, bankInvariant)
+	sc.Step(`^no operation was dispatched twice$`, noDoubleDispatch)
+}
+
+// crowd sends n identical calls from n clients, all held at a barrier until
+// every request is built, then released together.
+func crowd(ctx context.Context, n int, tool, args, key string, split bool) error {
+	w := getWorld(ctx)
+	if max := w.env.MaxConcurrency; max > 0 && n > max {
+		n = max
+	}
+	calls := make([]*wire.Call, n)
+	clients := make([]*client, n)
+	for i := range calls {
+		call, err := w.newCall(fmt.Sprintf("twin-%02d", i), tool, args, key)
+		if err != nil {
+			return err
+		}
+		calls[i] = call
+		idx := 0
+		if split {
+			idx = i % len(w.env.URLs)
+		}
+		clients[i] = w.clientOn(call.Lane, idx)
+	}
+	answers := make([]*answer, n)
+	barrier := make(chan struct{})
+	var ready, done sync.WaitGroup
+	ready.Add(n)
+	done.Add(n)
+	for i := range calls {
+		go func(i int) {
+			defer done.Done()
+			ready.Done()
+			<-barrier
+			a, _ := w.do(ctx, clients[i], calls[i])
+			answers[i] = a
+		}(i)
+	}
+	ready.Wait()
+	close(barrier)
+	done.Wait()
+	w.crowd = answers
+	return nil
+}
+
+func oneOperation(ctx context.Context, reason string) error {
+	w := getWorld(ctx)
+	receipts := map[string]int{}
+	var others []string
+	for i, a := range w.crowd {
+		switch {
+		case a != nil && a.IsResult() && a.Receipt() != "":
+			receipts[a.Receipt()]++
+		case w.isReason(a, reason) && a.Retryable():
+		default:
+			others = append(others, fmt.Sprintf("twin-%02d: %s", i, w.describe(a)))
+		}
+	}
+	var rs []string
+	for r, k := range receipts {
+		rs = append(rs, fmt.Sprintf("%s x%d", r, k))
+	}
+	sort.Strings(rs)
+	ok := len(receipts) == 1 && len(others) == 0
+	return w.check("exactly one operation ran", ok,
+		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason),
+		fmt.Sprintf("receipts [%s]; other answers [%s]", strings.Join(rs, ", "), strings.Join(others, "; ")))
+}
+
+// op is one operation of the random workload, Jepsen style: a token unique to
+// it, so every dispatch and debit traces back to exactly one operation.
+type op struct {
+	token, key string
+	args       json.RawMessage
+}
+
+// workload runs a seeded mix of first calls, retries with new ids, unkeyed
+// calls and conflicting reuse of a key.
+func workload(ctx context.Context, n int, tool string) error {
+	w := getWorld(ctx)
+	h := fnv.New64a()
+	h.Write([]byte(w.entry.ID))
+	rng := rand.New(rand.NewSource(w.env.Seed ^ int64(h.Sum64())))
+	c := w.clientFor("workload")
+	w.workloadTool = tool
+	var ops []op
+	for i := 0; i < n; i++ {
+		var call *wire.Call
+		var err error
+		switch r := rng.Intn(10); {
+		case len(ops) > 0 && r < 4: // retry an earlier operation with a new id
+			o := ops[rng.Intn(len(ops))]
+			call = &wire.Call{Tool: w.toolName(tool), Arguments: o.args, IdempotencyKey: o.key, Lane: "workload", Label: "retry " + o.token}
+		case len(ops) > 0 && r < 5: // reuse a key with other arguments: must be refused
+			o := ops[rng.Intn(len(ops))]
+			if o.key == "" {
+				continue
+			}
+			call, err = w.newCall("workload", tool, fmt.Sprintf(`{"token":"$op%d","conflict":true}`, 1000+i), o.key)
+		case r < 8:
+			call, err = w.newCall("workload", tool, fmt.Sprintf(`{"token":"$op%d"}`, i+1), fmt.Sprintf("$k%d", i+1))
+		default:
+			call, err = w.newCall("workload", tool, fmt.Sprintf(`{"token":"$op%d"}`, i+1), "")
+		}
+		if err != nil {
+			return err
+		}
+		raw, _ := call.Arguments.(json.RawMessage)
+		if !strings.HasPrefix(call.Label, "retry") {
+			ops = append(ops, op{token: tokenOf(call), key: call.IdempotencyKey, args: raw})
+		}
+		if _, err := w.do(ctx, c, call); err != nil {
+			return fmt.Errorf("workload call %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func bankInvariant(ctx context.Context) error {
+	w := getWorld(ctx)
+	l, err := w.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	var net int64
+	for _, e := range l.Entries {
+		switch e.Kind {
+		case "debit":
+			net += e.Amount
+		case "refund":
+			net -= e.Amount
+		}
+	}
+	dispatched := 0
+	for _, tok := range w.tokens {
+		if w.env.Probe.Count(tok) > 0 {
+			dispatched++
+		}
+	}
+	price := w.prices[w.workloadTool]
+	want := price * int64(dispatched)
+	return w.check("total debits equal price times distinct dispatched operations", net == want,
+		fmt.Sprintf("net debits %d = %d x %d dispatched operations", want, price, dispatched),
+		fmt.Sprintf("net debits %d", net))
+}
+
+func noDoubleDispatch(ctx context.Context) error {
+	w := getWorld(ctx)
+	var twice []string
+	for _, tok := range w.tokens {
+		if k := w.env.Probe.Count(tok); k > 1 {
+			twice = append(twice, fmt.Sprintf("%s x%d", tok, k))
+		}
+	}
+	return w.check("no operation was dispatched twice", len(twice) == 0, "every token dispatched at most once",
+		fmt.Sprintf("dispatched more than once: [%s]", strings.Join(twice, ", ")))
+}
