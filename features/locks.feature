@@ -26,16 +26,19 @@ Feature: A stalled lock holder is fenced
 
   @lock-02 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
   Scenario: A holder paused before it reads its fence writes nothing after a takeover
-    Requirement: A takeover forced before the claim makes the holder fail with fence-lost and write nothing.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: "test :1403 forces the delete before the claim")
+    Requirement: A takeover forced before the claim makes the holder fail with fence-lost and write nothing; it answers in-progress.
+    Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: "test :1403 forces the delete before the claim ... asserts ... IdempotencyFenceLostError, and that no mint row was written")
     Given a pause is armed at "lock.acquired" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "lock.acquired"
     And the gateway clock advances past the stale-lock threshold
-    And "B" calls "write" with {"token":"$op1"} without a key
-    Then "B" gets a result
-    When the pause at "lock.acquired" is released
+    And a pause is armed at "fence.read" for "write"
+    And "B" starts calling "write" with {"token":"$op1"} without a key
+    And "B" waits at "fence.read"
+    And the pause at "lock.acquired" is released
     Then "A" is refused with retryable "idempotency_in_progress"
+    When the pause at "fence.read" is released
+    Then "B" gets a result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
@@ -59,11 +62,12 @@ Feature: A stalled lock holder is fenced
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lock-04 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
+  @lock-04 @must @needs-upstream @needs-ledger @needs-clock @needs-faults @needs-settings
   Scenario: A lock timeout is answered as retryable in-progress
     Requirement: A lock timeout (SQLite busy, PostgreSQL 55P03/40001) becomes the retryable idempotency_in_progress, not an internal error.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "If SQLite's busy wait expires on that UPDATE, OperationalError ... surfaces as internal_error")
-    Given a pause is armed at "claim.held" for "write"
+    Given the stale-lock threshold is 10 seconds
+    And a pause is armed at "claim.held" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "claim.held"
     And the gateway clock advances past the stale-lock threshold

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cucumber/godog"
-
 )
 
 func registerAssertions(sc *godog.ScenarioContext) {

@@ -34,7 +34,11 @@ func registerControl(sc *godog.ScenarioContext) {
 	})
 	sc.Step(`^the gateway clock advances past the stale-lock threshold$`, func(ctx context.Context) error {
 		w := getWorld(ctx)
-		return advance(ctx, seconds(w.env.Settings.StaleLockSeconds)+time.Second)
+		stale := seconds(w.env.Settings.StaleLockSeconds)
+		if w.staleLock > 0 {
+			stale = w.staleLock
+		}
+		return advance(ctx, stale+time.Second)
 	})
 	sc.Step(`^the unkeyed retry window is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
 		w := getWorld(ctx)
@@ -44,6 +48,17 @@ func registerControl(sc *godog.ScenarioContext) {
 				return fmt.Errorf("set window to %ds: %w", secs, err)
 			}
 		}
+		return nil
+	})
+	sc.Step(`^the stale-lock threshold is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
+		w := getWorld(ctx)
+		w.settingsMoved = true
+		for _, c := range w.env.Controls {
+			if _, err := c.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: &secs}); err != nil {
+				return fmt.Errorf("set stale-lock threshold to %ds: %w", secs, err)
+			}
+		}
+		w.staleLock = seconds(secs)
 		return nil
 	})
 	sc.Step(`^a pause is armed at "([^"]*)" for "([^"]*)"$`, func(ctx context.Context, point, tool string) error {
@@ -126,6 +141,9 @@ func arm(ctx context.Context, point, action, alias string) error {
 	return nil
 }
 
+// waitsAt blocks until the named client's call waits at the fault point. A
+// call that answers instead (a gateway without that step in its path) ends
+// the wait at once with the answer as evidence.
 func waitsAt(ctx context.Context, who, point string) error {
 	w := getWorld(ctx)
 	id, ok := w.faults[point]
@@ -136,22 +154,30 @@ func waitsAt(ctx context.Context, who, point string) error {
 	if c.pending == nil {
 		return fmt.Errorf("%s has no call in flight to wait at %s", who, point)
 	}
-	if _, err := w.env.Control().AwaitFault(ctx, id, 1, w.env.CallTimeout); err != nil {
-		// The call may have answered instead of reaching the point.
-		select {
-		case out := <-c.pending:
-			c.pending = nil
-			if out.answer != nil {
-				c.answers = append(c.answers, out.answer)
-			}
-			return w.check(fmt.Sprintf("%s reaches %s", who, point), false,
-				fmt.Sprintf("the call waits at fault point %s", point),
-				"it answered without reaching the point: "+w.describe(out.answer))
-		default:
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	awaited := make(chan error, 1)
+	go func() {
+		_, err := w.env.Control().AwaitFault(actx, id, 1, w.env.CallTimeout)
+		awaited <- err
+	}()
+	select {
+	case err := <-awaited:
+		if err != nil {
+			return fmt.Errorf("%s never reached %s: %w", who, point, err)
 		}
-		return fmt.Errorf("%s never reached %s: %w", who, point, err)
+		return nil
+	case out := <-c.pending:
+		c.pending = nil
+		var a *answer
+		if out.answer != nil {
+			a = out.answer
+			c.answers = append(c.answers, a)
+		}
+		return w.check(fmt.Sprintf("%s reaches %s", who, point), false,
+			fmt.Sprintf("the call waits at fault point %s", point),
+			"it answered without reaching the point: "+w.describe(a))
 	}
-	return nil
 }
 
 func release(ctx context.Context, point string) error {

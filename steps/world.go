@@ -42,7 +42,8 @@ type world struct {
 	receipts     []string          // every receipt seen, in order
 	tokens       []string          // every probe token used
 	crowd        []*answer
-	workloadTool string // answers of the last concurrent step
+	workloadTool string
+	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one // answers of the last concurrent step
 	history      []reports.Op
 	evidence     reports.Scenario
 
@@ -183,6 +184,11 @@ func (e *Env) missing(needs []string) []string {
 // finish settles the verdict from what was observed, collects the effects and
 // puts the shared target back as it was (clock, faults, settings).
 func (w *world) finish(ctx context.Context, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// Put the target back first: resetting the faults releases any call a
+	// failed step left paused, so it ends now instead of at its timeout.
+	w.restore(ctx)
 	// Let background calls end so their exchanges are part of the evidence.
 	for _, c := range w.clients {
 		if c.pending != nil {
@@ -196,9 +202,6 @@ func (w *world) finish(ctx context.Context, err error) {
 			c.pending = nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	w.restore(ctx)
 	if w.walletID != "" && w.env.Caps[CapLedger] {
 		if l, lerr := w.ledger(ctx); lerr == nil {
 			w.evidence.LedgerAfter = l

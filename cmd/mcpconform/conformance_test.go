@@ -28,7 +28,7 @@ func runConformance(t *testing.T, store, dsn string) {
 	t.Setenv(beMain, "1")
 	out, err := runner.Run(context.Background(), runner.Config{
 		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
-		Seed: 1, Concurrency: 32, Out: t.TempDir(), TestingT: t,
+		Workers: 2, Seed: 1, Concurrency: 32, Out: t.TempDir(), TestingT: t,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -57,5 +57,5 @@ func TestConformanceSQLite(t *testing.T) {
 // dockertest; skipped with the reason when neither is there, unless
 // MCPCONFORM_REQUIRE_POSTGRES=1).
 func TestConformancePostgres(t *testing.T) {
-	runConformance(t, "postgres", pgtest.DSN(t))
+	runConformance(t, "postgres", pgtest.FreshDSN(t))
 }

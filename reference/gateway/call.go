@@ -35,6 +35,21 @@ type callState struct {
 
 // Call runs one tools/call. A refusal is a *Refusal (its Reason is the
 // contract); any other error is internal.
+//
+// The pipeline, each step before the next can write anything:
+//  1. the tool (a removed or unknown one still serves this call's stored
+//     outcome, after the replay authorisation);
+//  2. the principal's entitlement (IGA);
+//  3. the key: client, explicit permit, or derived for an unkeyed mutating
+//     call; read-only, approval-gated and window-0 unkeyed calls are refused;
+//  4. derived keys: slot choice and auto-permit mint under the identity's
+//     lock row, the reservation fenced on that lock;
+//  5. client and permit keys: an atomic reservation with the auto permit;
+//  6. an existing record: reused key, in progress, or a replay (authorised
+//     again, served whole, no dispatch, no ledger entry);
+//  7. a new reservation: debit, dispatch, store the outcome with its receipt
+//     (a failure before dispatch is refunded and answered retryable);
+//  8. a store lock timeout anywhere is the retryable in-progress answer.
 func (g *Gateway) Call(ctx context.Context, r CallRequest) (CallResponse, error) {
 	resp, err := g.call(ctx, r)
 	if err != nil {
@@ -531,7 +546,7 @@ func (g *Gateway) logDispatch(ctx context.Context, c *callState, rec store.Recor
 
 // lookupThenDispatch is the concurrent-enqueue bug of the second seed review,
 // kept only for the lookup-before-reserve switch: the key is looked up, the
-// work dispatched and billed, and only then is the record written. Two twins
+// work billed and dispatched, and only then is the record written. Two twins
 // both miss the lookup and both dispatch. dispatch.before sits between the
 // lookup and the dispatch so a pause there makes the race deterministic.
 func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPlan) (CallResponse, error) {
@@ -546,21 +561,29 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 		return CallResponse{}, Refuse(ReasonDispatchFailed, "the call failed before the tool ran: retry")
 	}
 	rec = g.newRecord(c, p, uuid.NewString())
-	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
-	if err != nil {
-		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
-	}
-	g.logDispatch(ctx, c, rec)
 	receipt := "rcpt-" + uuid.NewString()
 	var charged int64
 	if price := c.tool.Price; price > 0 {
-		err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		// A plain read, then an unconditional debit: the bug's own check-then-act.
+		w, err := g.store.Wallet(ctx, rec.WalletID)
+		if err != nil {
+			return CallResponse{}, g.storeErr("read wallet", err)
+		}
+		if w.Balance < price {
+			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
+		}
+		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
 			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
 		if err != nil {
 			return CallResponse{}, g.storeErr("append debit", err)
 		}
 		charged = price
 	}
+	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	if err != nil {
+		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
+	}
+	g.logDispatch(ctx, c, rec)
 	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
 	if err != nil {
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
@@ -568,6 +591,8 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 	if p.permit != nil {
 		rec.PermitID = p.permit.ID
 	}
+	// The record comes last; a twin that wrote first makes this a no-op,
+	// after this call has already dispatched and billed.
 	if _, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec}); err != nil {
 		return CallResponse{}, g.storeErr("reserve", err)
 	} else if created {

@@ -28,8 +28,12 @@ const testLockTimeout = 300 * time.Millisecond
 type backend struct {
 	name  string
 	probe func(t *testing.T) // skips (or fails) t when the store is not available
-	open  func(t *testing.T) store.Store
+	open  func(t *testing.T) (store.Store, reopener)
 }
+
+// reopener opens another handle on the same database, as a second gateway
+// process would.
+type reopener func(t *testing.T) store.Store
 
 func (b backend) check(t *testing.T) {
 	if b.probe != nil {
@@ -38,17 +42,22 @@ func (b backend) check(t *testing.T) {
 }
 
 func sqliteBackend() backend {
-	return backend{name: "sqlite", open: func(t *testing.T) store.Store {
+	openPath := func(t *testing.T, path string) store.Store {
 		t.Helper()
-		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "gateway.db"), sqlite.Options{LockTimeout: testLockTimeout})
+		s, err := sqlite.Open(t.Context(), path, sqlite.Options{LockTimeout: testLockTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	return backend{name: "sqlite", open: func(t *testing.T) (store.Store, reopener) {
+		path := filepath.Join(t.TempDir(), "gateway.db")
+		s := openPath(t, path)
 		if err := s.Migrate(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return s, func(t *testing.T) store.Store { return openPath(t, path) }
 	}}
 }
 
@@ -100,6 +109,7 @@ type env struct {
 	faults *faults.Registry
 	disp   *fakeDispatcher
 	g      *gateway.Gateway
+	reopen reopener
 
 	wallet  string
 	caller  gateway.Caller
@@ -120,7 +130,8 @@ func newEnv(t *testing.T, b backend, on ...string) *env {
 	if err != nil {
 		panic(abort{err})
 	}
-	e := &env{t: t, ctx: t.Context(), st: b.open(t), clk: clock.New(), faults: faults.New(), disp: &fakeDispatcher{runs: map[string]int{}}}
+	e := &env{t: t, ctx: t.Context(), clk: clock.New(), faults: faults.New(), disp: &fakeDispatcher{runs: map[string]int{}}}
+	e.st, e.reopen = b.open(t)
 	t.Cleanup(e.faults.Reset) // never leave a paused goroutine behind
 	// A frozen clock, 10 s into a window bucket of today's real time: tests
 	// move it explicitly.

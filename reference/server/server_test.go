@@ -16,7 +16,10 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // lineWriter is a goroutine-safe stdout that reports each line.
 type lineWriter struct {
@@ -202,10 +205,20 @@ func dispatches(t *testing.T, g *gatewayProc, wallet, tool string) int {
 // JSON-RPC id gives R again, replayed, no second dispatch, still one debit;
 // other arguments give a new receipt and a second debit.
 func TestSeedLiveRetest(t *testing.T) {
-	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + filepath.Join(t.TempDir(), "state", "gateway.db"), ControlToken: controlToken})
+	seedRetest(t, "sqlite", "sqlite:"+filepath.Join(t.TempDir(), "state", "gateway.db"))
+}
+
+// TestSeedLiveRetestPostgres runs the same on PostgreSQL (DATABASE_URL, else
+// dockertest, else skipped unless MCPCONFORM_REQUIRE_POSTGRES=1).
+func TestSeedLiveRetestPostgres(t *testing.T) {
+	seedRetest(t, "postgres", pgtest.FreshDSN(t))
+}
+
+func seedRetest(t *testing.T, kind, storeArg string) {
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: storeArg, ControlToken: controlToken})
 
 	caps := g.control(t, "GET", "/control/capabilities", "", 200)
-	if caps["store"] != "sqlite" || caps["control_api"] != "mcpconform/1" {
+	if caps["store"] != kind || caps["control_api"] != "mcpconform/1" {
 		t.Fatalf("capabilities %v", caps)
 	}
 	wallet := g.control(t, "POST", "/control/wallets", `{"balance": 100}`, 201)["wallet_id"].(string)

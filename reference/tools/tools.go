@@ -35,7 +35,7 @@ const MetaKey = "io.mcpconform/tool"
 
 var local = []store.Tool{
 	{Name: Echo, Description: "Echoes its arguments back (structuredContent is the arguments object).", Price: 1},
-	{Name: NotesWrite, Description: "Appends a note (arguments.text, or the arguments as JSON) to the wallet's notes; returns the note count. Mutating.", Price: 2},
+	{Name: NotesWrite, Description: "Appends a note (arguments.text, or the arguments as JSON) to the wallet's notes; returns the note count and the note's id. Mutating.", Price: 2},
 	{Name: NotesCount, Description: "Counts the wallet's notes. Read-only, still metered.", Price: 1, ReadOnly: true},
 }
 
@@ -166,11 +166,17 @@ func (d *Dispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest) (j
 		if err := json.Unmarshal(args["text"], &note); err != nil {
 			note = string(r.Arguments)
 		}
-		n, err := d.store.AddNote(ctx, r.WalletID, note, d.opts.Clock.Now())
+		id, err := d.store.AddNote(ctx, r.WalletID, note, d.opts.Clock.Now())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", NotesWrite, err)
 		}
-		return result(fmt.Sprintf("noted; the wallet has %d notes", n), map[string]any{"count": n}, false)
+		// The note is written: from here on the tool has run, so a failure
+		// to count is reported in the result, not as "nothing ran".
+		n, err := d.store.CountNotes(ctx, r.WalletID)
+		if err != nil {
+			return result(fmt.Sprintf("noted (note %d); counting the notes failed: %v", id, err), map[string]any{"note_id": id}, false)
+		}
+		return result(fmt.Sprintf("noted; the wallet has %d notes", n), map[string]any{"count": n, "note_id": id}, false)
 	case NotesCount:
 		n, err := d.store.CountNotes(ctx, r.WalletID)
 		if err != nil {

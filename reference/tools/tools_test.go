@@ -26,6 +26,7 @@ type memStore struct {
 	tools       map[string]store.Tool
 	notes       map[string][]string
 	failNotes   bool
+	seq         int64
 }
 
 func newMemStore() *memStore {
@@ -69,7 +70,8 @@ func (m *memStore) AddNote(_ context.Context, w, text string, _ time.Time) (int6
 		return 0, store.ErrBusy
 	}
 	m.notes[w] = append(m.notes[w], text)
-	return int64(len(m.notes[w])), nil
+	m.seq++
+	return 100 + m.seq, nil // a note id, not the count
 }
 
 func (m *memStore) CountNotes(_ context.Context, w string) (int64, error) {
@@ -132,7 +134,7 @@ func TestLocalTools(t *testing.T) {
 	if string(r.StructuredContent) != `{"a":[1,"x"]}` || r.Content[0].Text != `{"a":[1,"x"]}` || *r.IsError {
 		t.Fatalf("echo: %s", raw)
 	}
-	for i, want := range []string{`{"count":1}`, `{"count":2}`} {
+	for i, want := range []string{`{"count":1,"note_id":101}`, `{"count":2,"note_id":102}`} {
 		raw, err = d.Dispatch(ctx, gateway.DispatchRequest{Tool: lt(NotesWrite), Arguments: json.RawMessage(`{"text":"hi"}`), WalletID: "w"})
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -70,7 +71,7 @@ func writeError(w http.ResponseWriter, status int, id json.RawMessage, r *gatewa
 	}{JSONRPC: "2.0", ID: validID(id), Error: toRPCError(r)}
 	b, _ := json.Marshal(resp)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
@@ -86,9 +87,4 @@ func validID(id json.RawMessage) json.RawMessage {
 		return id
 	}
 	return json.RawMessage("null")
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

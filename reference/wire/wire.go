@@ -243,12 +243,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
 			return
 		}
-		if env.Method != nil && *env.Method == "tools/call" {
-			if ref := checkCallParams(env.Params); ref != nil {
-				writeError(w, http.StatusBadRequest, env.ID, ref)
-				return
-			}
-		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -264,6 +258,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Error("authenticate", "err", err)
 		writeError(w, http.StatusInternalServerError, env.ID, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
 		return
+	}
+
+	if env.Method != nil && *env.Method == "tools/call" {
+		if ref := checkCallParams(env.Params); ref != nil {
+			writeError(w, http.StatusBadRequest, env.ID, ref)
+			return
+		}
 	}
 
 	// The SDK insists on an Accept header naming both JSON and SSE; a client

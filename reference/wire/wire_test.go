@@ -521,12 +521,16 @@ func TestDropResponse(t *testing.T) {
 // protocol versions.
 func TestSDKClients(t *testing.T) {
 	srv, _ := newServer(t)
-	for _, pv := range []string{"", Protocol20251125} {
-		t.Run("version="+pv, func(t *testing.T) {
+	for _, c := range []struct {
+		pv    string
+		noSSE bool
+	}{{"", true}, {Protocol20251125, true}, {Protocol20251125, false}} {
+		pv := c.pv
+		t.Run(fmt.Sprintf("version=%s,standaloneSSE=%v", pv, !c.noSSE), func(t *testing.T) {
 			ctx := context.Background()
 			client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 			hc := &http.Client{Transport: headerRT{"Authorization": "Bearer key-a"}}
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true},
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: c.noSSE},
 				&mcp.ClientSessionOptions{ProtocolVersion: pv})
 			if err != nil {
 				t.Fatal(err)
