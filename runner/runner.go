@@ -160,6 +160,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if len(run.Scenarios) == 0 {
 		return Outcome{Run: run, Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
 	}
+	if len(cfg.Bugs) > 0 {
+		run.CatchTable = Catches(run, cfg.Bugs)
+	}
 	ok, why := reports.Verdict(run)
 	out := Outcome{Run: run, OK: ok, Why: why, Code: ExitOK}
 	if !ok {

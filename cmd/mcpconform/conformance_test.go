@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func runConformance(t *testing.T, store, dsn string) {
+func runConformance(t *testing.T, store, dsn string, seed int64) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +29,7 @@ func runConformance(t *testing.T, store, dsn string) {
 	t.Setenv(beMain, "1")
 	out, err := runner.Run(context.Background(), runner.Config{
 		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
-		Workers: 2, Seed: 1, Concurrency: 32, Out: t.TempDir(), TestingT: t,
+		Workers: 2, Seed: seed, Concurrency: 32, Out: t.TempDir(), TestingT: t,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -48,14 +49,19 @@ func runConformance(t *testing.T, store, dsn string) {
 }
 
 // TestConformanceSQLite runs every scenario against the reference gateway on
-// its embedded default store, each scenario a subtest.
+// its embedded default store, each scenario a subtest, in several random
+// orders so no scenario leans on another's leftovers.
 func TestConformanceSQLite(t *testing.T) {
-	runConformance(t, "sqlite", "")
+	for _, seed := range []int64{1, 2, 3} {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			runConformance(t, "sqlite", "", seed)
+		})
+	}
 }
 
 // TestConformancePostgres runs the suite on PostgreSQL (DATABASE_URL, else
 // dockertest; skipped with the reason when neither is there, unless
 // MCPCONFORM_REQUIRE_POSTGRES=1).
 func TestConformancePostgres(t *testing.T) {
-	runConformance(t, "postgres", pgtest.FreshDSN(t))
+	runConformance(t, "postgres", pgtest.FreshDSN(t), 1)
 }

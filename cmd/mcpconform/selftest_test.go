@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+// TestSelfTestCatchesEveryBug turns each bug switch on in turn and holds the
+// suite to bugmap: the run fails, and its failures are exactly the scenarios
+// listed for that bug. A conformance suite is only worth the bugs it catches.
+func TestSelfTestCatchesEveryBug(t *testing.T) {
+	if testing.Short() {
+		t.Skip("self-test runs the suite once per bug switch")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(beMain, "1")
+	table, err := runner.SelfTest(context.Background(), runner.Config{
+		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 32,
+	}, func(c reports.Catch) {
+		t.Logf("%-26s caught by %v", c.Bug, c.CaughtBy)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range table {
+		if !row.OK {
+			t.Errorf("bug %s: failures %v, want exactly %v", row.Bug, row.CaughtBy, row.Expected)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/mcpconform/mcpconform/bugmap"
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// Catches compares a run's failures with the scenarios listed for its bugs.
+// A row is OK only when the failures are exactly the listed scenarios: every
+// listed one caught the bug, and nothing else failed for another reason.
+func Catches(run reports.Run, names []string) []reports.Catch {
+	var failed []string
+	for _, s := range run.Scenarios {
+		if s.Verdict == reports.Failed || s.Verdict == reports.Undefined {
+			failed = append(failed, s.ID)
+		}
+	}
+	sort.Strings(failed)
+	var rows []reports.Catch
+	for _, b := range names {
+		want := slices.Clone(bugmap.Catchers[b])
+		sort.Strings(want)
+		rows = append(rows, reports.Catch{Bug: b, Expected: want, CaughtBy: failed, OK: slices.Equal(want, failed)})
+	}
+	return rows
+}
+
+// SelfTest runs the suite once per bug switch, each on the store where its
+// bug lives, and returns the catch table. cfg is the template of every run.
+func SelfTest(ctx context.Context, cfg Config, progress func(reports.Catch)) ([]reports.Catch, error) {
+	var table []reports.Catch
+	for _, b := range bugs.All {
+		c := cfg
+		c.Bugs = []string{b.Name}
+		c.Strict = false
+		if b.Store != "" {
+			c.Store = b.Store
+		}
+		if c.Out != "" {
+			c.Out = cfg.Out + "/" + b.Name
+		}
+		out, err := Run(ctx, c)
+		if err != nil {
+			return table, fmt.Errorf("self-test %s: %w", b.Name, err)
+		}
+		row := Catches(out.Run, []string{b.Name})[0]
+		table = append(table, row)
+		if progress != nil {
+			progress(row)
+		}
+	}
+	return table, nil
+}
