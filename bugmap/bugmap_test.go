@@ -32,3 +32,15 @@ func TestEveryBugIsCaughtByRealScenarios(t *testing.T) {
 		}
 	}
 }
+
+func TestCollateralIsNeverACatcher(t *testing.T) {
+	for bug, ids := range Collateral {
+		for _, id := range ids {
+			for _, c := range Catchers[bug] {
+				if c == id {
+					t.Errorf("bug %s: %s is both a catcher and collateral", bug, id)
+				}
+			}
+		}
+	}
+}

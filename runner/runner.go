@@ -32,34 +32,34 @@ const Version = "0.1.0"
 
 // Exit codes of `mcpconform run`.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
-	ExitSetup   = 2
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitSetup  = 2
 )
 
 // Config is one run.
 type Config struct {
-	Target      string // "reference" or a gateway URL
-	Profile     string // profile file for a URL target
-	Store       string // reference: "sqlite" or "postgres"
-	DSN         string // reference on postgres; default DATABASE_URL
-	Workers     int    // reference: gateway processes on one store
-	Bugs        []string
-	Binary      string // the mcpconform binary to start the reference from
-	GatewayArgs []string
-	Tags        string
-	IDs         []string // run only these scenario IDs
-	Strict      bool
-	Seed        int64
-	Concurrency int
+	Target           string // "reference" or a gateway URL
+	Profile          string // profile file for a URL target
+	Store            string // reference: "sqlite" or "postgres"
+	DSN              string // reference on postgres; default DATABASE_URL
+	Workers          int    // reference: gateway processes on one store
+	Bugs             []string
+	Binary           string // the mcpconform binary to start the reference from
+	GatewayArgs      []string
+	Tags             string
+	IDs              []string // run only these scenario IDs
+	Strict           bool
+	Seed             int64
+	Concurrency      int
 	ExpectedFailures string // file of scenario IDs expected to fail
-	Out         string      // report directory; "" writes none
-	ProbeAddr   string
-	IdPAddr     string
-	IdPKey      string
-	Progress    io.Writer // godog progress; nil for none
-	Log         io.Writer // child process logs; nil discards
-	TestingT    *testing.T
+	Out              string // report directory; "" writes none
+	ProbeAddr        string
+	IdPAddr          string
+	IdPKey           string
+	Progress         io.Writer // godog progress; nil for none
+	Log              io.Writer // child process logs; nil discards
+	TestingT         *testing.T
 }
 
 // Outcome is what a run produced.
@@ -135,16 +135,16 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 			steps.Register(sc, env)
 		},
 		Options: &godog.Options{
-			Format:    format,
-			Output:    progress,
-			FS:        features.FS,
-			Paths:     []string{"."},
-			Tags:      tags,
-			Strict:    true,
-			Randomize: cfg.Seed,
-			NoColors:  true,
-			TestingT:  cfg.TestingT,
-			Concurrency: 1,
+			Format:         format,
+			Output:         progress,
+			FS:             features.FS,
+			Paths:          []string{"."},
+			Tags:           tags,
+			Strict:         true,
+			Randomize:      cfg.Seed,
+			NoColors:       true,
+			TestingT:       cfg.TestingT,
+			Concurrency:    1,
 			DefaultContext: ctx,
 		},
 	}
