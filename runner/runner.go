@@ -23,6 +23,7 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/features"
+	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
@@ -219,6 +220,14 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 		dsn := cfg.DSN
 		if store == "postgres" && dsn == "" {
 			dsn = os.Getenv("DATABASE_URL")
+		}
+		if store == "postgres" && dsn == "" {
+			cdsn, stop, err := pgtest.StartContainer()
+			if err != nil {
+				return fail(setupErr("--store postgres: DATABASE_URL is not set and %w", err))
+			}
+			closers = append(closers, stop)
+			dsn = cdsn
 		}
 		t, err = target.Reference(ctx, target.Options{
 			Binary: cfg.Binary, Store: store, DSN: dsn, Workers: cfg.Workers, Bugs: cfg.Bugs,

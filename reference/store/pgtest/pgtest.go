@@ -116,7 +116,7 @@ func find() {
 		baseDSN = dsn
 		return
 	}
-	dsn, stop, err := startContainer()
+	dsn, stop, err := StartContainer()
 	if err != nil {
 		noServer = "DATABASE_URL is not set and " + err.Error()
 		return
@@ -124,7 +124,11 @@ func find() {
 	baseDSN, purge = dsn, stop
 }
 
-func startContainer() (string, func(), error) {
+// StartContainer starts a postgres:16 container through dockertest and returns
+// its DSN and a stop function. It fails fast, with a sentence saying so, when
+// no Docker engine answers. mcpconform run --store postgres uses it when
+// DATABASE_URL is not set.
+func StartContainer() (string, func(), error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return "", nil, fmt.Errorf("no Docker client: %v", err)
