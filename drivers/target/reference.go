@@ -92,6 +92,7 @@ func Reference(ctx context.Context, o Options) (*Target, error) {
 		t.Close()
 		return nil, fmt.Errorf("reference target: store %q: want sqlite or postgres", o.Store)
 	}
+	t.opts, t.storeArg = o, store
 	for i := range o.Workers {
 		p, err := startWorker(ctx, o, store, t.ControlToken, i)
 		if err != nil {
@@ -148,6 +149,87 @@ func startWorker(ctx context.Context, o Options, store, token string, i int) (*p
 		}
 	}
 	return nil, lastErr
+}
+
+// Kill sends SIGKILL to reference worker i and waits until it is gone: no
+// graceful stop, no deferred cleanup, whatever it was doing is cut off (a
+// crash). The store is left as the process left it. Not safe to call
+// concurrently with Restart or Close.
+func (t *Target) Kill(i int) error {
+	if i < 0 || i >= len(t.procs) {
+		return fmt.Errorf("kill: no reference worker %d", i)
+	}
+	p := t.procs[i]
+	p.mu.Lock()
+	p.stopping = true // an exit caused by us is no error on Close
+	p.mu.Unlock()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill worker %d: %w", i, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("kill worker %d: still running 10s after SIGKILL", i)
+	}
+}
+
+// Pid is the process id of reference worker i, 0 when there is none.
+func (t *Target) Pid(i int) int {
+	if i < 0 || i >= len(t.procs) || t.procs[i].cmd.Process == nil {
+		return 0
+	}
+	return t.procs[i].cmd.Process.Pid
+}
+
+// Restart starts reference worker i again, on the same store, address,
+// control token, bug switches and arguments, and waits until it is ready, so
+// URLs and ControlURLs stay valid. A worker still running is stopped first
+// (SIGTERM, as Close does); after Kill, it is a restart after a crash. Not
+// safe to call concurrently with Kill or Close.
+func (t *Target) Restart(ctx context.Context, i int) error {
+	if i < 0 || i >= len(t.procs) {
+		return fmt.Errorf("restart: no reference worker %d", i)
+	}
+	old := t.procs[i]
+	select {
+	case <-old.done:
+	default:
+		if err := old.stop(); err != nil {
+			return fmt.Errorf("restart worker %d: %w", i, err)
+		}
+	}
+	args := []string{"gateway", "--addr", old.addr, "--store", t.storeArg, "--control-token", t.ControlToken}
+	for _, b := range t.opts.Bugs {
+		args = append(args, "--bug", b)
+	}
+	args = append(args, t.opts.ExtraArgs...)
+	// The port was ours a moment ago; a kernel that has not quite let go
+	// of it yet gets a few more tries.
+	var lastErr error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("restart worker %d: %w (last: %v)", i, ctx.Err(), lastErr)
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		p, err := startProc(t.opts, args, old.addr, i)
+		if err != nil {
+			return fmt.Errorf("restart worker %d: %w", i, err)
+		}
+		if err = p.waitReady(ctx, t.ControlToken, t.opts.ReadyTimeout); err == nil {
+			t.procs[i] = p
+			return nil
+		}
+		_ = p.stop()
+		lastErr = err
+		if !strings.Contains(p.tail.String(), "address already in use") {
+			break
+		}
+	}
+	return fmt.Errorf("restart worker %d: %w", i, lastErr)
 }
 
 func freeAddr() (string, error) {

@@ -32,7 +32,9 @@ type Target struct {
 	Bugs         []string // reference only: bug switches it runs with
 
 	procs    []*proc
-	stateDir string // removed on Close when owned
+	opts     Options // reference only: how the workers were started (Restart)
+	storeArg string  // reference only: the --store argument
+	stateDir string  // removed on Close when owned
 	owned    bool
 	once     sync.Once
 	closeErr error
