@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 func registerCrowds(sc *godog.ScenarioContext) {
@@ -146,42 +147,23 @@ func workload(ctx context.Context, n int, tool string) error {
 	return nil
 }
 
+// bankInvariant is computed from the scenario's history, the same events
+// shipped in history/<id>.ndjson, so anyone can recheck it from the files.
 func bankInvariant(ctx context.Context) error {
 	w := getWorld(ctx)
-	l, err := w.ledger(ctx)
-	if err != nil {
+	if err := w.recordEffects(ctx); err != nil {
 		return err
 	}
-	var net int64
-	for _, e := range l.Entries {
-		switch e.Kind {
-		case "debit":
-			net += e.Amount
-		case "refund":
-			net -= e.Amount
-		}
-	}
-	dispatched := 0
-	for _, tok := range w.tokens {
-		if w.env.Probe.Count(tok) > 0 {
-			dispatched++
-		}
-	}
-	price := w.prices[w.workloadTool]
-	want := price * int64(dispatched)
-	return w.check("total debits equal price times distinct dispatched operations", net == want,
-		fmt.Sprintf("net debits %d = %d x %d dispatched operations", want, price, dispatched),
-		fmt.Sprintf("net debits %d", net))
+	ok, expected, actual := reports.BankInvariant(w.history, w.prices[w.workloadTool])
+	return w.check("total debits equal price times distinct dispatched operations", ok, expected, actual)
 }
 
 func noDoubleDispatch(ctx context.Context) error {
 	w := getWorld(ctx)
-	var twice []string
-	for _, tok := range w.tokens {
-		if k := w.env.Probe.Count(tok); k > 1 {
-			twice = append(twice, fmt.Sprintf("%s x%d", tok, k))
-		}
+	if err := w.recordEffects(ctx); err != nil {
+		return err
 	}
-	return w.check("no operation was dispatched twice", len(twice) == 0, "every token dispatched at most once",
+	ok, twice := reports.AtMostOnce(w.history)
+	return w.check("no operation was dispatched twice", ok, "every token dispatched at most once",
 		fmt.Sprintf("dispatched more than once: [%s]", strings.Join(twice, ", ")))
 }

@@ -1,7 +1,9 @@
 package steps
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
@@ -43,4 +45,45 @@ func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
 	}
 	raw, _ := json.Marshal(v)
 	return reports.Op{Process: process, Type: typ, F: "tools/call", Value: raw}
+}
+
+// recordEffects appends the effects to the history once: every probe
+// dispatch of this scenario's tokens and every debit and refund of its
+// wallet, each an event traced to its operation.
+func (w *world) recordEffects(ctx context.Context) error {
+	w.mu.Lock()
+	done := w.effectsRecorded
+	w.effectsRecorded = true
+	w.mu.Unlock()
+	if done {
+		return nil
+	}
+	if w.env.Probe != nil {
+		mine := map[string]bool{}
+		for _, tok := range w.tokens {
+			mine[tok] = true
+		}
+		for _, d := range w.env.Probe.Dispatches() {
+			if mine[d.Token] {
+				w.record(reports.Op{Process: "upstream", Type: "ok", F: reports.FDispatch, Time: d.At,
+					Value: mustJSON(reports.EffectValue{Token: d.Token})})
+			}
+		}
+	}
+	if w.walletID == "" || !w.env.Caps[CapLedger] {
+		return nil
+	}
+	l, err := w.ledger(ctx)
+	if err != nil {
+		return fmt.Errorf("read the ledger for the history: %w", err)
+	}
+	for _, e := range l.Entries {
+		f := map[string]string{"debit": reports.FDebit, "refund": reports.FRefund}[e.Kind]
+		if f == "" {
+			continue
+		}
+		w.record(reports.Op{Process: "ledger", Type: "ok", F: f, Time: e.At,
+			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt})})
+	}
+	return nil
 }

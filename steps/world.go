@@ -48,6 +48,7 @@ type world struct {
 	evidence     reports.Scenario
 
 	clockMoved, settingsMoved, faultsArmed bool
+	effectsRecorded                        bool
 }
 
 func getWorld(ctx context.Context) *world {
@@ -216,6 +217,7 @@ func (w *world) finish(ctx context.Context, err error) {
 			}
 		}
 	}
+	_ = w.recordEffects(ctx)
 	w.evidence.History = w.history
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	switch {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
+	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/runner"
 )
 
@@ -27,9 +28,10 @@ func runConformance(t *testing.T, store, dsn string, seed int64) {
 		t.Fatal(err)
 	}
 	t.Setenv(beMain, "1")
+	dir := t.TempDir()
 	out, err := runner.Run(context.Background(), runner.Config{
 		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
-		Workers: 2, Seed: seed, Concurrency: 32, Out: t.TempDir(), TestingT: t,
+		Workers: 2, Seed: seed, Concurrency: 32, Out: dir, TestingT: t,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -45,6 +47,19 @@ func runConformance(t *testing.T, store, dsn string, seed int64) {
 	}
 	if passed == 0 {
 		t.Fatal("no scenario passed: nothing was observed")
+	}
+	// The verdicts must stand when recomputed from the written files alone.
+	loaded, err := reports.Load(dir)
+	if err != nil {
+		t.Fatalf("load report: %v", err)
+	}
+	if ok, why := reports.Verdict(loaded); ok != out.OK {
+		t.Errorf("verdict from files = %v %v, run said %v", ok, why, out.OK)
+	}
+	for _, s := range loaded.Scenarios {
+		if checks, mismatch := reports.Recheck(s); mismatch {
+			t.Errorf("%s: history contradicts the recorded checks: %+v", s.ID, checks)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ Usage:
   mcpconform gateway [flags]      run the bundled reference gateway
   mcpconform bugs                 list the reference gateway's bug switches
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
+  mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
   mcpconform help                 this text
 
 Run 'mcpconform <command> -h' for a command's flags.
@@ -48,6 +49,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gatewayCmd(ctx, args[1:], stdout, stderr)
 	case "bugs":
 		return bugsCmd(args[1:], stdout, stderr)
+	case "recheck":
+		return recheckCmd(args[1:], stdout, stderr)
 	case "selftest":
 		return selftestCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

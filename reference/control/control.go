@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func New(c Config) (http.Handler, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &api{c: c, tokenHash: sha256.Sum256([]byte(c.Token))}
+	a := &api{c: c, tokenHash: sha256.Sum256([]byte(c.Token)), local: localUpstream(c.Logger)}
 	a.routes = []route{
 		{"GET", "capabilities", a.capabilities},
 		{"POST", "wallets", a.createWallet},
@@ -112,6 +113,7 @@ type api struct {
 	c         Config
 	tokenHash [32]byte
 	routes    []route
+	local     http.Handler // the loopback echo upstream of "local_tool" aliases
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, args []string) error
@@ -152,6 +154,12 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if !loopback(r.RemoteAddr) {
 		writeErr(w, fail(http.StatusForbidden, "not_loopback", "forbidden: the control API answers loopback clients only"))
+		return
+	}
+	if r.URL.Path == LocalUpstreamPath {
+		// The gateway's own upstream client dials this without the control
+		// token; it only echoes, and only to loopback clients.
+		a.local.ServeHTTP(w, r)
 		return
 	}
 	if !a.authorized(r) {
@@ -526,6 +534,7 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 		Approval     *bool   `json:"approval"`
 		UpstreamURL  string  `json:"upstream_url"`
 		UpstreamTool string  `json:"upstream_tool"`
+		LocalTool    string  `json:"local_tool"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
@@ -534,7 +543,23 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 		return badRequest("name is required")
 	}
 	var t store.Tool
-	if req.UpstreamURL == "" {
+	switch {
+	case req.LocalTool != "":
+		// An alias: another name for a local tool, with its own price and
+		// flags, served by the loopback echo upstream.
+		if req.UpstreamURL != "" || req.UpstreamTool != "" {
+			return badRequest("local_tool excludes upstream_url and upstream_tool")
+		}
+		if tools.IsLocal(req.Name) {
+			return badRequest("%q is a built-in local tool; an alias needs another name", req.Name)
+		}
+		lt, ok := tools.LocalTool(req.LocalTool)
+		if !ok || !slices.Contains(aliasable, req.LocalTool) {
+			return fail(http.StatusBadRequest, "unknown_local_tool", "local_tool %q: only %s can be aliased", req.LocalTool, strings.Join(aliasable, ", "))
+		}
+		t = store.Tool{Name: req.Name, Description: lt.Description, Price: lt.Price, ReadOnly: lt.ReadOnly,
+			UpstreamURL: localUpstreamURL(r), UpstreamTool: lt.Name}
+	case req.UpstreamURL == "":
 		if req.UpstreamTool != "" {
 			return badRequest("upstream_tool needs upstream_url")
 		}
@@ -551,7 +576,7 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return err
 		}
-	} else {
+	default:
 		if err := httpURL(req.UpstreamURL); err != nil {
 			return badRequest("upstream_url: %v", err)
 		}
@@ -579,8 +604,12 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 	if err := a.c.Store.PutTool(r.Context(), t); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval,
-		"upstream_url": t.UpstreamURL, "upstream_tool": t.UpstreamTool})
+	out := map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval,
+		"upstream_url": t.UpstreamURL, "upstream_tool": t.UpstreamTool}
+	if req.LocalTool != "" {
+		out["local_tool"] = req.LocalTool
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 

@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Phase names, in the order they run against a gateway.
+const (
+	PhaseBaseline    = "bare go-sdk server, partner.echo"
+	PhaseKeyedFirst  = "keyed first calls"
+	PhaseKeyedReplay = "keyed replays"
+	PhaseUnkeyed     = "unkeyed calls"
+	PhaseReadOnly    = "read-only keyed calls (partner.notes.count)"
+)
+
+func objArg(name string, i int) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, `{"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	return append(b, '}')
+}
+
+// MeasureBaseline loads the bare server with echo calls of distinct
+// arguments.
+func MeasureBaseline(ctx context.Context, url string, hc *http.Client, l Load) Stats {
+	c := &Client{URL: url, HTTP: hc}
+	st := Run(ctx, l, func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, EchoTool, objArg("n", i), "")
+		if err != nil {
+			return err
+		}
+		if r.Status != http.StatusOK || r.Code != 0 || r.IsError {
+			return fmt.Errorf("baseline: %v", r)
+		}
+		return nil
+	})
+	st.Name = PhaseBaseline
+	return st
+}
+
+// MeasureGateway runs the four gateway phases on one wallet: keyed first
+// calls (a new key and new arguments each), keyed replays (the keys of the
+// first phase again, same arguments), unkeyed calls (new arguments each, so
+// each is a new derived operation) and read-only keyed calls.
+func MeasureGateway(ctx context.Context, g *Gateway, hc *http.Client, l Load) ([]Stats, error) {
+	_, apiKey, err := g.Fixture(ctx, 1_000_000_000)
+	if err != nil {
+		return nil, fmt.Errorf("fixture: %w", err)
+	}
+	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	type op struct {
+		key  string
+		args []byte
+	}
+	var mu sync.Mutex
+	var done []op
+	first := Run(ctx, l, func(ctx context.Context, i int) error {
+		o := op{key: "kf-" + run + "-" + strconv.Itoa(i), args: objArg("n", i)}
+		r, err := c.Call(ctx, EchoTool, o.args, o.key)
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("keyed first call: %v", r)
+		}
+		mu.Lock()
+		done = append(done, o)
+		mu.Unlock()
+		return nil
+	})
+	first.Name = PhaseKeyedFirst
+	if len(done) == 0 {
+		return []Stats{first}, fmt.Errorf("no keyed first call succeeded: %s", first.FirstError)
+	}
+
+	replay := Run(ctx, l, func(ctx context.Context, i int) error {
+		o := done[i%len(done)]
+		r, err := c.Call(ctx, EchoTool, o.args, o.key)
+		if err != nil {
+			return err
+		}
+		if !r.Result() || !r.Replayed {
+			return fmt.Errorf("keyed replay: %v", r)
+		}
+		return nil
+	})
+	replay.Name = PhaseKeyedReplay
+
+	unkeyed := Run(ctx, l, func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, EchoTool, objArg("u-"+run, i), "")
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("unkeyed call: %v", r)
+		}
+		return nil
+	})
+	unkeyed.Name = PhaseUnkeyed
+
+	ro := Run(ctx, l, func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, NotesCountTool, objArg("r", i), "kr-"+run+"-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("read-only keyed call: %v", r)
+		}
+		return nil
+	})
+	ro.Name = PhaseReadOnly
+	return []Stats{first, replay, unkeyed, ro}, nil
+}
+
+// Storm is one twin storm's figures.
+type Storm struct {
+	Keyed bool `json:"keyed"`
+	N     int  `json:"n"`
+	// Answered is the time from the release until every twin had its first
+	// answer: a result, or the retryable idempotency_in_progress refusal.
+	Answered time.Duration `json:"answered"`
+	// Settled is the time until every twin held a result, retrying each
+	// in-progress answer after SettleBackoff.
+	Settled time.Duration `json:"settled"`
+	// First answers by kind.
+	Fresh, Replayed, InProgress, Other int
+	FirstOther                         string `json:"first_other,omitempty"`
+	Receipts                           int    // distinct receipts once settled
+	Unsettled                          int    // twins still without a result at the deadline
+	Dispatches                         int    // read back: GET /control/dispatches
+	Debits                             int    // read back: debit entries of the wallet's ledger
+}
+
+// SettleBackoff is the pause before a twin retries an in-progress answer.
+const SettleBackoff = 10 * time.Millisecond
+
+// SettleTimeout bounds how long twins retry before a storm is given up.
+const SettleTimeout = 15 * time.Second
+
+// RunStorm releases n identical partner.echo calls from n goroutines on a
+// fresh wallet together, keyed (one Idempotency-Key) or unkeyed, then reads
+// the dispatch and debit counts back through the control API. hc should hold
+// n warm connections (WarmConnections) so the storm measures the gateway
+// rather than n TCP handshakes.
+func RunStorm(ctx context.Context, g *Gateway, hc *http.Client, n int, keyed bool) (Storm, error) {
+	wallet, apiKey, err := g.Fixture(ctx, 1000)
+	if err != nil {
+		return Storm{}, fmt.Errorf("fixture: %w", err)
+	}
+	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
+	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	args := []byte(`{"storm":"` + tag + `"}`)
+	key := ""
+	if keyed {
+		key = "storm-" + tag
+	}
+	firsts := make([]Reply, n)
+	firstAt := make([]time.Duration, n)
+	receipts := make([]string, n)
+	firstErr := make([]error, n)
+	var released time.Time
+	var once sync.Once
+	deadline := time.Now().Add(SettleTimeout) // reset at the release below
+	settled, _, _ := Release(ctx, n, func(i int) func(context.Context) error {
+		req := c.Prepare(EchoTool, args, key)
+		return func(ctx context.Context) error {
+			once.Do(func() { released = time.Now(); deadline = released.Add(SettleTimeout) })
+			r, err := req.Send(ctx)
+			firstAt[i], firsts[i], firstErr[i] = time.Since(released), r, err
+			for err == nil && r.InProgress() && time.Now().Before(deadline) {
+				time.Sleep(SettleBackoff)
+				r, err = c.Call(ctx, EchoTool, args, key)
+			}
+			if err == nil && r.Result() {
+				receipts[i] = r.Receipt
+			}
+			return err
+		}
+	})
+	s := Storm{Keyed: keyed, N: n, Settled: settled}
+	distinct := map[string]bool{}
+	for i := range n {
+		s.Answered = max(s.Answered, firstAt[i])
+		r := firsts[i]
+		switch {
+		case firstErr[i] != nil:
+			s.Other++
+			if s.FirstOther == "" {
+				s.FirstOther = firstErr[i].Error()
+			}
+		case r.Result() && r.Replayed:
+			s.Replayed++
+		case r.Result():
+			s.Fresh++
+		case r.InProgress():
+			s.InProgress++
+		default:
+			s.Other++
+			if s.FirstOther == "" {
+				s.FirstOther = r.String()
+			}
+		}
+		if receipts[i] == "" {
+			s.Unsettled++
+		} else {
+			distinct[receipts[i]] = true
+		}
+	}
+	s.Receipts = len(distinct)
+	ds, err := g.Control.Dispatches(ctx, EchoTool, wallet)
+	if err != nil {
+		return s, fmt.Errorf("read dispatches: %w", err)
+	}
+	s.Dispatches = len(ds)
+	ledger, err := g.Control.Ledger(ctx, wallet)
+	if err != nil {
+		return s, fmt.Errorf("read ledger: %w", err)
+	}
+	for _, e := range ledger {
+		if e.Kind == "debit" {
+			s.Debits++
+		}
+	}
+	return s, nil
+}
+
+// WarmConnections opens n keep-alive connections to base by sending n
+// concurrent GET / requests released together, leaving them idle in hc.
+func WarmConnections(ctx context.Context, hc *http.Client, base string, n int) error {
+	_, _, errs := Release(ctx, n, func(int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.Body.Close()
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,353 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Machine is where the figures were measured.
+type Machine struct {
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"goos"`
+	Arch       string `json:"goarch"`
+	NumCPU     int    `json:"nproc"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPU        string `json:"cpu,omitempty"`
+}
+
+// Setup is how the figures were measured.
+type Setup struct {
+	Concurrency int           `json:"concurrency"`
+	Warmup      time.Duration `json:"warmup"`
+	Duration    time.Duration `json:"duration"`
+	StormN      int           `json:"storm_n"`
+}
+
+// StoreResults are one store's figures.
+type StoreResults struct {
+	Store    string    `json:"store"` // "SQLite", "PostgreSQL"
+	Measured bool      `json:"measured"`
+	Reason   string    `json:"reason,omitempty"` // why not measured
+	Phases   []Stats   `json:"phases,omitempty"`
+	Storms   []Storm   `json:"storms,omitempty"`
+	Suite    *SuiteRun `json:"suite,omitempty"`
+	Err      string    `json:"err,omitempty"` // a failure part-way
+}
+
+// Phase returns the named phase, if measured.
+func (s StoreResults) Phase(name string) (Stats, bool) {
+	for _, p := range s.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Stats{}, false
+}
+
+// Results are one bench run.
+type Results struct {
+	Date     time.Time      `json:"date"`
+	Wall     time.Duration  `json:"wall"` // the whole run
+	Machine  Machine        `json:"machine"`
+	Setup    Setup          `json:"setup"`
+	Baseline Stats          `json:"baseline"`
+	Stores   []StoreResults `json:"stores"`
+	// Scaling is the suite on SQLite at growing scenario counts; Twins is
+	// twins-01 on SQLite at growing --concurrency (its twin count).
+	Scaling []SuiteRun `json:"scaling,omitempty"`
+	Twins   []SuiteRun `json:"twins,omitempty"`
+}
+
+// Store returns the named store's results.
+func (r Results) Store(name string) (StoreResults, bool) {
+	for _, s := range r.Stores {
+		if s.Store == name {
+			return s, true
+		}
+	}
+	return StoreResults{}, false
+}
+
+// Store names.
+const (
+	SQLite     = "SQLite"
+	PostgreSQL = "PostgreSQL"
+)
+
+// Target is one of issue 5's targets and how this run did.
+type Target struct {
+	Name     string
+	Got      string
+	Measured bool
+	Met      bool
+}
+
+// StormDeadline is the storm target's bound.
+const StormDeadline = 2 * time.Second
+
+// Targets evaluates issue 5's targets: keyed first calls at no less than a
+// third of the bare server's rate on SQLite, replays at no less than half,
+// and a twin storm answered within 2 s with one dispatch (and one debit), on
+// every store measured.
+func Targets(r Results) []Target {
+	var out []Target
+	sq, _ := r.Store(SQLite)
+	rate := func(phase string, num, den int) Target {
+		t := Target{Name: fmt.Sprintf("%s on SQLite ≥ %d/%d of the bare server's rate", phase, num, den)}
+		p, ok := sq.Phase(phase)
+		if !ok || r.Baseline.Rate == 0 {
+			t.Got = "not measured" + because(sq)
+			return t
+		}
+		ratio := p.Rate / r.Baseline.Rate
+		t.Measured = true
+		t.Met = ratio*float64(den) >= float64(num) && p.Calls > 0
+		t.Got = fmt.Sprintf("%s (%s vs %s)", fmtRatio(ratio), fmtRate(p.Rate), fmtRate(r.Baseline.Rate))
+		return t
+	}
+	out = append(out, rate(PhaseKeyedFirst, 1, 3), rate(PhaseKeyedReplay, 1, 2))
+	for _, st := range r.Stores {
+		for _, keyed := range []bool{true, false} {
+			t := Target{Name: fmt.Sprintf("%s twin storm of %d on %s answered within %v, one dispatch, one debit",
+				keyWord(keyed), r.Setup.StormN, st.Store, StormDeadline)}
+			s, ok := st.storm(keyed)
+			if !ok {
+				t.Got = "not measured" + because(st)
+				out = append(out, t)
+				continue
+			}
+			t.Measured = true
+			t.Met = s.N == r.Setup.StormN && s.Answered <= StormDeadline && s.Other == 0 &&
+				s.Dispatches == 1 && s.Debits == 1
+			t.Got = fmt.Sprintf("all answered in %s; %d dispatch(es), %d debit(s)", fmtDur(s.Answered), s.Dispatches, s.Debits)
+			if s.Other > 0 {
+				t.Got += fmt.Sprintf("; %d unexpected answer(s)", s.Other)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func because(s StoreResults) string {
+	switch {
+	case s.Reason != "":
+		return ": " + s.Reason
+	case s.Err != "":
+		return ": " + s.Err
+	}
+	return ""
+}
+
+func (s StoreResults) storm(keyed bool) (Storm, bool) {
+	for _, st := range s.Storms {
+		if st.Keyed == keyed {
+			return st, true
+		}
+	}
+	return Storm{}, false
+}
+
+func keyWord(keyed bool) string {
+	if keyed {
+		return "keyed"
+	}
+	return "unkeyed"
+}
+
+// Render writes r as markdown.
+func Render(w io.Writer, r Results) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# mcpconform benchmarks\n\n")
+	p("Written by `go run ./bench/cmd/mcpbench` (`make bench`) from one run on one machine; not edited by hand.\n\n")
+	p("| machine | |\n|---|---|\n")
+	p("| date | %s |\n", r.Date.UTC().Format(time.RFC3339))
+	p("| go | %s |\n", r.Machine.GoVersion)
+	p("| GOOS/GOARCH | %s/%s |\n", r.Machine.OS, r.Machine.Arch)
+	p("| nproc | %d (GOMAXPROCS %d) |\n", r.Machine.NumCPU, r.Machine.GOMAXPROCS)
+	if r.Machine.CPU != "" {
+		p("| cpu | %s |\n", cell(r.Machine.CPU))
+	}
+	p("| client | %d goroutines, closed loop, %s warm-up then %s per phase; stateless MCP 2026-07-28 over HTTP/1.1 keep-alive on 127.0.0.1, the same client for every figure |\n",
+		r.Setup.Concurrency, fmtDur(r.Setup.Warmup), fmtDur(r.Setup.Duration))
+	p("| bench wall time | %s |\n\n", fmtDur(r.Wall))
+
+	p("## Targets (issue 5)\n\n| target | this run | verdict |\n|---|---|---|\n")
+	for _, t := range Targets(r) {
+		verdict := "**not met**"
+		switch {
+		case !t.Measured:
+			verdict = "not measured"
+		case t.Met:
+			verdict = "met"
+		}
+		p("| %s | %s | %s |\n", cell(t.Name), cell(t.Got), verdict)
+	}
+
+	p("\n## Calls per second and latency\n\n")
+	p("Ratios are to the bare go-sdk server measured in the same run: calls/s × bare (higher is better), latency × bare (lower is better). " +
+		"Only calls answered as expected count (a first call: a fresh receipt; a replay: `replayed: true`); errors are the others.\n\n")
+	p("| store | phase | calls | errors | calls/s | × bare | p50 | × bare | p99 | × bare |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	bl := r.Baseline
+	p("| none | %s | %d | %d | %s | 1.00× | %s | 1.00× | %s | 1.00× |\n", bl.Name, bl.Calls, bl.Errors, fmtRate(bl.Rate), fmtDur(bl.P50), fmtDur(bl.P99))
+	for _, st := range r.Stores {
+		if !st.Measured {
+			p("| %s | not measured: %s | | | | | | | | |\n", st.Store, cell(st.Reason))
+			continue
+		}
+		for _, ph := range st.Phases {
+			p("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", st.Store, ph.Name, ph.Calls, ph.Errors,
+				fmtRate(ph.Rate), fmtRatio(div(ph.Rate, bl.Rate)),
+				fmtDur(ph.P50), fmtRatio(div(float64(ph.P50), float64(bl.P50))),
+				fmtDur(ph.P99), fmtRatio(div(float64(ph.P99), float64(bl.P99))))
+		}
+		if st.Err != "" {
+			p("| %s | stopped: %s | | | | | | | | |\n", st.Store, cell(st.Err))
+		}
+	}
+	var firstErrs []string
+	for _, st := range r.Stores {
+		for _, ph := range st.Phases {
+			if ph.FirstError != "" {
+				firstErrs = append(firstErrs, fmt.Sprintf("- %s, %s: first error: %s\n", st.Store, ph.Name, ph.FirstError))
+			}
+		}
+	}
+	if bl.FirstError != "" {
+		firstErrs = append([]string{fmt.Sprintf("- %s: first error: %s\n", bl.Name, bl.FirstError)}, firstErrs...)
+	}
+	if len(firstErrs) > 0 {
+		p("\n%s", strings.Join(firstErrs, ""))
+	}
+
+	p("\n## Twin storms\n\n")
+	p("%d identical `partner.echo` calls on a fresh wallet, each on its own warm connection, released together by a barrier. "+
+		"*All answered*: until every twin had its first answer (a result or the retryable `idempotency_in_progress`). "+
+		"*All settled*: until every twin held a result, in-progress answers retried every %s. "+
+		"Dispatches and debits are read back through the control API.\n\n", r.Setup.StormN, fmtDur(SettleBackoff))
+	p("| store | key | twins | all answered | all settled | first answers: fresh / replayed / in progress / other | receipts | dispatches | debits |\n|---|---|---:|---:|---:|---|---:|---:|---:|\n")
+	for _, st := range r.Stores {
+		if !st.Measured {
+			p("| %s | not measured: %s | | | | | | | |\n", st.Store, cell(st.Reason))
+			continue
+		}
+		for _, s := range st.Storms {
+			settled := fmtDur(s.Settled)
+			if s.Unsettled > 0 {
+				settled = fmt.Sprintf("%d unsettled after %s", s.Unsettled, fmtDur(SettleTimeout))
+			}
+			p("| %s | %s | %d | %s | %s | %d / %d / %d / %d | %d | %d | %d |\n", st.Store, keyWord(s.Keyed), s.N,
+				fmtDur(s.Answered), settled, s.Fresh, s.Replayed, s.InProgress, s.Other, s.Receipts, s.Dispatches, s.Debits)
+		}
+	}
+	for _, st := range r.Stores {
+		for _, s := range st.Storms {
+			if s.FirstOther != "" {
+				p("\n- %s %s storm, first unexpected answer: %s\n", st.Store, keyWord(s.Keyed), cell(s.FirstOther))
+			}
+		}
+	}
+
+	p("\n## The harness\n\n")
+	p("`runner.Run` against the reference gateway as `make run` does (the gateway a child process of the `mcpconform` binary, a report written), timed from start to return: target start-up and report writing included.\n\n")
+	p("| run | store | scenarios | --concurrency | wall | per scenario | passed / failed / skipped |\n|---|---|---:|---:|---:|---:|---|\n")
+	row := func(s SuiteRun) {
+		if s.Err != "" && s.Scenarios == 0 {
+			p("| %s | %s | | %d | %s | | error: %s |\n", s.Label, s.Store, s.Concurrency, fmtDur(s.Wall), cell(s.Err))
+			return
+		}
+		per := ""
+		if s.Scenarios > 0 {
+			per = fmtDur(s.Wall / time.Duration(s.Scenarios))
+		}
+		p("| %s | %s | %d | %d | %s | %s | %d / %d / %d |\n", s.Label, s.Store, s.Scenarios, s.Concurrency, fmtDur(s.Wall), per, s.Passed, s.Failed, s.Skipped)
+	}
+	for _, st := range r.Stores {
+		switch {
+		case st.Suite != nil:
+			row(*st.Suite)
+		case !st.Measured:
+			p("| full suite | %s | | | not measured: %s | | |\n", st.Store, cell(st.Reason))
+		}
+	}
+	for _, s := range r.Scaling {
+		row(s)
+	}
+	for _, s := range r.Twins {
+		row(s)
+	}
+	if f := fitRuns(r.Scaling, func(s SuiteRun) float64 { return float64(s.Scenarios) }); f.OK {
+		p("\nGrowth with scenario count (least squares over the scenario-count runs): wall ≈ %s + %s per scenario.\n", fmtDur(f.Fixed), fmtDur(f.PerUnit))
+	}
+	if f := fitRuns(r.Twins, func(s SuiteRun) float64 { return float64(s.Concurrency) }); f.OK {
+		p("\nGrowth with twin count (twins-01; `--concurrency N` runs N twins, the scenario asks for 32, so N above 32 changes nothing): wall ≈ %s + %s per twin.\n", fmtDur(f.Fixed), fmtDur(f.PerUnit))
+	}
+	var errs []string
+	for _, s := range append(append([]SuiteRun(nil), r.Scaling...), r.Twins...) {
+		if s.Err != "" && s.Scenarios > 0 {
+			errs = append(errs, fmt.Sprintf("- %s (%s): %s\n", s.Label, s.Store, cell(s.Err)))
+		}
+	}
+	for _, st := range r.Stores {
+		if st.Suite != nil && st.Suite.Err != "" && st.Suite.Scenarios > 0 {
+			errs = append(errs, fmt.Sprintf("- %s (%s): %s\n", st.Suite.Label, st.Store, cell(st.Suite.Err)))
+		}
+	}
+	if len(errs) > 0 {
+		p("\n%s", strings.Join(errs, ""))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fitRuns(runs []SuiteRun, x func(SuiteRun) float64) Fit {
+	var xs []float64
+	var ys []time.Duration
+	for _, s := range runs {
+		if s.Scenarios == 0 {
+			continue
+		}
+		xs = append(xs, x(s))
+		ys = append(ys, s.Wall)
+	}
+	return FitLine(xs, ys)
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+func fmtRatio(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", r)
+}
+
+func fmtRate(r float64) string { return fmt.Sprintf("%.0f/s", r) }
+
+// fmtDur writes a duration in ms below 10 s (two decimals below 10 ms), else in s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + fmtDur(-d)
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// cell makes text safe inside a markdown table cell.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", `\|`)
+}

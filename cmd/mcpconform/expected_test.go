@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+// A known bug listed as expected failures keeps the run green; an expected
+// failure that starts passing is reported and fails the run.
+func TestExpectedFailures(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(beMain, "1")
+	for _, tc := range []struct {
+		name, list string
+		ok         bool
+		verdicts   map[string]string
+	}{
+		{"bug's catchers listed", "# floor-bucket is known\nwindow-01\nwindow-02\n", true,
+			map[string]string{"window-01": reports.ExpectedFailure, "window-02": reports.ExpectedFailure, "retry-01": reports.Passed}},
+		{"a passing scenario listed", "window-01\nwindow-02\nretry-01 # fixed since\n", false,
+			map[string]string{"window-01": reports.ExpectedFailure, "retry-01": reports.UnexpectedPass}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "expected.txt")
+			if err := os.WriteFile(path, []byte(tc.list), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := runner.Run(context.Background(), runner.Config{
+				Target: "reference", Binary: exe, Bugs: []string{"floor-bucket"},
+				IDs: []string{"window-01", "window-02", "retry-01"}, ExpectedFailures: path,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.OK != tc.ok {
+				t.Errorf("ok = %v (%v), want %v", out.OK, out.Why, tc.ok)
+			}
+			got := verdicts(out.Run)
+			for id, want := range tc.verdicts {
+				if got[id] != want {
+					t.Errorf("%s: verdict %s, want %s", id, got[id], want)
+				}
+			}
+		})
+	}
+}
+
+func TestExpectedFailuresRejectsUnknownIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "expected.txt")
+	if err := os.WriteFile(path, []byte("retry-99\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runner.Run(context.Background(), runner.Config{Target: "reference", ExpectedFailures: path})
+	if err == nil || !runner.IsSetup(err) {
+		t.Fatalf("run = %v, want a set-up error naming the unknown ID", err)
+	}
+}
