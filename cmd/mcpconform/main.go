@@ -19,6 +19,7 @@ Usage:
   mcpconform list    [flags]      list scenario IDs, levels, tags and requirements
   mcpconform gateway [flags]      run the bundled reference gateway
   mcpconform bugs                 list the reference gateway's bug switches
+  mcpconform repro ID --out DIR   run one scenario; write its evidence and repro.sh (curl)
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
   mcpconform help                 this text
@@ -49,6 +50,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gatewayCmd(ctx, args[1:], stdout, stderr)
 	case "bugs":
 		return bugsCmd(args[1:], stdout, stderr)
+	case "repro":
+		return reproCmd(ctx, args[1:], stdout, stderr)
 	case "recheck":
 		return recheckCmd(args[1:], stdout, stderr)
 	case "selftest":

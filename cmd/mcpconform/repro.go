@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/features"
+	"github.com/mcpconform/mcpconform/repro"
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+// reproCmd runs one scenario, writes its report into --out and beside it
+// repro.sh, the scenario's exchange as curl calls against a running gateway.
+func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg runner.Config
+	var bugs stringList
+	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
+	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target")
+	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL)")
+	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
+	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
+	verbose := fs.Bool("v", false, "show the reference gateway's logs")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: mcpconform repro ID [flags] --out DIR\n\n"+
+			"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n"+
+			"of curl calls that replays the scenario against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
+			"and prints the ledger and the dispatch log.\n\n")
+		fs.PrintDefaults()
+	}
+	// The ID may come before or after the flags.
+	var id string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	rest := fs.Args()
+	if id == "" && len(rest) > 0 {
+		id, rest = rest[0], rest[1:]
+	}
+	switch {
+	case id == "":
+		fmt.Fprintln(stderr, "mcpconform repro: a scenario ID is required (see mcpconform list)")
+		return 2
+	case len(rest) > 0:
+		fmt.Fprintf(stderr, "mcpconform repro: unexpected arguments %q\n", rest)
+		return 2
+	case cfg.Out == "":
+		fmt.Fprintln(stderr, "mcpconform repro: --out DIR is required")
+		return 2
+	case cfg.Target != "reference" && cfg.Profile == "":
+		fmt.Fprintln(stderr, "mcpconform repro: a URL target needs --profile")
+		return 2
+	}
+	entries, err := catalog.Load(features.FS)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
+		return 2
+	}
+	entry, ok := catalog.ByID(entries)[id]
+	if !ok {
+		fmt.Fprintf(stderr, "mcpconform repro: no scenario with ID %q (see mcpconform list)\n", id)
+		return 2
+	}
+	steps, err := repro.Steps(features.FS, entry)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
+		return 2
+	}
+	cfg.IDs, cfg.Bugs = []string{id}, bugs
+	cfg.Progress = stderr
+	if *verbose {
+		cfg.Log = stderr
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: find own binary: %v\n", err)
+		return 2
+	}
+	cfg.Binary = exe
+	out, err := runner.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
+		if runner.IsSetup(err) {
+			return 2
+		}
+		return 1
+	}
+	if len(out.Run.Scenarios) != 1 {
+		fmt.Fprintf(stderr, "mcpconform repro: the run produced %d scenarios, want 1\n", len(out.Run.Scenarios))
+		return 2
+	}
+	sc := out.Run.Scenarios[0]
+	res, err := repro.Script(repro.Input{Scenario: sc, Entry: entry, Steps: steps, Target: out.Run.Target})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
+		return 2
+	}
+	script := filepath.Join(cfg.Out, "repro.sh")
+	if err := os.WriteFile(script, res.Script, 0o755); err != nil {
+		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", sc.ID, sc.Verdict)
+	if sc.Reason != "" {
+		fmt.Fprintf(stdout, "  %s\n", sc.Reason)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "mcpconform repro: note: %s\n", w)
+	}
+	fmt.Fprintf(stdout, "report:   %s\n", filepath.Join(cfg.Out, "report.html"))
+	fmt.Fprintf(stdout, "evidence: %s\n", filepath.Join(cfg.Out, "evidence"))
+	fmt.Fprintf(stdout, "script:   %s (run: CONTROL_TOKEN=T GATEWAY=%s bash %s)\n", script, repro.DefaultGateway, script)
+	return out.Code
+}
