@@ -23,12 +23,28 @@ test: vet
 vet:
 	$(GO) vet ./...
 
+# Throughput against a bare go-sdk server, twin storms and the harness's own
+# cost, written to bench/results.md (PostgreSQL too when DATABASE_URL is set).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./...
+	GO=$(GO) $(GO) run ./bench/cmd/mcpbench -out bench/results.md
+
+# Every fuzz target for FUZZTIME each (go test fuzzes one target per run);
+# what a run finds lands in the package's testdata/fuzz/<Target>/ and is
+# replayed by every later `go test` as a regression test.
+FUZZTIME ?= 15s
+FUZZ_TARGETS := \
+	./reference/wire/:FuzzHandler \
+	./reference/wire/:FuzzParseIdempotencyKey \
+	./reference/canonical/:FuzzJSON \
+	./reference/idemkey/:FuzzParse \
+	./drivers/target/:FuzzParseProfile
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzJSON -fuzztime 20s ./reference/canonical/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20s ./reference/idemkey/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 clean:
 	rm -rf bin $(OUT) mcpconform-state

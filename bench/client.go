@@ -50,6 +50,7 @@ type Reply struct {
 	IsError   bool // the tool's result said isError
 	Code      int  // JSON-RPC error code, 0 for a result
 	Reason    string
+	Message   string
 	Retryable bool
 }
 
@@ -143,7 +144,7 @@ func decodeReply(status int, raw []byte) (Reply, error) {
 	}
 	switch {
 	case m.Error != nil:
-		rp.Code = m.Error.Code
+		rp.Code, rp.Message = m.Error.Code, m.Error.Message
 		var d struct {
 			Reason    string `json:"reason"`
 			Retryable bool   `json:"retryable"`

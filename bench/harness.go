@@ -89,7 +89,7 @@ func TimeSuite(ctx context.Context, binary string, spec SuiteSpec) SuiteRun {
 	if conc == 0 {
 		conc = 64 // mcpconform run's default
 	}
-	sr := SuiteRun{Label: spec.Label, Store: spec.Store, Concurrency: conc}
+	sr := SuiteRun{Label: spec.Label, Store: DisplayStore(spec.Store), Concurrency: conc}
 	out, err := os.MkdirTemp("", "mcpbench-report-*")
 	if err != nil {
 		sr.Err = err.Error()
@@ -117,6 +117,17 @@ func TimeSuite(ctx context.Context, binary string, spec SuiteSpec) SuiteRun {
 		}
 	}
 	return sr
+}
+
+// DisplayStore names a runner store ("sqlite", "postgres") as the page does.
+func DisplayStore(s string) string {
+	switch s {
+	case "sqlite":
+		return SQLite
+	case "postgres":
+		return PostgreSQL
+	}
+	return s
 }
 
 // Fit is the least-squares line wall = Fixed + PerUnit·x over runs.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,6 +19,9 @@ const (
 	PhaseKeyedReplay = "keyed replays"
 	PhaseUnkeyed     = "unkeyed calls"
 	PhaseReadOnly    = "read-only keyed calls (partner.notes.count)"
+	// PhaseKeyedSerial is keyed first calls from one client: set against
+	// PhaseKeyedFirst it shows whether the store's writes scale with clients.
+	PhaseKeyedSerial = "keyed first calls, 1 client (diagnostic)"
 )
 
 func objArg(name string, i int) []byte {
@@ -120,7 +124,21 @@ func MeasureGateway(ctx context.Context, g *Gateway, hc *http.Client, l Load) ([
 		return nil
 	})
 	ro.Name = PhaseReadOnly
-	return []Stats{first, replay, unkeyed, ro}, nil
+
+	one := l
+	one.Concurrency = 1
+	serial := Run(ctx, one, func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, EchoTool, objArg("s", i), "ks-"+run+"-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("keyed first call: %v", r)
+		}
+		return nil
+	})
+	serial.Name = PhaseKeyedSerial
+	return []Stats{first, replay, unkeyed, ro, serial}, nil
 }
 
 // Storm is one twin storm's figures.
@@ -142,11 +160,30 @@ type Storm struct {
 	Debits                             int    // read back: debit entries of the wallet's ledger
 }
 
-// SettleBackoff is the pause before a twin retries an in-progress answer.
-const SettleBackoff = 10 * time.Millisecond
+// A twin retries an in-progress answer after a jittered exponential
+// backoff: SettleBackoff, doubling up to SettleBackoffMax, each pause drawn
+// from [d/2, d).
+const (
+	SettleBackoff    = 10 * time.Millisecond
+	SettleBackoffMax = 320 * time.Millisecond
+)
 
 // SettleTimeout bounds how long twins retry before a storm is given up.
-const SettleTimeout = 15 * time.Second
+const SettleTimeout = 10 * time.Second
+
+// Backoff is the pause before retry number attempt (from 0), given a draw
+// u in [0, 1).
+func Backoff(attempt int, u float64) time.Duration {
+	d := SettleBackoff
+	for range attempt {
+		if d >= SettleBackoffMax {
+			break
+		}
+		d *= 2
+	}
+	d = min(d, SettleBackoffMax)
+	return d/2 + time.Duration(u*float64(d/2))
+}
 
 // RunStorm releases n identical partner.echo calls from n goroutines on a
 // fresh wallet together, keyed (one Idempotency-Key) or unkeyed, then reads
@@ -178,8 +215,8 @@ func RunStorm(ctx context.Context, g *Gateway, hc *http.Client, n int, keyed boo
 			once.Do(func() { released = time.Now(); deadline = released.Add(SettleTimeout) })
 			r, err := req.Send(ctx)
 			firstAt[i], firsts[i], firstErr[i] = time.Since(released), r, err
-			for err == nil && r.InProgress() && time.Now().Before(deadline) {
-				time.Sleep(SettleBackoff)
+			for attempt := 0; err == nil && r.InProgress() && time.Now().Before(deadline); attempt++ {
+				time.Sleep(Backoff(attempt, rand.Float64()))
 				r, err = c.Call(ctx, EchoTool, args, key)
 			}
 			if err == nil && r.Result() {

@@ -49,12 +49,16 @@ func (s StoreResults) Phase(name string) (Stats, bool) {
 
 // Results are one bench run.
 type Results struct {
-	Date     time.Time      `json:"date"`
-	Wall     time.Duration  `json:"wall"` // the whole run
-	Machine  Machine        `json:"machine"`
-	Setup    Setup          `json:"setup"`
-	Baseline Stats          `json:"baseline"`
-	Stores   []StoreResults `json:"stores"`
+	Date    time.Time     `json:"date"`
+	Wall    time.Duration `json:"wall"` // the whole run
+	Machine Machine       `json:"machine"`
+	Setup   Setup         `json:"setup"`
+	// Baseline is the fastest of BaselineRuns: the bare server is measured
+	// before and after each store's phases, and the ratios use its best
+	// figure, the choice that flatters the gateway least.
+	Baseline     Stats          `json:"baseline"`
+	BaselineRuns []Stats        `json:"baseline_runs,omitempty"`
+	Stores       []StoreResults `json:"stores"`
 	// Scaling is the suite on SQLite at growing scenario counts; Twins is
 	// twins-01 on SQLite at growing --concurrency (its twin count).
 	Scaling []SuiteRun `json:"scaling,omitempty"`
@@ -111,8 +115,8 @@ func Targets(r Results) []Target {
 	out = append(out, rate(PhaseKeyedFirst, 1, 3), rate(PhaseKeyedReplay, 1, 2))
 	for _, st := range r.Stores {
 		for _, keyed := range []bool{true, false} {
-			t := Target{Name: fmt.Sprintf("%s twin storm of %d on %s answered within %v, one dispatch, one debit",
-				keyWord(keyed), r.Setup.StormN, st.Store, StormDeadline)}
+			t := Target{Name: fmt.Sprintf("%s twin storm of %d on %s answered within %s, one dispatch, one debit",
+				keyWord(keyed), r.Setup.StormN, st.Store, fmtDur(StormDeadline))}
 			s, ok := st.storm(keyed)
 			if !ok {
 				t.Got = "not measured" + because(st)
@@ -191,9 +195,21 @@ func Render(w io.Writer, r Results) error {
 	p("\n## Calls per second and latency\n\n")
 	p("Ratios are to the bare go-sdk server measured in the same run: calls/s × bare (higher is better), latency × bare (lower is better). " +
 		"Only calls answered as expected count (a first call: a fresh receipt; a replay: `replayed: true`); errors are the others.\n\n")
+	if len(r.BaselineRuns) > 1 {
+		var rates []string
+		for _, b := range r.BaselineRuns {
+			rates = append(rates, fmtRate(b.Rate))
+		}
+		p("The bare server was measured %d times in this run, before and after each store's phases (%s); the ratios use the fastest of them, so a slower moment of the machine does not flatter the gateway.\n\n",
+			len(r.BaselineRuns), strings.Join(rates, ", "))
+	}
 	p("| store | phase | calls | errors | calls/s | × bare | p50 | × bare | p99 | × bare |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	bl := r.Baseline
-	p("| none | %s | %d | %d | %s | 1.00× | %s | 1.00× | %s | 1.00× |\n", bl.Name, bl.Calls, bl.Errors, fmtRate(bl.Rate), fmtDur(bl.P50), fmtDur(bl.P99))
+	blName := bl.Name
+	if len(r.BaselineRuns) > 1 {
+		blName += " (fastest run)"
+	}
+	p("| none | %s | %d | %d | %s | 1.00× | %s | 1.00× | %s | 1.00× |\n", blName, bl.Calls, bl.Errors, fmtRate(bl.Rate), fmtDur(bl.P50), fmtDur(bl.P99))
 	for _, st := range r.Stores {
 		if !st.Measured {
 			p("| %s | not measured: %s | | | | | | | | |\n", st.Store, cell(st.Reason))
@@ -227,8 +243,8 @@ func Render(w io.Writer, r Results) error {
 	p("\n## Twin storms\n\n")
 	p("%d identical `partner.echo` calls on a fresh wallet, each on its own warm connection, released together by a barrier. "+
 		"*All answered*: until every twin had its first answer (a result or the retryable `idempotency_in_progress`). "+
-		"*All settled*: until every twin held a result, in-progress answers retried every %s. "+
-		"Dispatches and debits are read back through the control API.\n\n", r.Setup.StormN, fmtDur(SettleBackoff))
+		"*All settled*: until every twin held a result, each in-progress answer retried after a jittered exponential backoff (%s doubling to %s). "+
+		"Dispatches and debits are read back through the control API.\n\n", r.Setup.StormN, fmtDur(SettleBackoff), fmtDur(SettleBackoffMax))
 	p("| store | key | twins | all answered | all settled | first answers: fresh / replayed / in progress / other | receipts | dispatches | debits |\n|---|---|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, st := range r.Stores {
 		if !st.Measured {
@@ -300,8 +316,67 @@ func Render(w io.Writer, r Results) error {
 	if len(errs) > 0 {
 		p("\n%s", strings.Join(errs, ""))
 	}
+	if notes := Notes(r); len(notes) > 0 {
+		p("\n## Notes\n\n")
+		for _, n := range notes {
+			p("- %s\n", n)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Notes are the observations the figures support, each written only when
+// the figures show it.
+func Notes(r Results) []string {
+	var out []string
+	sq, _ := r.Store(SQLite)
+	first, ok1 := sq.Phase(PhaseKeyedFirst)
+	serial, ok2 := sq.Phase(PhaseKeyedSerial)
+	if ok1 && ok2 && r.Baseline.Rate > 0 && first.Rate*3 < r.Baseline.Rate && serial.Rate > 0 && first.Rate < 1.5*serial.Rate {
+		out = append(out, fmt.Sprintf("SQLite keyed first calls: %d clients reach %s, one client %s: %d× the clients give %.1f× the calls, and a p99 of %s. "+
+			"Each first call makes four write transactions (reserve, charge, dispatch log, finish; an unkeyed call six, with the lock row's acquire and release), "+
+			"SQLite admits one writer at a time (BEGIN IMMEDIATE), and a waiting writer polls with sleeps (busy_timeout) rather than queueing, which makes the p99 tail. "+
+			"The write path, not the MCP layer, is what misses the target: replays, which only read, run at %s of the bare server.",
+			r.Setup.Concurrency, fmtRate(first.Rate), fmtRate(serial.Rate), r.Setup.Concurrency, first.Rate/serial.Rate, fmtDur(first.P99),
+			ratioOf(sq, PhaseKeyedReplay, r.Baseline.Rate)))
+	}
+	for _, st := range r.Stores {
+		s, ok := st.storm(false)
+		if !ok {
+			continue
+		}
+		if s.Answered > StormDeadline && st.Store == SQLite {
+			out = append(out, fmt.Sprintf("SQLite unkeyed storm: every unkeyed twin takes the database's write lock to learn whether the retry lock is held "+
+				"(AcquireLock's insert, an immediate transaction), while the holder needs five more write transactions (fenced reserve, charge, dispatch log, "+
+				"finish, the lock's release) and polls for the same lock as %d others; keyed twins take the write lock for their reservation too but roll back "+
+				"without committing, and all answered in %s.", s.N-1, keyedAnswered(st)))
+		}
+		if s.Unsettled > 0 || s.Settled > 4*max(s.Answered, time.Second) {
+			left := fmt.Sprintf("all settled in %s, %.1f× the time to answer", fmtDur(s.Settled), float64(s.Settled)/float64(max(s.Answered, 1)))
+			if s.Unsettled > 0 {
+				left = fmt.Sprintf("%d still unsettled after %s", s.Unsettled, fmtDur(SettleTimeout))
+			}
+			out = append(out, fmt.Sprintf("%s unkeyed storm, settling: a twin that retries after the first call finished still needs the retry lock to join "+
+				"its slot, so retries of one finished unkeyed call run one at a time and the others are told in progress again (%s).", st.Store, left))
+		}
+	}
+	return out
+}
+
+func ratioOf(s StoreResults, phase string, base float64) string {
+	p, ok := s.Phase(phase)
+	if !ok {
+		return "–"
+	}
+	return fmtRatio(div(p.Rate, base))
+}
+
+func keyedAnswered(s StoreResults) string {
+	if k, ok := s.storm(true); ok {
+		return fmtDur(k.Answered)
+	}
+	return "–"
 }
 
 func fitRuns(runs []SuiteRun, x func(SuiteRun) float64) Fit {
@@ -333,17 +408,19 @@ func fmtRatio(r float64) string {
 
 func fmtRate(r float64) string { return fmt.Sprintf("%.0f/s", r) }
 
-// fmtDur writes a duration in ms below 10 s (two decimals below 10 ms), else in s.
+// fmtDur writes a duration in ms below 1 s (more decimals the shorter), else in s.
 func fmtDur(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "-" + fmtDur(-d)
 	case d < 10*time.Millisecond:
 		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	case d < 10*time.Second:
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
 		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("%.1f s", d.Seconds())
+	return fmt.Sprintf("%.2f s", d.Seconds())
 }
 
 // cell makes text safe inside a markdown table cell.
