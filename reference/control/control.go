@@ -57,6 +57,16 @@ const Version = "mcpconform/1"
 // Capabilities this implementation offers.
 var Capabilities = []string{"fixtures", "ledger", "dispatch_log", "clock", "faults", "principals", "upstream", "locks", "settings"}
 
+// MaxAmount bounds one fixture credit (a new wallet's balance included) and
+// MaxBalance the balance credits may reach, far below the int64 a balance
+// is: an overflowing balance turns into a float in SQLite and the wallet
+// could no longer be read. Concurrent credits overshoot MaxBalance by at
+// most MaxAmount each.
+const (
+	MaxAmount  = 1 << 50
+	MaxBalance = 1 << 60
+)
+
 // MaxBodyBytes bounds a request body.
 const MaxBodyBytes = 1 << 20
 
@@ -346,8 +356,8 @@ func (a *api) createWallet(w http.ResponseWriter, r *http.Request, _ []string) e
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Balance < 0 {
-		return badRequest("balance %d: must not be negative", req.Balance)
+	if req.Balance < 0 || req.Balance > MaxAmount {
+		return badRequest("balance %d: must be 0 to %d", req.Balance, int64(MaxAmount))
 	}
 	ctx := r.Context()
 	now := a.c.Clock.Now()
@@ -384,12 +394,16 @@ func (a *api) credit(w http.ResponseWriter, r *http.Request, args []string) erro
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Amount <= 0 {
-		return badRequest("amount %d: must be positive", req.Amount)
+	if req.Amount <= 0 || req.Amount > MaxAmount {
+		return badRequest("amount %d: must be 1 to %d", req.Amount, int64(MaxAmount))
 	}
 	ctx := r.Context()
-	if _, err := a.c.Store.Wallet(ctx, args[0]); err != nil {
+	cur, err := a.c.Store.Wallet(ctx, args[0])
+	if err != nil {
 		return err
+	}
+	if cur.Balance > MaxBalance-req.Amount {
+		return badRequest("a balance of %d plus %d would exceed %d", cur.Balance, req.Amount, int64(MaxBalance))
 	}
 	if err := a.c.Store.Credit(ctx, store.LedgerEntry{ID: newID("le-"), WalletID: args[0], Kind: store.EntryCredit, Amount: req.Amount, At: a.c.Clock.Now()}); err != nil {
 		return err

@@ -10,16 +10,16 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"time"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
 // fuzzCore is a core that never fails on its own: every 5xx or panic the
 // fuzzer finds is the wire layer's (or the SDK's as this layer uses it).
-type fuzzCore struct{}
+type fuzzCore struct{ calls *atomic.Int64 }
 
 func (fuzzCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
 	if key == "key-a" {
@@ -28,7 +28,8 @@ func (fuzzCore) Authenticate(_ context.Context, key string) (gateway.Caller, err
 	return gateway.Caller{}, gateway.Refuse(gateway.ReasonUnauthenticated, "unknown API key")
 }
 
-func (fuzzCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallResponse, error) {
+func (c fuzzCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallResponse, error) {
+	c.calls.Add(1)
 	switch r.Tool {
 	case "ok":
 		b, _ := json.Marshal(map[string]any{
@@ -49,7 +50,11 @@ type logSink struct {
 	buf bytes.Buffer
 }
 
-func (s *logSink) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.buf.Write(p) }
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
 func (s *logSink) take() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +119,8 @@ func FuzzHandler(f *testing.F) {
 		f.Add([]byte(s.body), s.method, s.authz, s.proto, s.mcpMethod, s.mcpName, s.idem, s.session, s.accept, s.ctype)
 	}
 	sink := &logSink{}
-	h := Handler(fuzzCore{}, fakeVerifier{}, fakeTools{}, Options{
+	core := fuzzCore{calls: new(atomic.Int64)}
+	h := Handler(core, fakeVerifier{}, fakeTools{}, Options{
 		Logger: slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	// One real session, so a seed naming it reaches the stateful handler.
@@ -152,7 +158,13 @@ func FuzzHandler(f *testing.F) {
 			}
 			req.Header.Set(k, v)
 		}
+		// A GET opens a standalone SSE stream that lasts as long as the
+		// request; every request ends soon.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		req = req.WithContext(ctx)
 		rec := httptest.NewRecorder()
+		calls := core.calls.Load()
 		func() {
 			defer func() {
 				// The handler aborts (http.ErrAbortHandler) only to drop a
@@ -169,22 +181,35 @@ func FuzzHandler(f *testing.F) {
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %s %q: %s", rec.Code, method, body, rec.Body)
 		}
-		if err := checkAnswer(rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
+		if err := checkAnswer(rec.Code, rec.Header(), rec.Body.Bytes(), core.calls.Load() != calls); err != nil {
 			t.Fatalf("%s %q (headers %v): status %d: %v\nbody: %s", method, body, req.Header, rec.Code, err, rec.Body)
 		}
 	})
 }
 
-// checkAnswer is the fuzz property for one answer.
-func checkAnswer(status int, hdr http.Header, body []byte) error {
+// checkAnswer is the fuzz property for one answer. docs/wire.md: this
+// layer's own refusals and every answer of the gateway core are JSON-RPC
+// errors with a data.reason of the reason table; what the SDK checks itself
+// (unknown methods, headers, sessions, the 2026-07-28 _meta) it answers
+// with its own 4xx, plain text or a JSON-RPC error without data. So: plain
+// text only with a 4xx (or a GET's event stream), JSON always a JSON-RPC
+// response, a reason always a known one, and a call that reached the core
+// always answered with a result object or a reason.
+func checkAnswer(status int, hdr http.Header, body []byte, reachedCore bool) error {
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		// 202 for an accepted notification or response, 204/200 for a
-		// DELETE; nothing to parse.
-		return nil
-	}
-	if trimmed[0] != '{' {
-		return fmt.Errorf("not a JSON-RPC message (Content-Type %q)", hdr.Get("Content-Type"))
+	ctype := hdr.Get("Content-Type")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		switch {
+		case reachedCore:
+			return fmt.Errorf("a call the core answered got a non-JSON answer (Content-Type %q)", ctype)
+		case status >= 400 && status < 500:
+			return nil // the SDK's own plain-text refusals
+		case len(trimmed) == 0 && status < 300:
+			return nil // 202 for a notification, 204/200 for DELETE
+		case status == http.StatusOK && strings.HasPrefix(ctype, "text/event-stream"):
+			return nil // a GET's standalone stream
+		}
+		return fmt.Errorf("status %d with a body that is not a JSON-RPC message (Content-Type %q)", status, ctype)
 	}
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -202,18 +227,32 @@ func checkAnswer(status int, hdr http.Header, body []byte) error {
 	if m.JSONRPC != "2.0" {
 		return fmt.Errorf("jsonrpc %q", m.JSONRPC)
 	}
+	if !strings.HasPrefix(ctype, "application/json") {
+		return fmt.Errorf("a JSON-RPC answer with Content-Type %q", ctype)
+	}
 	switch {
 	case m.Error != nil && m.Result != nil:
 		return fmt.Errorf("both result and error")
 	case m.Error != nil:
-		var d struct {
-			Reason string `json:"reason"`
-		}
-		if err := json.Unmarshal(m.Error.Data, &d); err != nil || d.Reason == "" {
-			return fmt.Errorf("error without data.reason: code %d %q data %s", m.Error.Code, m.Error.Message, m.Error.Data)
-		}
 		if m.Error.Code == 0 {
 			return fmt.Errorf("error code 0")
+		}
+		var d struct {
+			Reason *string `json:"reason"`
+		}
+		_ = json.Unmarshal(m.Error.Data, &d)
+		switch {
+		case d.Reason != nil:
+			if !knownReason(*d.Reason) {
+				return fmt.Errorf("unknown data.reason %q", *d.Reason)
+			}
+		case reachedCore:
+			return fmt.Errorf("the core's answer lost its data.reason: code %d %q", m.Error.Code, m.Error.Message)
+		case gatewayCode(m.Error.Code):
+			// The SDK has codes of its own in the implementation band
+			// (-32020: a _meta protocolVersion without the header); the
+			// gateway's are always sent with their reason.
+			return fmt.Errorf("the gateway's error code %d without data.reason", m.Error.Code)
 		}
 	case len(m.Result) > 0 && m.Result[0] == '{':
 		if status != http.StatusOK {
@@ -225,4 +264,49 @@ func checkAnswer(status int, hdr http.Header, body []byte) error {
 	return nil
 }
 
-var _ = mcp.Implementation{}
+// gatewayCode: a code only the gateway sends (not one of JSON-RPC's own,
+// which the SDK uses too).
+func gatewayCode(code int64) bool {
+	if code <= -32600 && code >= -32700 {
+		return false
+	}
+	for _, c := range gateway.Codes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+func knownReason(r string) bool {
+	if r == ReasonInvalidRequest {
+		return true
+	}
+	_, ok := gateway.Codes[r]
+	return ok
+}
+
+// FuzzParseIdempotencyKey: the header parser never panics; a key it accepts
+// is valid, and quoting it as an sf-string parses back to the same key. A
+// bare value it accepts is the key itself.
+func FuzzParseIdempotencyKey(f *testing.F) {
+	for _, s := range []string{`"k-1"`, `k-1`, ` "a b" `, `"a\"b\\c"`, `"abc`, `"abc"x`, `"a\nb"`, `a"b`, "\"é\"", `""`, `a,b`, `"a";p=1`, "\t k \t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		key, err := ParseIdempotencyKey(in)
+		if err != nil {
+			return
+		}
+		if err := ValidateKey(key); err != nil {
+			t.Fatalf("ParseIdempotencyKey(%q) = %q, which fails ValidateKey: %v", in, key, err)
+		}
+		quoted := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
+		if back, err := ParseIdempotencyKey(quoted); err != nil || back != key {
+			t.Fatalf("round trip of %q via %q = %q, %v", key, quoted, back, err)
+		}
+		if v := strings.Trim(in, " \t"); v[0] != '"' && key != v {
+			t.Fatalf("bare %q parsed to %q", v, key)
+		}
+	})
+}
