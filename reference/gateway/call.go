@@ -339,6 +339,13 @@ func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan) (st
 // that lock with the fence read at acquisition.
 func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (store.Record, bool, error) {
 	owner := uuid.NewString() // the new record's id; the lock is pinned to it
+	// A live lock held by another call is answered from a plain read, so a
+	// storm of identical unkeyed calls does not queue for the store's write
+	// lock only to learn the same. AcquireLock still decides every other
+	// case (no lock, a stale one, a race with the holder's release).
+	if held, err := g.store.LockOf(ctx, p.identity); err == nil && c.now.Sub(held.AcquiredAt) < c.set.StaleLock {
+		return store.Record{}, false, Refuse(ReasonInProgress, "an identical unkeyed call holds the retry lock: retry")
+	}
 	lock, err := g.store.AcquireLock(ctx, p.identity, owner, c.now, c.set.StaleLock)
 	if errors.Is(err, store.ErrLockHeld) {
 		return store.Record{}, false, Refuse(ReasonInProgress, "an identical unkeyed call holds the retry lock: retry")
