@@ -145,6 +145,17 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 		return CallResponse{}, err
 	}
 
+	// A finished keyed operation is served from a plain read: a completed
+	// record never changes again, so its replay need not queue for the
+	// store's write lock. Anything else, found or not, goes on to the atomic
+	// reservation below, which decides. Unkeyed calls still join their slot
+	// under the identity's lock, where the slot choice is made.
+	if p.kind != store.KindDerived && !(p.kind == store.KindClient && g.bugs.On(bugs.LookupBeforeReserve)) {
+		if done, found, err := g.findStored(ctx, c, p); err == nil && found && done.State == store.StateCompleted {
+			return g.existing(ctx, c, done) // step 6
+		}
+	}
+
 	// Steps 4 and 5: reserve the key before anything is dispatched, so a twin
 	// finds the reservation instead of dispatching too (the concurrent-enqueue
 	// bug).
