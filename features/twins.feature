@@ -11,7 +11,7 @@ Feature: Concurrent identical calls dispatch once
   Scenario: Keyed twins released together by a barrier dispatch once
     Requirement: N concurrent identical calls: exactly one dispatch, one debit; every other answer is the same receipt or a retryable in-progress.
     Source: seeds/concurrent-enqueue-duplicate-review.json (F1: "Concurrent idempotent enqueues can create duplicate runs")
-    When 32 clients call "write" with {"token":"$op1"} using key "$k1" at once
+    When 64 clients call "write" with {"token":"$op1"} using key "$k1" at once
     Then exactly one operation ran and every answer is its receipt or retryable "idempotency_in_progress"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
@@ -20,7 +20,7 @@ Feature: Concurrent identical calls dispatch once
   Scenario: Unkeyed twins released together by a barrier dispatch once
     Requirement: A concurrent unkeyed duplicate gets the retryable idempotency_in_progress or the same receipt; one dispatch, one debit.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Design: "A concurrent duplicate gets the retryable -32005 idempotency_in_progress")
-    When 32 clients call "write" with {"token":"$op1"} without a key at once
+    When 64 clients call "write" with {"token":"$op1"} without a key at once
     Then exactly one operation ran and every answer is its receipt or retryable "idempotency_in_progress"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
@@ -43,7 +43,7 @@ Feature: Concurrent identical calls dispatch once
   Scenario: Twins split across two gateway processes dispatch once
     Requirement: Slot choice and mint run under a lock row in the database, so it holds across worker processes.
     Source: seeds/sel-498-unkeyed-retry-review.txt ("The lock is an idempotency row in the DB, not process memory, so it holds across workers")
-    When 32 clients split across every gateway URL call "write" with {"token":"$op1"} without a key at once
+    When 64 clients split across every gateway URL call "write" with {"token":"$op1"} without a key at once
     Then exactly one operation ran and every answer is its receipt or retryable "idempotency_in_progress"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
