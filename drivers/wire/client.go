@@ -296,6 +296,11 @@ func (c *Client) Post(ctx context.Context, p Post) (*Answer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
+	// net/http resends a POST carrying an Idempotency-Key on its own when a
+	// reused connection breaks, if it can rewind the body. The harness must
+	// send exactly the requests it records, so it gives the transport no way
+	// to rewind: every attempt is one the scenario made and the evidence shows.
+	req.GetBody = nil
 	c.defaultHeaders(req.Header, isInitialize(p.Body))
 	for k, vs := range p.Header {
 		k = http.CanonicalHeaderKey(k)
