@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -58,7 +59,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		ok = ok && c.OK
 		var extra []string
 		for _, id := range c.CaughtBy {
-			if !contains(c.Expected, id) {
+			if !slices.Contains(c.Expected, id) {
 				extra = append(extra, id)
 			}
 		}
@@ -77,13 +78,4 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return 0
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -106,10 +107,10 @@ func (r *Registry) notifyLocked() {
 
 // Arm adds a fault and returns its status.
 func (r *Registry) Arm(s Spec) (Status, error) {
-	if !contains(points, s.Point) {
+	if !slices.Contains(points, s.Point) {
 		return Status{}, fmt.Errorf("arm %q: %w", s.Point, ErrUnknownPoint)
 	}
-	if !contains(Actions(), s.Action) {
+	if !slices.Contains(Actions(), s.Action) {
 		return Status{}, fmt.Errorf("arm %q: %w", s.Action, ErrUnknownAction)
 	}
 	if s.Action == DropResponse && s.Point != DispatchAfter {
@@ -255,13 +256,4 @@ func (r *Registry) Hit(ctx context.Context, point string, m Match) string {
 	r.notifyLocked()
 	r.mu.Unlock()
 	return Pause
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
