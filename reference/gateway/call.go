@@ -508,19 +508,22 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	if err != nil {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err.Error())
 	}
-	g.logDispatch(ctx, c, rec)
+	d := g.dispatchRow(c, rec)
 
 	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
 	if err != nil {
+		g.logDispatch(ctx, rec, d)
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
 	err = g.durable(ctx, func(ctx context.Context) error {
-		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body, Now: g.clock.Now()})
+		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
+			Dispatch: &d, Now: g.clock.Now()})
 	})
 	if err != nil {
 		// The tool ran and was paid for, but its outcome is not stored: the
 		// record stays in progress, so retries are answered in-progress
-		// rather than dispatched again.
+		// rather than dispatched again. The dispatch is still logged.
+		g.logDispatch(ctx, rec, d)
 		g.log.Error("tools/call ran but its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
 		return CallResponse{}, g.storeErr("finish", err)
 	}
@@ -554,9 +557,14 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 	return Refuse(ReasonDispatchFailed, "the call failed before the tool ran and was refunded: retry")
 }
 
-func (g *Gateway) logDispatch(ctx context.Context, c *callState, rec store.Record) {
-	d := store.Dispatch{ID: "d-" + uuid.NewString(), Tool: c.tool.Name, RecordKey: rec.Key, Fingerprint: c.fp,
+// dispatchRow is the dispatch log row of a call that just reached its tool.
+func (g *Gateway) dispatchRow(c *callState, rec store.Record) store.Dispatch {
+	return store.Dispatch{ID: "d-" + uuid.NewString(), Tool: c.tool.Name, RecordKey: rec.Key, Fingerprint: c.fp,
 		WalletID: rec.WalletID, At: g.clock.Now()}
+}
+
+// logDispatch writes a dispatch log row on its own, where no Finish carries it.
+func (g *Gateway) logDispatch(ctx context.Context, rec store.Record, d store.Dispatch) {
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.LogDispatch(ctx, d) }); err != nil {
 		g.log.Warn("log dispatch", "record", rec.Key, "err", err)
 	}
@@ -601,7 +609,7 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 	if err != nil {
 		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
 	}
-	g.logDispatch(ctx, c, rec)
+	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
 	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
 	if err != nil {
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)

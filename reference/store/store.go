@@ -209,7 +209,12 @@ type Outcome struct {
 	// Refund, with State failed_refunded on a charged record, is written in the
 	// same transaction: the balance and the permit are given back.
 	Refund *LedgerEntry
-	Now    time.Time
+	// Dispatch, with State completed, is the dispatch log row of the call
+	// that produced Result, written in the same transaction: one commit
+	// fewer on every first call, and the log never says a stored outcome's
+	// tool did not run.
+	Dispatch *Dispatch
+	Now      time.Time
 }
 
 // DispatchFilter selects dispatch log rows; zero fields match all.

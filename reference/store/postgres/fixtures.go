@@ -281,13 +281,18 @@ func (s *Store) CountNotes(ctx context.Context, walletID string) (int64, error) 
 
 // LogDispatch records one call sent to a tool.
 func (s *Store) LogDispatch(ctx context.Context, d store.Dispatch) error {
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO dispatches (id, tool, record_key, fingerprint, wallet_id, at)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			newID(d.ID), d.Tool, d.RecordKey, d.Fingerprint, d.WalletID, nanos(d.At))
-		return err
-	})
+	err := s.write(ctx, func(tx pgx.Tx) error { return insertDispatch(ctx, tx, d) })
 	return wrap("log dispatch", err)
+}
+
+func insertDispatch(ctx context.Context, tx pgx.Tx, d store.Dispatch) error {
+	_, err := tx.Exec(ctx, `INSERT INTO dispatches (id, tool, record_key, fingerprint, wallet_id, at)
+		VALUES ($1, $2, $3, $4, $5, $6)`,
+		newID(d.ID), d.Tool, d.RecordKey, d.Fingerprint, d.WalletID, nanos(d.At))
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	return nil
 }
 
 // Dispatches lists the matching dispatch rows by time, then insertion.

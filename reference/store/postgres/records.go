@@ -310,6 +310,9 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 	if o.Refund != nil && o.State != store.StateFailedRefunded {
 		return fmt.Errorf("finish record: refund with state %q", o.State)
 	}
+	if o.Dispatch != nil && o.State != store.StateCompleted {
+		return fmt.Errorf("finish record: dispatch with state %q", o.State)
+	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		rec, err := lockedRecord(ctx, tx, key)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress) {
@@ -320,6 +323,11 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 		}
 		if o.Refund != nil {
 			if err := refund(ctx, tx, rec, *o.Refund, o.Now); err != nil {
+				return err
+			}
+		}
+		if o.Dispatch != nil {
+			if err := insertDispatch(ctx, tx, *o.Dispatch); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,7 +12,7 @@ import (
 
 // CreateWallet inserts a wallet; ErrExists if its id is taken.
 func (s *Store) CreateWallet(ctx context.Context, w store.Wallet) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO wallets (id, balance, created_at) VALUES (?, ?, ?)`,
 			w.ID, w.Balance, nanos(w.CreatedAt))
 		return err
@@ -25,7 +24,7 @@ func (s *Store) CreateWallet(ctx context.Context, w store.Wallet) error {
 func (s *Store) Wallet(ctx context.Context, id string) (store.Wallet, error) {
 	var w store.Wallet
 	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, balance, created_at FROM wallets WHERE id = ?`, id).
+	err := s.read().QueryRowContext(ctx, `SELECT id, balance, created_at FROM wallets WHERE id = ?`, id).
 		Scan(&w.ID, &w.Balance, &created)
 	w.CreatedAt = fromNanos(created)
 	return w, wrap("wallet", err)
@@ -37,7 +36,7 @@ func (s *Store) Credit(ctx context.Context, e store.LedgerEntry) error {
 	if err != nil {
 		return wrap("credit", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx conn) error {
 		return moveBalance(ctx, tx, e, e.Amount)
 	})
 	return wrap("credit", err)
@@ -49,7 +48,7 @@ func (s *Store) AppendDebit(ctx context.Context, e store.LedgerEntry) error {
 	if err != nil {
 		return wrap("append debit", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx conn) error {
 		return moveBalance(ctx, tx, e, -e.Amount)
 	})
 	return wrap("append debit", err)
@@ -71,7 +70,7 @@ func entry(e store.LedgerEntry, kind string) (store.LedgerEntry, error) {
 }
 
 // moveBalance changes the wallet's balance by delta and writes e.
-func moveBalance(ctx context.Context, tx *sql.Tx, e store.LedgerEntry, delta int64) error {
+func moveBalance(ctx context.Context, tx conn, e store.LedgerEntry, delta int64) error {
 	if err := execOne(ctx, tx, fmt.Errorf("wallet %q: %w", e.WalletID, store.ErrNotFound),
 		`UPDATE wallets SET balance = balance + ? WHERE id = ?`, delta, e.WalletID); err != nil {
 		return err
@@ -84,7 +83,7 @@ func moveBalance(ctx context.Context, tx *sql.Tx, e store.LedgerEntry, delta int
 
 // Ledger lists the wallet's entries by time, then insertion.
 func (s *Store) Ledger(ctx context.Context, walletID string) ([]store.LedgerEntry, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, wallet_id, kind, amount, record_key, receipt, tool, at
+	rows, err := s.read().QueryContext(ctx, `SELECT id, wallet_id, kind, amount, record_key, receipt, tool, at
 		FROM ledger_entries WHERE wallet_id = ? ORDER BY at, seq`, walletID)
 	out, err := collect(rows, err, func(r scanner) (store.LedgerEntry, error) {
 		var e store.LedgerEntry
@@ -101,7 +100,7 @@ func (s *Store) Ledger(ctx context.Context, walletID string) ([]store.LedgerEntr
 
 // CreateAPIKey inserts a key; ErrNotFound if its wallet is missing.
 func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, wallet_id, secret_hash, created_at) VALUES (?, ?, ?, ?)`,
 			k.ID, k.WalletID, k.SecretHash, nanos(k.CreatedAt))
 		return err
@@ -113,7 +112,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 func (s *Store) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 	var k store.APIKey
 	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, wallet_id, secret_hash, created_at FROM api_keys WHERE id = ?`, id).
+	err := s.read().QueryRowContext(ctx, `SELECT id, wallet_id, secret_hash, created_at FROM api_keys WHERE id = ?`, id).
 		Scan(&k.ID, &k.WalletID, &k.SecretHash, &created)
 	k.CreatedAt = fromNanos(created)
 	return k, wrap("api key", err)
@@ -126,7 +125,7 @@ func (s *Store) PutPrincipal(ctx context.Context, p store.Principal) error {
 	if err != nil {
 		return wrap("put principal", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO principals (id, provider, issuer, subject, tools, revoked)
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, issuer = excluded.issuer,
@@ -156,20 +155,20 @@ func scanPrincipal(r scanner) (store.Principal, error) {
 
 // Principal finds a principal by its token's provider, issuer and subject.
 func (s *Store) Principal(ctx context.Context, provider, issuer, subject string) (store.Principal, error) {
-	p, err := scanPrincipal(s.db.QueryRowContext(ctx, `SELECT `+principalCols+` FROM principals
+	p, err := scanPrincipal(s.read().QueryRowContext(ctx, `SELECT `+principalCols+` FROM principals
 		WHERE provider = ? AND issuer = ? AND subject = ?`, provider, issuer, subject))
 	return p, wrap("principal", err)
 }
 
 // PrincipalByID reads a principal.
 func (s *Store) PrincipalByID(ctx context.Context, id string) (store.Principal, error) {
-	p, err := scanPrincipal(s.db.QueryRowContext(ctx, `SELECT `+principalCols+` FROM principals WHERE id = ?`, id))
+	p, err := scanPrincipal(s.read().QueryRowContext(ctx, `SELECT `+principalCols+` FROM principals WHERE id = ?`, id))
 	return p, wrap("principal", err)
 }
 
 // RevokePrincipal marks a principal revoked.
 func (s *Store) RevokePrincipal(ctx context.Context, id string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		return execOne(ctx, tx, store.ErrNotFound, `UPDATE principals SET revoked = 1 WHERE id = ?`, id)
 	})
 	return wrap("revoke principal", err)
@@ -177,7 +176,7 @@ func (s *Store) RevokePrincipal(ctx context.Context, id string) error {
 
 // PutTrust inserts or replaces the trust of one provider and issuer.
 func (s *Store) PutTrust(ctx context.Context, t store.Trust) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO trusts (provider, issuer, jwks_url, audience) VALUES (?, ?, ?, ?)
 			ON CONFLICT (provider, issuer) DO UPDATE SET jwks_url = excluded.jwks_url, audience = excluded.audience`,
 			t.Provider, t.Issuer, t.JWKSURL, t.Audience)
@@ -188,7 +187,7 @@ func (s *Store) PutTrust(ctx context.Context, t store.Trust) error {
 
 // Trusts lists every trust by provider, then issuer.
 func (s *Store) Trusts(ctx context.Context) ([]store.Trust, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT provider, issuer, jwks_url, audience FROM trusts ORDER BY provider, issuer`)
+	rows, err := s.read().QueryContext(ctx, `SELECT provider, issuer, jwks_url, audience FROM trusts ORDER BY provider, issuer`)
 	out, err := collect(rows, err, func(r scanner) (store.Trust, error) {
 		var t store.Trust
 		return t, r.Scan(&t.Provider, &t.Issuer, &t.JWKSURL, &t.Audience)
@@ -198,7 +197,7 @@ func (s *Store) Trusts(ctx context.Context) ([]store.Trust, error) {
 
 // PutTool inserts or replaces a tool; t.Removed is ignored, a put tool is live.
 func (s *Store) PutTool(ctx context.Context, t store.Tool) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, removed)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, price = excluded.price,
@@ -219,20 +218,20 @@ func scanTool(r scanner) (store.Tool, error) {
 
 // Tool reads a tool, removed or not.
 func (s *Store) Tool(ctx context.Context, name string) (store.Tool, error) {
-	t, err := scanTool(s.db.QueryRowContext(ctx, `SELECT `+toolCols+` FROM tools WHERE name = ?`, name))
+	t, err := scanTool(s.read().QueryRowContext(ctx, `SELECT `+toolCols+` FROM tools WHERE name = ?`, name))
 	return t, wrap("tool", err)
 }
 
 // Tools lists the tools not removed, by name.
 func (s *Store) Tools(ctx context.Context) ([]store.Tool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+toolCols+` FROM tools WHERE removed = 0 ORDER BY name`)
+	rows, err := s.read().QueryContext(ctx, `SELECT `+toolCols+` FROM tools WHERE removed = 0 ORDER BY name`)
 	out, err := collect(rows, err, scanTool)
 	return out, wrap("tools", err)
 }
 
 // RemoveTool hides a tool from Tools; Tool still returns it.
 func (s *Store) RemoveTool(ctx context.Context, name string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		return execOne(ctx, tx, store.ErrNotFound, `UPDATE tools SET removed = 1 WHERE name = ?`, name)
 	})
 	return wrap("remove tool", err)
@@ -240,11 +239,11 @@ func (s *Store) RemoveTool(ctx context.Context, name string) error {
 
 // CreatePermit inserts a permit.
 func (s *Store) CreatePermit(ctx context.Context, p store.Permit) error {
-	err := s.write(ctx, func(tx *sql.Tx) error { return insertPermit(ctx, tx, p) })
+	err := s.write(ctx, func(tx conn) error { return insertPermit(ctx, tx, p) })
 	return wrap("create permit", err)
 }
 
-func insertPermit(ctx context.Context, tx *sql.Tx, p store.Permit) error {
+func insertPermit(ctx context.Context, tx conn, p store.Permit) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO permits (id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, nanos(p.ExpiresAt), p.Auto, p.RecordKey, nanos(p.CreatedAt))
@@ -255,7 +254,7 @@ func insertPermit(ctx context.Context, tx *sql.Tx, p store.Permit) error {
 func (s *Store) Permit(ctx context.Context, id string) (store.Permit, error) {
 	var p store.Permit
 	var expires, created int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at
+	err := s.read().QueryRowContext(ctx, `SELECT id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at
 		FROM permits WHERE id = ?`, id).
 		Scan(&p.ID, &p.WalletID, &p.APIKeyID, &p.Tool, &p.Budget, &p.Spent, &expires, &p.Auto, &p.RecordKey, &created)
 	p.ExpiresAt, p.CreatedAt = fromNanos(expires), fromNanos(created)
@@ -265,7 +264,7 @@ func (s *Store) Permit(ctx context.Context, id string) (store.Permit, error) {
 // AddNote stores a note and returns its id.
 func (s *Store) AddNote(ctx context.Context, walletID, text string, at time.Time) (int64, error) {
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO notes (wallet_id, text, at) VALUES (?, ?, ?)`, walletID, text, nanos(at))
 		if err != nil {
 			return err
@@ -279,19 +278,24 @@ func (s *Store) AddNote(ctx context.Context, walletID, text string, at time.Time
 // CountNotes counts the wallet's notes.
 func (s *Store) CountNotes(ctx context.Context, walletID string) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM notes WHERE wallet_id = ?`, walletID).Scan(&n)
+	err := s.read().QueryRowContext(ctx, `SELECT count(*) FROM notes WHERE wallet_id = ?`, walletID).Scan(&n)
 	return n, wrap("count notes", err)
 }
 
 // LogDispatch records one call sent to a tool.
 func (s *Store) LogDispatch(ctx context.Context, d store.Dispatch) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO dispatches (id, tool, record_key, fingerprint, wallet_id, at)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-			newID(d.ID), d.Tool, d.RecordKey, d.Fingerprint, d.WalletID, nanos(d.At))
-		return err
-	})
+	err := s.write(ctx, func(tx conn) error { return insertDispatch(ctx, tx, d) })
 	return wrap("log dispatch", err)
+}
+
+func insertDispatch(ctx context.Context, tx conn, d store.Dispatch) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO dispatches (id, tool, record_key, fingerprint, wallet_id, at)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		newID(d.ID), d.Tool, d.RecordKey, d.Fingerprint, d.WalletID, nanos(d.At))
+	if err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	return nil
 }
 
 // Dispatches lists the matching dispatch rows by time, then insertion.
@@ -308,7 +312,7 @@ func (s *Store) Dispatches(ctx context.Context, f store.DispatchFilter) ([]store
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY at, seq`, args...)
+	rows, err := s.read().QueryContext(ctx, q+` ORDER BY at, seq`, args...)
 	out, err := collect(rows, err, func(r scanner) (store.Dispatch, error) {
 		var d store.Dispatch
 		var at int64

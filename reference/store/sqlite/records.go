@@ -13,7 +13,7 @@ import (
 // AcquireLock inserts the lock row or takes over a stale one.
 func (s *Store) AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (store.Lock, error) {
 	lk := store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES (?, ?, 1, ?)
 			ON CONFLICT (identity) DO NOTHING`, identity, owner, nanos(now))
 		if err != nil {
@@ -42,10 +42,6 @@ func (s *Store) AcquireLock(ctx context.Context, identity, owner string, now tim
 	return lk, nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 const lockCols = `identity, owner, fence, acquired_at`
 
 func scanLock(r scanner) (store.Lock, error) {
@@ -56,20 +52,20 @@ func scanLock(r scanner) (store.Lock, error) {
 	return l, err
 }
 
-func lockOf(ctx context.Context, q querier, identity string) (store.Lock, error) {
+func lockOf(ctx context.Context, q conn, identity string) (store.Lock, error) {
 	return scanLock(q.QueryRowContext(ctx, `SELECT `+lockCols+` FROM locks WHERE identity = ?`, identity))
 }
 
 // LockOf reads a lock row.
 func (s *Store) LockOf(ctx context.Context, identity string) (store.Lock, error) {
-	l, err := lockOf(ctx, s.db, identity)
+	l, err := lockOf(ctx, s.read(), identity)
 	return l, wrap("lock", err)
 }
 
 // Locks lists the lock rows whose identity starts with prefix.
 func (s *Store) Locks(ctx context.Context, prefix string) ([]store.Lock, error) {
 	// substr, not LIKE: identities may hold % and _.
-	rows, err := s.db.QueryContext(ctx, `SELECT `+lockCols+` FROM locks
+	rows, err := s.read().QueryContext(ctx, `SELECT `+lockCols+` FROM locks
 		WHERE substr(identity, 1, length(?1)) = ?1 ORDER BY identity`, prefix)
 	out, err := collect(rows, err, scanLock)
 	return out, wrap("locks", err)
@@ -78,7 +74,7 @@ func (s *Store) Locks(ctx context.Context, prefix string) ([]store.Lock, error) 
 // ReleaseLock deletes the lock row if owner holds it.
 func (s *Store) ReleaseLock(ctx context.Context, identity, owner string) (bool, error) {
 	var released bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		err := execOne(ctx, tx, errNoop, `DELETE FROM locks WHERE identity = ? AND owner = ?`, identity, owner)
 		released = err == nil
 		return err
@@ -88,7 +84,7 @@ func (s *Store) ReleaseLock(ctx context.Context, identity, owner string) (bool, 
 
 // ReleaseLockAny deletes the lock row whoever holds it; no row is no error.
 func (s *Store) ReleaseLockAny(ctx context.Context, identity string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE identity = ?`, identity)
 		return err
 	})
@@ -120,25 +116,25 @@ func resultText(r []byte) any {
 	return string(r)
 }
 
-func recordOf(ctx context.Context, q querier, key string) (store.Record, error) {
+func recordOf(ctx context.Context, q conn, key string) (store.Record, error) {
 	return scanRecord(q.QueryRowContext(ctx, `SELECT `+recordCols+` FROM records WHERE key = ?`, key))
 }
 
 // Record reads a record.
 func (s *Store) Record(ctx context.Context, key string) (store.Record, error) {
-	r, err := recordOf(ctx, s.db, key)
+	r, err := recordOf(ctx, s.read(), key)
 	return r, wrap("record", err)
 }
 
 // RecordsByIdentity lists derived records of identity from minBucket on.
 func (s *Store) RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]store.Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+recordCols+` FROM records
+	rows, err := s.read().QueryContext(ctx, `SELECT `+recordCols+` FROM records
 		WHERE kind = ? AND identity = ? AND bucket >= ? ORDER BY bucket, attempt`, store.KindDerived, identity, minBucket)
 	out, err := collect(rows, err, scanRecord)
 	return out, wrap("records by identity", err)
 }
 
-func insertRecord(ctx context.Context, tx *sql.Tx, r store.Record) error {
+func insertRecord(ctx context.Context, tx conn, r store.Record) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.Key, r.Kind, r.ClientKey, r.WalletID, r.APIKeyID, r.Principal, r.Tool, r.Fingerprint, r.Identity,
@@ -148,7 +144,7 @@ func insertRecord(ctx context.Context, tx *sql.Tx, r store.Record) error {
 }
 
 // deleteAutoPermit removes the auto permit minted under rec.
-func deleteAutoPermit(ctx context.Context, tx *sql.Tx, rec store.Record) error {
+func deleteAutoPermit(ctx context.Context, tx conn, rec store.Record) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM permits WHERE auto = 1 AND (record_key = ? OR id = ?)`, rec.Key, rec.PermitID)
 	return err
 }
@@ -172,7 +168,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 	}
 	var out store.Record
 	var created bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		if f := r.Fence; f != nil {
 			if err := execOne(ctx, tx, store.ErrFenceLost,
 				`UPDATE locks SET fence = fence WHERE identity = ? AND owner = ? AND fence = ?`,
@@ -231,7 +227,7 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 	if err != nil {
 		return wrap("charge", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx conn) error {
 		rec, err := recordOf(ctx, tx, c.RecordKey)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != c.Owner || rec.State != store.StateInProgress || rec.Charged) {
 			return store.ErrNotOwner
@@ -282,7 +278,10 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 	if o.Refund != nil && o.State != store.StateFailedRefunded {
 		return fmt.Errorf("finish record: refund with state %q", o.State)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	if o.Dispatch != nil && o.State != store.StateCompleted {
+		return fmt.Errorf("finish record: dispatch with state %q", o.State)
+	}
+	err := s.write(ctx, func(tx conn) error {
 		rec, err := recordOf(ctx, tx, key)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress) {
 			return store.ErrNotOwner
@@ -295,6 +294,11 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 				return err
 			}
 		}
+		if o.Dispatch != nil {
+			if err := insertDispatch(ctx, tx, *o.Dispatch); err != nil {
+				return err
+			}
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE records SET state = ?, receipt = ?, result = ?, updated_at = ? WHERE key = ?`,
 			o.State, o.Receipt, resultText(o.Result), nanos(o.Now), key)
 		return err
@@ -303,7 +307,7 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 }
 
 // refund gives a charged record's debit back to the wallet and the permit.
-func refund(ctx context.Context, tx *sql.Tx, rec store.Record, e store.LedgerEntry, now time.Time) error {
+func refund(ctx context.Context, tx conn, rec store.Record, e store.LedgerEntry, now time.Time) error {
 	if !rec.Charged {
 		return errors.New("refund of an uncharged record")
 	}
@@ -329,7 +333,7 @@ func refund(ctx context.Context, tx *sql.Tx, rec store.Record, e store.LedgerEnt
 
 // Abandon deletes an uncharged in-progress record and its auto permit.
 func (s *Store) Abandon(ctx context.Context, key, owner string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx conn) error {
 		rec, err := recordOf(ctx, tx, key)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress || rec.Charged) {
 			return store.ErrNotOwner

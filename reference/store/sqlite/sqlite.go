@@ -43,6 +43,15 @@ type Options struct {
 // Store implements store.Store on one SQLite database file.
 type Store struct {
 	db *sql.DB
+	// writer admits one write transaction of this process at a time. SQLite
+	// admits one writer per file anyway; without this, this process's own
+	// writers would contend through busy_timeout, which polls with sleeps of
+	// up to 100 ms instead of queueing, and a burst of first calls would pay
+	// those sleeps as its tail latency. Other processes on the same file are
+	// still kept out by SQLite's lock and busy_timeout.
+	writer      chan struct{}
+	lockTimeout time.Duration
+	stmts       *stmtCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -61,6 +70,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(max(1, timeout.Milliseconds()), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
+	// In WAL mode NORMAL syncs at checkpoints, not at every commit: a
+	// committed transaction survives the process being killed (the WAL is in
+	// the OS's page cache), and only a power loss can take the last commits.
+	// The reference gateway's promise is the former ("nothing is lost when a
+	// process is killed"); FULL would cost an fsync per write transaction,
+	// and a first call makes several.
+	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
@@ -78,11 +94,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite: journal mode is %q, want wal", mode)
 	}
-	return &Store{db: db}, nil
+	// Keep every pooled connection: opening one re-reads the schema and runs
+	// the pragmas, and its prepared statements would go with it.
+	db.SetMaxIdleConns(maxConns)
+	db.SetMaxOpenConns(maxConns)
+	return &Store{db: db, writer: make(chan struct{}, 1), lockTimeout: timeout, stmts: newStmtCache(db)}, nil
 }
+
+// maxConns bounds the pool: one writer at a time, the rest readers (WAL lets
+// them read beside it).
+const maxConns = 16
+
+// read runs statements on the pool, outside any transaction.
+func (s *Store) read() conn { return conn{c: s.stmts} }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stmts.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close sqlite: %w", err)
 	}
@@ -96,7 +124,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx conn) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
 			return err
 		}
@@ -116,7 +144,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			// A migration is a script of many statements, run once: not cached.
+			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, version); err != nil {
@@ -142,13 +171,25 @@ func migrationVersion(name string) (int, error) {
 // found nothing to do and must leave no trace.
 var errNoop = errors.New("noop")
 
-// write runs fn in one immediate transaction.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// write runs fn in one immediate transaction, after this process's earlier
+// writes. Waiting longer than the lock timeout for them is store.ErrBusy, as
+// waiting that long for another process's write lock is.
+func (s *Store) write(ctx context.Context, fn func(tx conn) error) error {
+	timer := time.NewTimer(s.lockTimeout)
+	defer timer.Stop()
+	select {
+	case s.writer <- struct{}{}:
+	case <-timer.C:
+		return fmt.Errorf("%w: waited %v for this process's other write transactions", store.ErrBusy, s.lockTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writer }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(conn{c: s.stmts, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		if errors.Is(err, errNoop) {
 			return nil
@@ -227,7 +268,7 @@ func newID(id string) string {
 }
 
 // execOne runs a statement that must touch one row; none is missing.
-func execOne(ctx context.Context, tx *sql.Tx, missing error, query string, args ...any) error {
+func execOne(ctx context.Context, tx conn, missing error, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return err

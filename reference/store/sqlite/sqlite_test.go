@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,4 +40,53 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "gateway.db"), 0)
 	})
+}
+
+// TestWritesQueueInProcess: this process's writes wait for each other in Go,
+// not in SQLite's busy handler, and one that waits past the lock timeout is
+// store.ErrBusy, as a wait for another process's write lock is. The held
+// write is paused deterministically inside its transaction (AfterClaim).
+func TestWritesQueueInProcess(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	s := open(t, filepath.Join(t.TempDir(), "gateway.db"), timeout)
+	ctx := t.Context()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if err := s.CreateWallet(ctx, store.Wallet{ID: "w-1", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	rec := store.Record{Key: "r-1", Kind: store.KindClient, ClientKey: "k-1", WalletID: "w-1", APIKeyID: "a-1",
+		Tool: "partner.echo", Fingerprint: "f", Owner: "o-1", CreatedAt: now, UpdatedAt: now}
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := s.Reserve(ctx, store.ReserveRequest{Record: rec, AfterClaim: func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		}})
+		done <- err
+	}()
+	<-held
+	credit := store.LedgerEntry{WalletID: "w-1", Amount: 5, At: now}
+	if err := s.Credit(ctx, credit); !errors.Is(err, store.ErrBusy) {
+		close(release)
+		t.Fatalf("credit while another write of this process holds the lock: err = %v, want store.ErrBusy", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("held reservation: %v", err)
+	}
+	if err := s.Credit(ctx, credit); err != nil {
+		t.Fatalf("credit after the lock was released: %v", err)
+	}
+	w, err := s.Wallet(ctx, "w-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Balance != 5 {
+		t.Errorf("balance = %d, want 5 (one refused credit, one written)", w.Balance)
+	}
 }

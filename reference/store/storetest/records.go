@@ -337,16 +337,31 @@ func testFinish(t *testing.T, s store.Store) {
 	fx := newFixture(t, s, 10)
 	rec, _ := fx.reserve(t, s)
 	must(t, s.Charge(ctx(t), fx.charge(rec, 5)))
-	done := store.Outcome{State: store.StateCompleted, Receipt: "rcpt-" + id(), Result: result, Now: t0.Add(time.Second)}
+	d := store.Dispatch{ID: id(), Tool: rec.Tool, RecordKey: rec.Key, Fingerprint: rec.Fingerprint, WalletID: rec.WalletID, At: t0.Add(time.Second)}
+	done := store.Outcome{State: store.StateCompleted, Receipt: "rcpt-" + id(), Result: result, Dispatch: &d, Now: t0.Add(time.Second)}
+	logged := func() []store.Dispatch {
+		t.Helper()
+		got, err := s.Dispatches(ctx(t), store.DispatchFilter{WalletID: rec.WalletID})
+		must(t, err)
+		return got
+	}
 	wantErr(t, "finish by another owner", s.Finish(ctx(t), rec.Key, id(), done), store.ErrNotOwner)
 	wantErr(t, "finish missing record", s.Finish(ctx(t), id(), rec.Owner, done), store.ErrNotOwner)
+	diff(t, "dispatches after refused finishes", []store.Dispatch(nil), logged())
+	refunded := done
+	refunded.State = store.StateFailedRefunded
+	if err := s.Finish(ctx(t), rec.Key, rec.Owner, refunded); err == nil {
+		t.Fatal("finish failed_refunded with a dispatch row: no error")
+	}
 	must(t, s.Finish(ctx(t), rec.Key, rec.Owner, done))
+	diff(t, "dispatches after the finish", []store.Dispatch{d}, logged())
 	want := rec
 	want.State, want.Receipt, want.Result, want.Charged, want.UpdatedAt = done.State, done.Receipt, done.Result, true, done.Now
 	got, err := s.Record(ctx(t), rec.Key)
 	must(t, err)
 	diff(t, "finished record", want, got)
 	wantErr(t, "finish twice", s.Finish(ctx(t), rec.Key, rec.Owner, done), store.ErrNotOwner)
+	diff(t, "dispatches after finishing twice", []store.Dispatch{d}, logged())
 	if b := balance(t, s, fx.wallet.ID); b != 5 {
 		t.Errorf("balance = %d, want 5", b)
 	}
