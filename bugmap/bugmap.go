@@ -15,14 +15,15 @@ var Catchers = map[string][]string{
 	"principal-unbound":        {"iga-01"},
 	"replay-before-iga":        {"iga-02", "iga-03", "iga-04"},
 	"readonly-collapsed":       {"refuse-02"},
-	"lookup-before-reserve":    {"twins-03"},
+	"lookup-before-reserve":    {"lost-04", "twins-03"},
 	"stale-lock-no-fence":      {"lock-01", "lock-02", "lock-03"},
 	"release-unpinned":         {"lock-02", "lock-03"},
 	"select-for-update-sqlite": {"lock-01", "lock-03"},
 	"lock-timeout-internal":    {"lock-04"},
-	"replay-debits":            {"ledger-01", "lost-01", "lost-02", "lost-03", "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-02"},
+	"replay-debits":            {"ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-02"},
 	"refund-missing":           {"ledger-01"},
 	"window-ignores-ttl":       {"retry-05"},
+	"takeover-charged":         {"lost-04"},
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -42,3 +42,20 @@ Feature: A lost response is not a lost operation
     Then "A" gets a result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @lost-04 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
+  Scenario: A holder charged and stalled before its dispatch is not run again once it looks stale
+    Requirement: Past the stale-lock threshold, a retry of an operation whose holder was debited but has not dispatched is answered retryable in-progress (its tool may be running); once the holder resumes, one dispatch and one debit in all.
+    Source: issue "Benchmarks and reliability" (crash scenarios: "no second dispatch, no second debit, or an honest in-progress answer until it can decide")
+    Given a pause is armed at "dispatch.before" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
+    And "A" waits at "dispatch.before"
+    And the gateway clock advances past the stale-lock threshold
+    And "B" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "B" is refused with retryable "idempotency_in_progress"
+    When the pause at "dispatch.before" is released
+    Then "A" gets a result
+    When "B" retries its last call with a new JSON-RPC id
+    Then the last answer of "B" replays the first answer of "A"
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

@@ -31,13 +31,16 @@ import (
 //     minted, nothing is charged or dispatched. The process that owned the
 //     reservation is gone, and nothing tells the restarted gateway so: every
 //     retry is answered idempotency_in_progress (retryable), honestly: no
-//     dispatch, no debit. It can never decide by itself; an unkeyed call
-//     leaves its slot only when the effective window has passed (then a
-//     retry is a new operation).
+//     dispatch, no debit. Once the reservation is older than the stale-lock
+//     threshold (the gateway clock is advanced past it) the gateway decides:
+//     an uncharged reservation never reached its tool, so a retry takes it
+//     over and runs it: one dispatch, one debit.
 //   - dispatch.before: the record is in progress and the debit is written,
 //     nothing is dispatched. Every retry: idempotency_in_progress, still one
-//     debit, no dispatch. The debit stays without a result (money held for
-//     an operation that never ran) until an operator settles it.
+//     debit, no dispatch, past the stale-lock threshold too: a charged
+//     record may have reached its tool, so it is never run again. The debit
+//     stays without a result (money held for an operation that never ran)
+//     until an operator settles it.
 //   - dispatch.after: the tool ran and the outcome is stored (record
 //     completed) before the fault. The first retry replays it: the receipt
 //     of the ledger's one debit, the probe's n = 1, no second dispatch.
@@ -51,6 +54,9 @@ const (
 	crashPrice    = 3
 	crashBalance  = 100
 	crashDeadline = 90 * time.Second
+	// crashStaleLock is the stale-lock threshold, in seconds, of the retry
+	// past it.
+	crashStaleLock = 30
 )
 
 // errAnswered: the first attempt got an answer although its gateway was
@@ -64,15 +70,18 @@ type crashCase struct {
 	wantDispatches int
 	wantDebits     int
 	wantReplay     bool // else idempotency_in_progress on every retry
+	// takenOver: once the stale-lock threshold has passed, a retry runs the
+	// operation (else it is still in progress).
+	takenOver bool
 }
 
 var crashCases = []crashCase{
-	{"reserve.done", true, 0, 0, false},
-	{"reserve.done", false, 0, 0, false},
-	{"dispatch.before", true, 0, 1, false},
-	{"dispatch.before", false, 0, 1, false},
-	{"dispatch.after", true, 1, 1, true},
-	{"dispatch.after", false, 1, 1, true},
+	{"reserve.done", true, 0, 0, false, true},
+	{"reserve.done", false, 0, 0, false, true},
+	{"dispatch.before", true, 0, 1, false, false},
+	{"dispatch.before", false, 0, 1, false, false},
+	{"dispatch.after", true, 1, 1, true, false},
+	{"dispatch.after", false, 1, 1, true, false},
 }
 
 func TestCrashSQLite(t *testing.T) { crashScenarios(t, "sqlite", "") }
@@ -269,6 +278,7 @@ func crashOne(ctx context.Context, t *testing.T, tg *target.Target, pr *probe.Pr
 			t.Fatalf("want idempotency_in_progress on all %d retries; retry %d got %s", crashRetries, len(answers)-1, last.Body)
 		}
 		t.Logf("%s: %d retries, each idempotency_in_progress; %d debit, %d dispatch", cs.point, len(answers), len(debits), cs.wantDispatches)
+		retryWhenStale(ctx, t, cc, retry, call, pr, token, w.WalletID, cs)
 		return
 	}
 	if last.HasError() || last.IsError() {
@@ -285,4 +295,66 @@ func crashOne(ctx context.Context, t *testing.T, tg *target.Target, pr *probe.Pr
 		t.Errorf("replayed structuredContent %s (%v): want token %s n 1", last.StructuredContent(), err, token)
 	}
 	t.Logf("%s: replayed at once, receipt %s = the one debit's; 1 dispatch", cs.point, last.Receipt())
+}
+
+// retryWhenStale advances the restarted gateway's clock past the stale-lock
+// threshold and retries once more: an uncharged reservation is taken over
+// and run (one dispatch, one debit, the debit's receipt in the result); a
+// charged one is still in progress, with no dispatch.
+func retryWhenStale(ctx context.Context, t *testing.T, cc *control.Client, retry *wire.Client, call wire.Call,
+	pr *probe.Probe, token, walletID string, cs crashCase) {
+	t.Helper()
+	// A threshold well inside the effective window, so an unkeyed retry
+	// still joins its slot rather than starting a new operation.
+	set, err := cc.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: control.Int64(crashStaleLock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.EffectiveWindowSeconds <= crashStaleLock+1 {
+		t.Fatalf("effective window %ds: too short for a stale-lock threshold of %ds", set.EffectiveWindowSeconds, crashStaleLock)
+	}
+	if _, err := cc.AdvanceClock(ctx, (crashStaleLock+1)*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The next case's first attempt runs on this process: back to real
+	// time and the start-up settings, or its reservation would be dated in
+	// this case's future.
+	defer func() {
+		if err := errors.Join(cc.ResetClock(ctx), cc.ResetSettings(ctx)); err != nil {
+			t.Errorf("reset clock and settings: %v", err)
+		}
+	}()
+	call.ID = 200
+	a, err := retry.CallTool(ctx, call)
+	if err != nil {
+		t.Fatalf("retry past the stale-lock threshold: %v", err)
+	}
+	ledger, err := cc.Ledger(ctx, walletID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var debits []reports.LedgerEntry
+	for _, e := range ledger {
+		if e.Kind == "debit" {
+			debits = append(debits, e)
+		}
+	}
+	if !cs.takenOver {
+		if a.ErrorReason() != "idempotency_in_progress" || pr.Count(token) != 0 || len(debits) != 1 {
+			t.Fatalf("past the stale-lock threshold a charged record must stay in progress: got %s; %d dispatches, %d debits",
+				a.Body, pr.Count(token), len(debits))
+		}
+		t.Logf("%s past the stale-lock threshold: still idempotency_in_progress, 0 dispatches, 1 debit", cs.point)
+		return
+	}
+	if a.HasError() || a.IsError() {
+		t.Fatalf("past the stale-lock threshold the abandoned reservation should be taken over and run; got %s", a.Body)
+	}
+	if n := pr.Count(token); n != 1 {
+		t.Errorf("probe dispatches after the takeover: %d, want 1", n)
+	}
+	if len(debits) != 1 || debits[0].Receipt != a.Receipt() {
+		t.Errorf("debits after the takeover: %+v, want one with the answer's receipt %q", debits, a.Receipt())
+	}
+	t.Logf("%s past the stale-lock threshold: taken over, receipt %s, 1 dispatch, 1 debit", cs.point, a.Receipt())
 }

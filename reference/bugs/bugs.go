@@ -23,6 +23,7 @@ const (
 	ReplayDebits          = "replay-debits"
 	RefundMissing         = "refund-missing"
 	WindowIgnoresTTL      = "window-ignores-ttl"
+	TakeoverCharged       = "takeover-charged"
 )
 
 // Bug describes one switch.
@@ -48,6 +49,7 @@ var All = []Bug{
 	{Name: ReplayDebits, Description: "a replay writes another debit"},
 	{Name: RefundMissing, Description: "a failure before dispatch keeps the charge"},
 	{Name: WindowIgnoresTTL, Description: "the advertised window is used though auto permits expire sooner"},
+	{Name: TakeoverCharged, Description: "a naive lease: a retry runs again any in-progress operation older than the stale-lock threshold, even one already charged whose holder then dispatches too"},
 }
 
 // Set is the switches a gateway runs with.

@@ -292,6 +292,12 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 	}
 	switch rec.State {
 	case store.StateInProgress:
+		if g.bugs.On(bugs.TakeoverCharged) && g.stale(c, rec) {
+			return g.dispatchUnreserved(ctx, c, rec) // BUG takeover-charged
+		}
+		if !rec.Charged && g.stale(c, rec) {
+			return g.takeOver(ctx, c, rec)
+		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	case store.StateCompleted:
 		if err := g.authoriseReplay(ctx, c, rec); err != nil {
@@ -303,6 +309,97 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		// attempt is taking it over right now.
 		return CallResponse{}, Refuse(ReasonInProgress, "the previous attempt was refunded and is being retried: retry")
 	}
+}
+
+// stale: the record was last written at least the stale-lock threshold ago,
+// so its owner is presumed gone (killed, or stalled as long as a lock holder
+// that is taken over).
+func (g *Gateway) stale(c *callState, rec store.Record) bool {
+	return c.set.StaleLock > 0 && !c.now.Before(rec.UpdatedAt.Add(c.set.StaleLock))
+}
+
+// takeOver runs an operation whose reservation was abandoned before its
+// charge: its owner died (or stalled) after reserving, so nothing was
+// debited or dispatched, and without a takeover every retry would be
+// answered in-progress forever. The replacement is atomic and conditional
+// on the old owner, and the old owner's charge is conditional on still
+// owning the record, so at most one of them dispatches. A charged record is
+// never taken over: its tool may have run.
+func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) (CallResponse, error) {
+	rec := old
+	rec.Owner, rec.State, rec.Charged = uuid.NewString(), store.StateInProgress, false
+	rec.Receipt, rec.Result, rec.CreatedAt, rec.UpdatedAt = "", nil, c.now, c.now
+	req := store.ReserveRequest{ReplaceStale: &store.Stale{Owner: old.Owner, Before: c.now.Add(-c.set.StaleLock)}}
+	pm, err := g.store.Permit(ctx, old.PermitID)
+	switch {
+	case err == nil && !pm.Auto:
+		// an explicit permit is used as it is
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		// The old auto permit is deleted with the old record; the new one
+		// lives from now, as it would for a fresh reservation.
+		np := g.autoPermit(c, rec.Key)
+		rec.PermitID, req.Permit = np.ID, &np
+	default:
+		return CallResponse{}, g.storeErr("read permit", err)
+	}
+	req.Record = rec
+	got, created, err := g.store.Reserve(ctx, req)
+	if err != nil {
+		return CallResponse{}, g.storeErr("take over reservation", err)
+	}
+	if !created {
+		if got.State == store.StateCompleted {
+			return g.existing(ctx, c, got)
+		}
+		// Another retry took it over first, or the owner moved on.
+		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
+	}
+	g.log.Info("abandoned reservation taken over", "record", rec.Key, "old_owner", old.Owner, "owner", rec.Owner)
+	return g.run(ctx, c, rec)
+}
+
+// dispatchUnreserved is the naive lease of the takeover-charged bug: a stale
+// in-progress record is run again whatever it holds, outside the
+// reservation, so a holder that was charged and stalled before its dispatch
+// dispatches too when it resumes, and both are debited.
+func (g *Gateway) dispatchUnreserved(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
+	receipt := "rcpt-" + uuid.NewString()
+	charged, err := g.debitUnconditionally(ctx, c, rec, receipt)
+	if err != nil {
+		return CallResponse{}, err
+	}
+	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	if err != nil {
+		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
+	}
+	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
+	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
+	if err != nil {
+		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
+	}
+	return CallResponse{Result: body}, nil
+}
+
+// debitUnconditionally is the bugs' own check-then-act: a plain read of the
+// balance, then a debit no transaction ties to the record.
+func (g *Gateway) debitUnconditionally(ctx context.Context, c *callState, rec store.Record, receipt string) (int64, error) {
+	price := c.tool.Price
+	if price <= 0 {
+		return 0, nil
+	}
+	w, err := g.store.Wallet(ctx, rec.WalletID)
+	if err != nil {
+		return 0, g.storeErr("read wallet", err)
+	}
+	if w.Balance < price {
+		return 0, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
+	}
+	err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
+	if err != nil {
+		return 0, g.storeErr("append debit", err)
+	}
+	return price, nil
 }
 
 // replay serves a stored outcome whole: no dispatch, no ledger entry.
@@ -472,34 +569,40 @@ func (g *Gateway) durable(ctx context.Context, fn func(context.Context) error) e
 // run is step 7: a new reservation is charged, dispatched and finished.
 func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
 	receipt := "rcpt-" + uuid.NewString()
-	var charged int64
-	if price := c.tool.Price; price > 0 {
-		// Debit before dispatch: too little balance is refused before the
-		// tool runs, and the permit is spent in the same transaction.
-		now := g.clock.Now()
-		err := g.store.Charge(ctx, store.ChargeRequest{
-			Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
-				Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
-			RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
-		})
-		if err != nil {
-			// Nothing was charged or dispatched: drop the reservation so a
-			// retry (after a top-up, say) runs instead of finding it.
-			if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
-				g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
-			}
-			switch {
-			case errors.Is(err, store.ErrInsufficientFunds):
-				return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
-			case errors.Is(err, store.ErrPermitExhausted):
-				return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
-			case errors.Is(err, store.ErrPermitExpired):
-				return CallResponse{}, Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
-			}
-			return CallResponse{}, g.storeErr("charge", err)
-		}
-		charged = price
+	// Debit before dispatch: too little balance is refused before the tool
+	// runs, and the permit is spent in the same transaction. A free tool is
+	// charged 0: the charge is also the claim for dispatch, conditional on
+	// still owning the reservation, so a reservation taken over as abandoned
+	// (takeOver) is never dispatched by its old owner too.
+	price := c.tool.Price
+	now := g.clock.Now()
+	err := g.store.Charge(ctx, store.ChargeRequest{
+		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
+		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
+	})
+	if errors.Is(err, store.ErrNotOwner) {
+		// A retry took the reservation over while this call stalled before
+		// its charge: that retry runs the operation.
+		return CallResponse{}, Refuse(ReasonInProgress, "the reservation was taken over by a retry: retry")
 	}
+	if err != nil {
+		// Nothing was charged or dispatched: drop the reservation so a
+		// retry (after a top-up, say) runs instead of finding it.
+		if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
+			g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
+		}
+		switch {
+		case errors.Is(err, store.ErrInsufficientFunds):
+			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
+		case errors.Is(err, store.ErrPermitExhausted):
+			return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
+		case errors.Is(err, store.ErrPermitExpired):
+			return CallResponse{}, Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
+		}
+		return CallResponse{}, g.storeErr("charge", err)
+	}
+	charged := price
 
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, "fault dispatch.before")
@@ -588,22 +691,9 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 	}
 	rec = g.newRecord(c, p, uuid.NewString())
 	receipt := "rcpt-" + uuid.NewString()
-	var charged int64
-	if price := c.tool.Price; price > 0 {
-		// A plain read, then an unconditional debit: the bug's own check-then-act.
-		w, err := g.store.Wallet(ctx, rec.WalletID)
-		if err != nil {
-			return CallResponse{}, g.storeErr("read wallet", err)
-		}
-		if w.Balance < price {
-			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
-		}
-		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
-			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
-		if err != nil {
-			return CallResponse{}, g.storeErr("append debit", err)
-		}
-		charged = price
+	charged, err := g.debitUnconditionally(ctx, c, rec, receipt)
+	if err != nil {
+		return CallResponse{}, err
 	}
 	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if err != nil {

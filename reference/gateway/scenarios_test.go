@@ -154,6 +154,48 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a stalled holder already charged is never taken over",
+		catches: []string{bugs.TakeoverCharged},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(f, a) // A reserved and was debited, not yet dispatched
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			_, errB := e.call(req{key: key}) // its tool may be running: B cannot decide
+			e.release(f)
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
+	{
+		name: "a reservation abandoned before its charge is taken over; the stalled holder writes nothing",
+		// No switch puts back a takeover bug the store's conditional
+		// charge would not stop; takeover-charged still runs it (and
+		// passes: the record here was never charged).
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			_, errEarly := e.call(req{key: key})
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			rb, errB := ok(run(e.call(req{key: key}))) // B takes the reservation over and runs it
+			e.release(f)
+			oa := e.wait(a)
+			rc, errC := ok(run(e.call(req{key: key})))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errB, errC, err, want("retry before the threshold", reason(errEarly), gateway.ReasonInProgress),
+				want("stalled holder's reason", reason(oa.err), gateway.ReasonInProgress),
+				want("B replayed", rb.Replayed, false), want("C's receipt", rc.ID, rb.ID), want("C replayed", rc.Replayed, true),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
+		},
+	},
+	{
 		name:    "stale-lock takeover at fence.read: the old holder writes nothing",
 		catches: []string{bugs.StaleLockNoFence, bugs.SelectForUpdateSQLite},
 		run: func(e *env) error {

@@ -187,12 +187,42 @@ type ReserveRequest struct {
 	// ReplaceRefunded lets the reservation take over an existing record whose
 	// state is failed_refunded (the retry of a refunded pre-dispatch failure).
 	ReplaceRefunded bool
+	// ReplaceStale lets the reservation take over a reservation that was
+	// abandoned before its claim for dispatch (see Stale).
+	ReplaceStale *Stale
 	// AfterClaim, when set, runs inside the transaction after the fence claim
 	// and before the insert; the gateway's claim.held pause point hangs here.
 	AfterClaim func(ctx context.Context) error
 }
 
-// ChargeRequest debits a wallet for a reserved record, before dispatch.
+// Stale names a reservation presumed abandoned: in progress, never charged,
+// owned by Owner and last written at or before Before. Charged means claimed
+// for dispatch (every dispatch is preceded by a charge, of 0 for a free
+// tool), so such a record's tool never ran and nothing was debited: taking it
+// over cannot dispatch twice. Its old owner's later charge, finish or abandon
+// fails with ErrNotOwner.
+type Stale struct {
+	Owner  string
+	Before time.Time
+}
+
+// Replaces reports whether the reservation r may take over existing, a
+// record already under its key.
+func (r ReserveRequest) Replaces(existing Record) bool {
+	switch {
+	case r.ReplaceRefunded && existing.State == StateFailedRefunded:
+		return true
+	case r.ReplaceStale != nil:
+		st := r.ReplaceStale
+		return existing.State == StateInProgress && !existing.Charged &&
+			existing.Owner == st.Owner && !existing.UpdatedAt.After(st.Before)
+	}
+	return false
+}
+
+// ChargeRequest debits a wallet for a reserved record and claims it for
+// dispatch, before dispatch. An Entry.Amount of 0 (a free tool) only claims
+// it: no ledger entry, no permit or balance check.
 type ChargeRequest struct {
 	Entry     LedgerEntry // Kind must be debit
 	RecordKey string

@@ -214,7 +214,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 				if err != nil {
 					return err
 				}
-				if !r.ReplaceRefunded || existing.State != store.StateFailedRefunded {
+				if !r.Replaces(existing) {
 					out = existing
 					return errNoop
 				}
@@ -269,6 +269,9 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if e.WalletID == "" {
 			e.WalletID = rec.WalletID
 		}
+		if e.Amount == 0 {
+			return markCharged(ctx, tx, c)
+		}
 		var budget, spent, expires int64
 		err = tx.QueryRow(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = $1 FOR NO KEY UPDATE`, c.PermitID).
 			Scan(&budget, &spent, &expires)
@@ -295,10 +298,14 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if err := moveBalance(ctx, tx, e, -e.Amount); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE records SET charged = true, updated_at = $1 WHERE key = $2`, nanos(c.Now), c.RecordKey)
-		return err
+		return markCharged(ctx, tx, c)
 	})
 	return wrap("charge", err)
+}
+
+func markCharged(ctx context.Context, tx pgx.Tx, c store.ChargeRequest) error {
+	_, err := tx.Exec(ctx, `UPDATE records SET charged = true, updated_at = $1 WHERE key = $2`, nanos(c.Now), c.RecordKey)
+	return err
 }
 
 // Finish stores the outcome of a record its caller still owns, and the

@@ -183,7 +183,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 		}
 		existing, err := recordOf(ctx, tx, rec.Key)
 		switch {
-		case err == nil && r.ReplaceRefunded && existing.State == store.StateFailedRefunded:
+		case err == nil && r.Replaces(existing):
 			if err := deleteAutoPermit(ctx, tx, existing); err != nil {
 				return err
 			}
@@ -238,6 +238,9 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if e.WalletID == "" {
 			e.WalletID = rec.WalletID
 		}
+		if e.Amount == 0 {
+			return markCharged(ctx, tx, c)
+		}
 		var budget, spent, expires int64
 		err = tx.QueryRowContext(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = ?`, c.PermitID).
 			Scan(&budget, &spent, &expires)
@@ -263,10 +266,14 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ? WHERE id = ?`, e.Amount, c.PermitID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE records SET charged = 1, updated_at = ? WHERE key = ?`, nanos(c.Now), c.RecordKey)
-		return err
+		return markCharged(ctx, tx, c)
 	})
 	return wrap("charge", err)
+}
+
+func markCharged(ctx context.Context, tx conn, c store.ChargeRequest) error {
+	_, err := tx.ExecContext(ctx, `UPDATE records SET charged = 1, updated_at = ? WHERE key = ?`, nanos(c.Now), c.RecordKey)
+	return err
 }
 
 // Finish stores the outcome of a record its caller still owns, and the
