@@ -3,7 +3,6 @@ package soak
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,17 +40,20 @@ func (r *runner) send(ctx context.Context, w *wallet, proc int, call wire.Call, 
 	t0 := time.Now()
 	a, err := w.clients[proc].CallTool(cctx, call)
 	lat := time.Since(t0)
-	return classify(ctx, proc, a, err, how, lat)
+	// Whatever the error says (a cancelled dial, a body cut mid-read), a
+	// call whose own short timeout passed was given up by the client.
+	gaveUp := how.after > 0 && cctx.Err() != nil && ctx.Err() == nil
+	return classify(ctx, proc, a, err, how, gaveUp, lat)
 }
 
 // classify turns an answer into an Attempt. ctx is the soak's: a call cut
 // off because the soak ran out of time is abandoned, not the gateway's fault.
-func classify(ctx context.Context, proc int, a *wire.Answer, err error, how abandon, lat time.Duration) Attempt {
+func classify(ctx context.Context, proc int, a *wire.Answer, err error, how abandon, gaveUp bool, lat time.Duration) Attempt {
 	at := Attempt{Proc: proc, Latency: lat}
 	switch {
 	case how.afterSend && err == nil && a != nil && a.Dropped:
 		at.Kind, at.Latency, at.Detail = KindAbandoned, 0, "closed after sending"
-	case err != nil && how.after > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case err != nil && gaveUp:
 		at.Kind, at.Latency, at.Detail = KindAbandoned, 0, fmt.Sprintf("gave up after %v", how.after)
 	case err != nil && ctx.Err() != nil:
 		at.Kind, at.Latency, at.Detail = KindAbandoned, 0, "soak deadline: "+ctx.Err().Error()
