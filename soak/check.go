@@ -123,7 +123,8 @@ const (
 )
 
 // Check verifies the invariants over a finished history and returns every
-// violation, sorted by check then operation; none means the run was clean.
+// violation, in the report's order of checks, then by operation; none means
+// the run was clean.
 func Check(h History) []Violation {
 	var vs []Violation
 	add := func(v Violation) { vs = append(vs, v) }
@@ -231,7 +232,11 @@ func Check(h History) []Violation {
 		add(Violation{Check: CheckTotal, Expected: fmt.Sprintf("%d (price %d × %d settled operations)", want, h.Price, settled),
 			Actual: fmt.Sprintf("%d debited net of refunds", debited)})
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Check < vs[j].Check })
+	rank := map[string]int{}
+	for i, c := range checks {
+		rank[c.name] = i
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return rank[vs[i].Check] < rank[vs[j].Check] })
 	return vs
 }
 

@@ -19,6 +19,9 @@ type Figures struct {
 	Concurrency int       `json:"concurrency"`
 	Bugs        []string  `json:"bugs,omitempty"`
 	Machine     string    `json:"machine"`
+	// Load is the machine's load average when the workload began: the
+	// soak shares its cores with whatever else runs.
+	Load string `json:"load,omitempty"`
 
 	Target     int `json:"target"` // calls asked for
 	Calls      int `json:"calls"`  // calls sent
@@ -73,6 +76,7 @@ func (r *runner) figures(h History, vs []Violation, wall time.Duration) Figures 
 		GatewayDropHits: int(r.faultHits.Load()),
 		DropSetupErrors: int(r.dropSetupErrs.Load()),
 		Wall:            wall,
+		Load:            r.load,
 	}
 	f.Truncated = f.Calls < f.Target
 	if wall > 0 {
@@ -189,6 +193,9 @@ func (f Figures) Markdown(w io.Writer) error {
 	p("Written by `make soak` (`go run ./soak/cmd/mcpsoak`); do not edit by hand.\n")
 	p("One run on one machine: the times are what it did once, not a bound.\n\n")
 	p("- date: %s\n- machine: %s\n", f.Date.Format(time.RFC3339), f.Machine)
+	if f.Load != "" {
+		p("- load average (1, 5, 15 min) when the workload began: %s\n", f.Load)
+	}
 	p("- seed: `%d` (replay the same operations: `go run ./soak/cmd/mcpsoak -seed %d`)\n", f.Seed, f.Seed)
 	p("- %d reference gateway processes on one %s store, %d operations in flight", f.Processes, f.Store, f.Concurrency)
 	if len(f.Bugs) > 0 {

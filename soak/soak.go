@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,7 @@ type runner struct {
 	faultHits atomic.Int64
 	// dropSetupErrs counts gateway drops that could not be armed.
 	dropSetupErrs atomic.Int64
+	load          string // load average when the workload began
 }
 
 // wallet is a wallet with one API key and a wire client per process.
@@ -218,6 +220,7 @@ func (r *runner) newWallet(ctx context.Context, credit int64) (*wallet, error) {
 func (r *runner) drive(ctx context.Context) ([]Op, time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Deadline)
 	defer cancel()
+	r.load = loadAverage()
 	start := time.Now()
 	// No new operation once the last one could not settle in time.
 	stopIssuing := start.Add(max(r.cfg.Deadline-settleTime, r.cfg.Deadline/2))
@@ -382,6 +385,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// loadAverage is /proc/loadavg's first three fields, "" where there is none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 func nonce() string {
