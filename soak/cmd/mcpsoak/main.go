@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,24 +23,20 @@ import (
 	"github.com/mcpconform/mcpconform/soak"
 )
 
-type bugList []string
-
-func (b *bugList) String() string     { return strings.Join(*b, ",") }
-func (b *bugList) Set(v string) error { *b = append(*b, v); return nil }
-
 func main() {
 	var cfg soak.Config
-	var bugs bugList
 	out := flag.String("out", "bench/soak.md", `markdown file the figures are written to ("" writes none)`)
 	flag.Int64Var(&cfg.Seed, "seed", 0, "workload seed (0: from the clock; printed)")
 	flag.IntVar(&cfg.Calls, "calls", 10_000, "calls to send")
 	flag.IntVar(&cfg.Processes, "processes", 4, "reference gateway processes on the one store")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 16, "operations in flight")
 	flag.DurationVar(&cfg.Deadline, "deadline", 5*time.Minute, "bound of the workload")
-	flag.Var(&bugs, "bug", "run the gateways with this bug switch (repeatable; `mcpconform bugs` lists them)")
+	flag.Func("bug", "run the gateways with bug switch `NAME` (repeatable; \"mcpconform bugs\" lists them)", func(v string) error {
+		cfg.Bugs = append(cfg.Bugs, v)
+		return nil
+	})
 	verbose := flag.Bool("v", false, "also print the gateways' output")
 	flag.Parse()
-	cfg.Bugs = bugs
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
