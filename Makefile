@@ -5,7 +5,7 @@ BIN     := bin/mcpconform
 OUT     ?= mcpconform-report
 RUNARGS ?=
 
-.PHONY: build run test test-race vet bench fuzz clean
+.PHONY: build run test test-race vet bench soak fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mcpconform
@@ -18,7 +18,7 @@ run: build
 # Docker engine is there, against PostgreSQL.
 test: vet
 	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./catalog/... ./reports/... ./bugmap/...
-	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/...
+	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/... ./soak/...
 
 vet:
 	$(GO) vet ./...
@@ -27,6 +27,13 @@ vet:
 # cost, written to bench/results.md (PostgreSQL too when DATABASE_URL is set).
 bench:
 	GO=$(GO) $(GO) run ./bench/cmd/mcpbench -out bench/results.md
+
+# The PostgreSQL soak (issue 5): 4 gateway processes, 10,000 calls with
+# random retries, drops and twins, then the bank and one-dispatch
+# invariants; figures written to bench/soak.md. Needs DATABASE_URL.
+SOAKARGS ?=
+soak:
+	GO=$(GO) $(GO) run ./soak/cmd/mcpsoak -out bench/soak.md $(SOAKARGS)
 
 # Every fuzz target for FUZZTIME each (go test fuzzes one target per run);
 # what a run finds lands in the package's testdata/fuzz/<Target>/ and is

@@ -2,11 +2,8 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -28,21 +25,6 @@ type SuiteRun struct {
 	Failed      int           `json:"failed"`
 	Skipped     int           `json:"skipped"` // skipped, undefined and the rest
 	Err         string        `json:"err,omitempty"`
-}
-
-// BuildBinary builds the mcpconform command into dir: runner.Run starts the
-// reference gateway from it as a child process, as `make run` does.
-func BuildBinary(ctx context.Context, goCmd, dir string) (string, error) {
-	if goCmd == "" {
-		goCmd = "go"
-	}
-	out := filepath.Join(dir, "mcpconform")
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", out, "github.com/mcpconform/mcpconform/cmd/mcpconform")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build mcpconform: %w", err)
-	}
-	return out, nil
 }
 
 // ScenarioIDs lists every scenario ID of the suite, sorted.

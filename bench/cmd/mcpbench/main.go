@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/bench"
+	"github.com/mcpconform/mcpconform/drivers/target"
 )
 
 func main() {
@@ -165,7 +166,7 @@ func measureStore(ctx context.Context, sr *bench.StoreResults, store string, loa
 
 func timeHarness(ctx context.Context, res *bench.Results, tmp, dsn string) error {
 	logf("harness: building mcpconform")
-	bin, err := bench.BuildBinary(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin"))
+	bin, err := target.Build(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin"))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,163 @@
+package soak
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// cleanHistory is a small run a correct gateway could have produced: a
+// keyed call retried, unkeyed twins where one waited in progress, a
+// gateway drop, a client drop, and a pre-dispatch failure refunded on a
+// receipt no client saw.
+func cleanHistory() History {
+	res := func(proc int, tok, rcpt string) Attempt {
+		return Attempt{Proc: proc, Kind: KindResult, Token: tok, Receipt: rcpt}
+	}
+	return History{
+		Tool: "probe.write.soak", Price: 3, GatewayDispatches: 4,
+		Ops: []Op{
+			{Index: 0, Token: "t0", Key: "k0", Wallet: "w1", Shape: ShapePlain,
+				Attempts: []Attempt{res(0, "t0", "r0"), res(2, "t0", "r0")}},
+			{Index: 1, Token: "t1", Wallet: "w1", Shape: ShapeTwins, Attempts: []Attempt{
+				res(1, "t1", "r1"), {Proc: 3, Kind: KindInProgress, Reason: "idempotency_in_progress", Retryable: true}, res(0, "t1", "r1")}},
+			{Index: 2, Token: "t2", Wallet: "w2", Shape: ShapeGatewayDrop, Attempts: []Attempt{
+				{Proc: 1, Kind: KindTransport, Detail: "EOF"}, res(1, "t2", "r2")}},
+			{Index: 3, Token: "t3", Key: "k3", Wallet: "w1", Shape: ShapeClientDrop, Attempts: []Attempt{
+				{Proc: 2, Kind: KindAbandoned}, res(3, "t3", "r3")}},
+		},
+		Probe: map[string]int{"t0": 1, "t1": 1, "t2": 1, "t3": 1},
+		Wallets: []Wallet{
+			{ID: "w1", Balance: 100 - 9, Ledger: []reports.LedgerEntry{
+				{ID: "c", Kind: "credit", Amount: 100},
+				{ID: "d0", Kind: "debit", Amount: 3, Receipt: "r0"},
+				{ID: "d1", Kind: "debit", Amount: 3, Receipt: "r1"},
+				{ID: "dx", Kind: "debit", Amount: 3, Receipt: "r-refunded"},
+				{ID: "fx", Kind: "refund", Amount: 3, Receipt: "r-refunded"},
+				{ID: "d3", Kind: "debit", Amount: 3, Receipt: "r3"},
+			}},
+			{ID: "w2", Balance: 30 - 3, Ledger: []reports.LedgerEntry{
+				{ID: "c2", Kind: "credit", Amount: 30},
+				{ID: "d2", Kind: "debit", Amount: 3, Receipt: "r2"},
+			}},
+		},
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		bug  func(h *History)
+		want []string // the checks that must fail, and no other
+	}{
+		{"clean", func(*History) {}, nil},
+		{"double dispatch", func(h *History) {
+			h.Probe["t1"] = 2
+			h.GatewayDispatches = 5
+		}, []string{CheckDispatch}},
+		{"double debit on one receipt", func(h *History) {
+			w := &h.Wallets[0]
+			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "d0b", Kind: "debit", Amount: 3, Receipt: "r0"})
+			w.Balance -= 3 // the wallet adds up: only the operation is charged twice
+		}, []string{CheckDebit, CheckTotal}},
+		{"receipt mismatch", func(h *History) {
+			h.Ops[0].Attempts[1].Receipt = "r0-other"
+		}, []string{CheckReceipt}},
+		{"balance does not add up", func(h *History) {
+			h.Wallets[1].Balance++
+		}, []string{CheckBalance}},
+		{"debit without an operation", func(h *History) {
+			w := &h.Wallets[1]
+			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "dz", Kind: "debit", Amount: 3, Receipt: "r-nobody"})
+			w.Balance -= 3
+		}, []string{CheckStrayDebit, CheckTotal}},
+		{"debit booked on another wallet", func(h *History) {
+			h.Wallets[1].Ledger[1].Receipt = "r0"
+		}, []string{CheckDebit, CheckStrayDebit}},
+		{"debit of another amount", func(h *History) {
+			h.Wallets[1].Ledger[1].Amount = 4
+			h.Wallets[1].Balance--
+		}, []string{CheckDebitAmount, CheckTotal}},
+		{"refund missing", func(h *History) {
+			w := &h.Wallets[0]
+			w.Ledger = slices.DeleteFunc(w.Ledger, func(e reports.LedgerEntry) bool { return e.ID == "fx" })
+			w.Balance -= 3
+		}, []string{CheckStrayDebit, CheckTotal}},
+		{"another operation's result", func(h *History) {
+			h.Ops[2].Attempts[1].Token = "t0"
+		}, []string{CheckForeign}},
+		{"internal error answer", func(h *History) {
+			o := &h.Ops[0]
+			o.Attempts = append(o.Attempts, Attempt{Proc: 1, Kind: KindError, Reason: "internal_error"})
+		}, []string{CheckAnswer}},
+		{"broken connection without a planned drop", func(h *History) {
+			h.Ops[2].Shape = ShapePlain
+		}, []string{CheckAnswer}},
+		{"tool error result", func(h *History) {
+			h.Ops[3].Attempts[1].IsError = true
+		}, []string{CheckAnswer}},
+		{"never settled, dispatched twice", func(h *History) {
+			o := &h.Ops[3]
+			o.Attempts = o.Attempts[:1]
+			h.Probe["t3"] = 2
+			h.GatewayDispatches = 5
+			h.Wallets[0].Ledger = h.Wallets[0].Ledger[:5] // r3 was never charged
+			h.Wallets[0].Balance += 3
+		}, []string{CheckDispatch, CheckSettled}},
+		{"dispatch of a token no operation sent", func(h *History) {
+			h.Probe["t-ghost"] = 1
+			h.GatewayDispatches = 5
+		}, []string{CheckStrayDispatch}},
+		{"gateway log short of the probe", func(h *History) {
+			h.GatewayDispatches = 3
+		}, []string{CheckDispatchLog}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := cleanHistory()
+			c.bug(&h)
+			vs := Check(h)
+			var got []string
+			for _, v := range vs {
+				if !slices.Contains(got, v.Check) {
+					got = append(got, v.Check)
+				}
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(c.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("checks failed: %v, want %v; violations:\n%s", got, want, list(vs))
+			}
+			for _, v := range vs {
+				if v.Expected == "" || v.Actual == "" {
+					t.Errorf("violation without expected and actual: %+v", v)
+				}
+			}
+		})
+	}
+}
+
+// The violation names the operation and wallet, with expected and actual.
+func TestViolationNamesWhatBroke(t *testing.T) {
+	h := cleanHistory()
+	h.Probe["t1"] = 2
+	h.GatewayDispatches = 5
+	vs := Check(h)
+	if len(vs) != 1 {
+		t.Fatalf("violations: %s", list(vs))
+	}
+	want := "one-dispatch op #1 t1 wallet w1: expected 1 dispatch, got 2 dispatches"
+	if got := vs[0].String(); got != want {
+		t.Errorf("violation reads %q, want %q", got, want)
+	}
+}
+
+func list(vs []Violation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		b.WriteString("  " + v.String() + "\n")
+	}
+	return b.String()
+}

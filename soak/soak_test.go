@@ -1,0 +1,136 @@
+package soak
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/reference/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// Environment knobs: a failing run is replayed with its seed, and the size
+// can be raised to the make target's.
+const (
+	seedEnv  = "MCPCONFORM_SOAK_SEED"
+	callsEnv = "MCPCONFORM_SOAK_CALLS"
+)
+
+// testCalls is the test's soak size: the full 10,000 calls.
+const testCalls = 10_000
+
+// TestSoakPostgres runs the soak on PostgreSQL (DATABASE_URL, else
+// dockertest; skipped with the reason when neither is there, a failure
+// with MCPCONFORM_REQUIRE_POSTGRES=1) and requires every invariant to hold.
+// Nothing here is timed: wall time and rates are only logged.
+func TestSoakPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak starts gateway processes")
+	}
+	cfg := Config{DSN: pgtest.FreshDSN(t), Binary: build(t), Calls: envInt(t, callsEnv, testCalls), Seed: int64(envInt(t, seedEnv, 0))}
+	res := soak(t, cfg)
+	f := res.Figures
+	t.Logf("figures: %s", f.Summary())
+	for i, v := range res.Violations {
+		if i == 50 {
+			t.Errorf("… and %d more violations", len(res.Violations)-i)
+			break
+		}
+		t.Errorf("%s", v)
+	}
+	if f.Operations == 0 || f.Dispatches == 0 {
+		t.Errorf("the soak did nothing: %+v", f)
+	}
+	if f.Violations > 0 {
+		t.Logf("replay with %s=%d", seedEnv, f.Seed)
+	}
+}
+
+// TestSoakCatchesBugs runs a smaller soak against gateways with a bug
+// switch on and requires the checks to catch it: they are shown to fail
+// when the bug is there, not only to pass when it is not.
+func TestSoakCatchesBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak starts gateway processes")
+	}
+	dsn := pgtest.FreshDSN(t)
+	bin := build(t)
+	cases := []struct {
+		bug  string
+		want []string // checks that must fail
+	}{
+		// A replay writes another debit: operations retried after their
+		// result are charged twice.
+		{"replay-debits", []string{CheckDebit, CheckTotal}},
+		// Unkeyed calls get a fresh key each: a retry dispatches and
+		// charges again under another receipt.
+		{"random-unkeyed-key", []string{CheckDispatch, CheckReceipt}},
+	}
+	for _, c := range cases {
+		t.Run(c.bug, func(t *testing.T) {
+			res := soak(t, Config{DSN: dsn, Binary: bin, Calls: 600, Bugs: []string{c.bug},
+				Seed: int64(envInt(t, seedEnv, 0))})
+			t.Logf("figures: %s", res.Figures.Summary())
+			for _, check := range c.want {
+				if res.Figures.ByCheck[check] == 0 {
+					t.Errorf("bug %s: check %s found nothing (violations by check: %v)", c.bug, check, res.Figures.ByCheck)
+				}
+			}
+			for i, v := range res.Violations[:min(3, len(res.Violations))] {
+				t.Logf("caught %d: %s", i, v)
+			}
+		})
+	}
+}
+
+// soak runs cfg with the test's log and a bound well past the workload's
+// own deadline, so a hung gateway fails the test instead of hanging it.
+func soak(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cfg.Log = testLog{t}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// build compiles mcpconform for the gateways: the test binary is not one.
+func build(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	bin, err := target.Build(ctx, os.Getenv("GO"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
+}
+
+// testLog sends the soak's progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
