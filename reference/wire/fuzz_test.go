@@ -278,13 +278,7 @@ func gatewayCode(code int64) bool {
 	return false
 }
 
-func knownReason(r string) bool {
-	if r == ReasonInvalidRequest {
-		return true
-	}
-	_, ok := gateway.Codes[r]
-	return ok
-}
+func knownReason(r string) bool { return KnownReason(r) }
 
 // FuzzParseIdempotencyKey: the header parser never panics; a key it accepts
 // is valid, and quoting it as an sf-string parses back to the same key. A

@@ -26,6 +26,8 @@ import (
 type fakeCore struct {
 	mu    sync.Mutex
 	calls []gateway.CallRequest
+	// slow holds the "slow" tool until it is closed.
+	slow chan struct{}
 }
 
 func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
@@ -66,6 +68,9 @@ func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallR
 		return gateway.CallResponse{Result: result(), Drop: true}, nil
 	case "panic":
 		panic("core bug")
+	case "slow":
+		<-f.slow
+		return gateway.CallResponse{Result: result()}, nil
 	case "internal":
 		return gateway.CallResponse{}, errors.New("secret internal detail")
 	}
@@ -105,7 +110,7 @@ func (fakeTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 
 func newServer(t *testing.T) (*httptest.Server, *fakeCore) {
 	t.Helper()
-	core := &fakeCore{}
+	core := &fakeCore{slow: make(chan struct{})}
 	srv := httptest.NewServer(Handler(core, fakeVerifier{}, fakeTools{}, Options{}))
 	t.Cleanup(srv.Close)
 	return srv, core
