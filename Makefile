@@ -34,7 +34,6 @@ bench:
 FUZZTIME ?= 15s
 FUZZ_TARGETS := \
 	./reference/wire/:FuzzHandler \
-	./reference/wire/:FuzzParseIdempotencyKey \
 	./reference/canonical/:FuzzJSON \
 	./reference/idemkey/:FuzzParse \
 	./drivers/target/:FuzzParseProfile
