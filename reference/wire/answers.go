@@ -91,15 +91,7 @@ func (a *answerWriter) finish() {
 // rewrite returns the answer to send instead of body, or false to send body
 // as it is (a result, or an error that already has its reason).
 func (a *answerWriter) rewrite(body []byte) ([]byte, bool) {
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		} `json:"error"`
-	}
+	var m rpcMessage
 	trimmed := bytes.TrimSpace(body)
 	isObject := len(trimmed) > 0 && trimmed[0] == '{'
 	if a.status < 400 && (!isObject || !bytes.Contains(trimmed, []byte(`"error"`))) {
@@ -142,6 +134,18 @@ func (a *answerWriter) rewrite(body []byte) ([]byte, bool) {
 		text = http.StatusText(a.status)
 	}
 	return rpcErrorBody(a.id, toRPCError(refuse(reason, "%s", text))), true
+}
+
+// rpcMessage is a JSON-RPC response as this layer reads one.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
 }
 
 // hasReason reports whether a JSON-RPC error's data carries a reason: the

@@ -24,42 +24,22 @@ type sdkRequest struct {
 	host   string // overrides the Host header when set
 }
 
-// do sends r with the JSON and SSE Accept and JSON Content-Type a client
-// normally sends, unless r's headers say otherwise ("" deletes one).
+// do sends r, its "$sid" replaced by sid, and requires a JSON answer.
 func (r sdkRequest) do(t *testing.T, url, sid string) (*http.Response, rpcResponse, string) {
 	t.Helper()
 	method := r.method
 	if method == "" {
 		method = http.MethodPost
 	}
-	req, err := http.NewRequest(method, url, strings.NewReader(r.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.host != "" {
-		req.Host = r.host
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	hdr := make(map[string]string, len(r.hdr))
 	for k, v := range r.hdr {
-		v = strings.ReplaceAll(v, "$sid", sid)
-		if v == "" {
-			req.Header.Del(k)
-			continue
-		}
-		req.Header.Set(k, v)
+		hdr[k] = strings.ReplaceAll(v, "$sid", sid)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	resp, a, raw := send(t, method, url, r.host, hdr, r.body)
+	if !strings.HasPrefix(raw, "{") {
+		t.Fatalf("%s %s: status %d, not JSON: %q", method, url, resp.StatusCode, raw)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var a rpcResponse
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("%s %s: status %d, not JSON (%v): %q", method, url, resp.StatusCode, err, raw)
-	}
-	return resp, a, string(raw)
+	return resp, a, raw
 }
 
 // openSession initializes a 2025-11-25 session for key and returns its id.

@@ -212,16 +212,7 @@ func checkAnswer(status int, hdr http.Header, body, reqBody []byte, reachedCore 
 		}
 		return fmt.Errorf("status %d with a body that is not a JSON-RPC message (Content-Type %q)", status, ctype)
 	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-		Error   *struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		} `json:"error"`
-	}
+	var m rpcMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		return fmt.Errorf("invalid JSON: %v", err)
 	}

@@ -128,9 +128,20 @@ type rpcResponse struct {
 
 func post(t *testing.T, url string, hdr map[string]string, body string) (*http.Response, rpcResponse, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return send(t, http.MethodPost, url, "", hdr, body)
+}
+
+// send sends one request with the JSON Content-Type and the JSON and SSE
+// Accept a client normally sends, unless hdr says otherwise ("" deletes a
+// header); host, when set, replaces the Host header.
+func send(t *testing.T, method, url, host string, hdr map[string]string, body string) (*http.Response, rpcResponse, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
