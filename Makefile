@@ -41,7 +41,6 @@ soak:
 FUZZTIME ?= 15s
 FUZZ_TARGETS := \
 	./reference/wire/:FuzzHandler \
-	./reference/wire/:FuzzParseIdempotencyKey \
 	./reference/canonical/:FuzzJSON \
 	./reference/idemkey/:FuzzParse \
 	./drivers/target/:FuzzParseProfile

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
@@ -55,7 +54,9 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 		if err != nil {
 			return server.Config{}, false, fmt.Errorf("%s=%q: want a whole number of seconds", envWindow, v)
 		}
-		window = time.Duration(secs) * time.Second
+		if window, err = gateway.SettingDuration(envWindow, float64(secs)); err != nil {
+			return server.Config{}, false, err
+		}
 	}
 	var cfg server.Config
 	var bugNames []string

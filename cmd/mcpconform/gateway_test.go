@@ -60,6 +60,9 @@ func TestGatewayCmdRefusals(t *testing.T) {
 		{"negative window", []string{"--window", "-1s"}, "", 2, "must not be negative"},
 		{"negative window from env", nil, "-5", 2, "must not be negative"},
 		{"bad env window", nil, "five", 2, envWindow},
+		{"env window out of range", nil, "10000000000", 2, envWindow + " 1e+10: out of range"},
+		// 18446744074e9 ns wraps past 2^64 to a 0.29s window.
+		{"env window that wrapped to a positive one", nil, "18446744074", 2, "out of range"},
 		{"zero permit ttl", []string{"--permit-ttl", "0"}, "", 2, "permit ttl"},
 		{"zero stale lock", []string{"--stale-lock", "0s"}, "", 2, "stale lock"},
 		{"zero lock timeout", []string{"--lock-timeout", "0s"}, "", 2, "--lock-timeout"},

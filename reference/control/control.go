@@ -824,10 +824,11 @@ func (a *api) putSettings(w http.ResponseWriter, r *http.Request, _ []string) er
 		if v == nil {
 			return nil
 		}
-		if *v < 0 {
-			return fail(http.StatusBadRequest, "invalid_setting", "%s %v: must not be negative", name, *v)
+		dur, err := gateway.SettingDuration(name, *v)
+		if err != nil {
+			return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
 		}
-		*d = time.Duration(*v * float64(time.Second))
+		*d = dur
 		return nil
 	}
 	if err := set("window_seconds", req.Window, &s.Window); err != nil {

@@ -443,6 +443,20 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("%s: %d %v", body, st, m)
 		}
 	}
+	// Out of a duration's range: refused with a sentence that says so, not
+	// wrapped into a negative window (1e10 s) or rounded to 0 (1e-300 s).
+	for _, c := range []struct{ body, msg string }{
+		{`{"window_seconds": 1e10}`, "window_seconds 1e+10: out of range, at most 9223372036 seconds"},
+		{`{"window_seconds": 1e300}`, "out of range"},
+		{`{"stale_lock_seconds": 9223372037}`, "stale_lock_seconds 9.223372037e+09: out of range"},
+		{`{"window_seconds": 1e-300}`, "below the 1ns resolution"},
+		{`{"permit_ttl_seconds": 1e-12}`, "permit_ttl_seconds 1e-12: below the 1ns resolution"},
+	} {
+		st, m := e.do(t, "PUT", "/control/settings", c.body)
+		if msg, _ := m["error"].(string); st != 400 || m["reason"] != "invalid_setting" || !strings.Contains(msg, c.msg) {
+			t.Errorf("%s: %d %v, want 400 invalid_setting saying %q", c.body, st, m, c.msg)
+		}
+	}
 	if s := e.gw.Settings(); s.Window != 60*time.Second {
 		t.Fatalf("a refused PUT changed settings: %+v", s)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mcpconform/mcpconform/reference/store"
@@ -164,6 +165,27 @@ func (s Settings) EffectiveWindow() time.Duration {
 // DefaultSettings are the start-up values of the SEL-498 review.
 func DefaultSettings() Settings {
 	return Settings{Window: 300 * time.Second, PermitTTL: 120 * time.Second, StaleLock: 120 * time.Second, LockTimeout: 5 * time.Second}
+}
+
+// MaxSettingSeconds is the longest setting in seconds: a time.Duration counts
+// nanoseconds in an int64, so anything longer (about 292 years) would wrap.
+const MaxSettingSeconds = math.MaxInt64 / int64(time.Second)
+
+// SettingDuration turns a setting given in seconds (fractions allowed) into a
+// duration. What a duration cannot hold is refused, not converted: a float
+// beyond int64 converts to whatever the platform makes of it (a negative
+// window, on amd64), and a positive value under a nanosecond would become 0,
+// which for the window means "refuse unkeyed calls", not "a short window".
+func SettingDuration(name string, secs float64) (time.Duration, error) {
+	switch {
+	case math.IsNaN(secs) || secs < 0:
+		return 0, fmt.Errorf("%s %v: must not be negative", name, secs)
+	case secs > float64(MaxSettingSeconds):
+		return 0, fmt.Errorf("%s %v: out of range, at most %d seconds (about 292 years)", name, secs, MaxSettingSeconds)
+	case secs > 0 && secs < 1e-9:
+		return 0, fmt.Errorf("%s %v: below the 1ns resolution (0 is a setting of its own)", name, secs)
+	}
+	return time.Duration(math.Round(secs * float64(time.Second))), nil
 }
 
 // Validate refuses settings the gateway cannot honour.

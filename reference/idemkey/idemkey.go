@@ -1,4 +1,6 @@
-// Package idemkey parses the Idempotency-Key request header.
+// Package idemkey parses the Idempotency-Key request header: the one parser
+// of the reference gateway (the wire layer reads the header with Parse, and
+// a key from params._meta, already decoded, is checked with Validate).
 //
 // The header value is an RFC 8941 Structured Field sf-string ("k-1", with \"
 // and \\ as the only escapes) or, for clients that do not quote, a bare token
@@ -19,7 +21,7 @@ import (
 const MaxLen = 255
 
 // ErrInvalid is wrapped by every error Parse and Validate return.
-var ErrInvalid = errors.New("invalid Idempotency-Key")
+var ErrInvalid = errors.New("invalid idempotency key")
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

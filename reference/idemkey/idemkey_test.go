@@ -43,6 +43,11 @@ func TestParseRefuses(t *testing.T) {
 		{`a;b=1`, "parameters"},
 		{`a b`, "no spaces"},
 		{`a"b`, "quote the key"},
+		{"a\tb", "no spaces"},
+		{"\"a\tb\"", "not printable ASCII"},
+		{`"`, "unterminated string"},
+		{`a;p`, "parameters"},
+		{`"a" x`, "after the closing quote"},
 		{`a\b`, "quote the key"},
 		{"\"caf\xc3\xa9\"", "not printable ASCII"},
 		{"caf\xc3\xa9", "not printable ASCII"},
@@ -73,8 +78,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// FuzzParse: an accepted key is valid, and quoting it as an sf-string parses
-// back to the same key.
+// FuzzParse: an accepted key is valid, quoting it as an sf-string parses
+// back to the same key, and a bare value is the key itself.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{`"abc"`, `abc`, `"a\"b\\c"`, `  x  `, `"a";p`, `a,b`} {
 		f.Add(s)
@@ -94,6 +99,9 @@ func FuzzParse(f *testing.F) {
 		back, err := Parse(quoted)
 		if err != nil || back != key {
 			t.Fatalf("round trip of %q via %q = %q, %v", key, quoted, back, err)
+		}
+		if v := strings.Trim(in, " \t"); v[0] != '"' && key != v {
+			t.Fatalf("bare %q parsed to %q", v, key)
 		}
 	})
 }

@@ -7,14 +7,94 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
-// ReasonInvalidRequest is a body that is valid JSON but not a JSON-RPC
-// message object (e.g. a bare number). It is this layer's own reason, beside
-// the gateway's (docs/wire.md).
-const ReasonInvalidRequest = "invalid_request"
+// Transport reasons: this layer's own, beside the gateway's (gateway.Codes;
+// both tables are docs/wire.md's). The gateway core never sees these
+// requests: most are refusals the SDK decides itself (a header, a session, a
+// method) and answers without a reason, which answerWriter supplies.
+const (
+	// ReasonInvalidRequest is a body that is valid JSON but not a JSON-RPC
+	// request object (a bare number, a wrong "jsonrpc", a call without id).
+	ReasonInvalidRequest         = "invalid_request"
+	ReasonUnsupportedMediaType   = "unsupported_media_type"
+	ReasonNotAcceptable          = "not_acceptable"
+	ReasonMethodNotAllowed       = "method_not_allowed"
+	ReasonMethodNotFound         = "method_not_found"
+	ReasonInvalidParams          = "invalid_params"
+	ReasonSessionRequired        = "session_required"
+	ReasonSessionNotFound        = "session_not_found"
+	ReasonSessionForbidden       = "session_forbidden"
+	ReasonSessionNotInitialized  = "session_not_initialized"
+	ReasonProtocolUnsupported    = "protocol_version_unsupported"
+	ReasonProtocolHeadersMissing = "protocol_headers_missing"
+	ReasonProtocolHeadersDiffer  = "protocol_headers_mismatch"
+	ReasonProtocolMetaInvalid    = "protocol_meta_invalid"
+	ReasonCapabilitiesMissing    = "client_capabilities_missing"
+	ReasonResumptionUnsupported  = "resumption_unsupported"
+	ReasonStreamConflict         = "stream_conflict"
+	ReasonRequestIDInFlight      = "request_id_in_flight"
+	ReasonHostForbidden          = "host_forbidden"
+	// ReasonProtocolError is any other refusal of the SDK: a fallback, so
+	// that an SDK upgrade adding a check still answers with a reason.
+	ReasonProtocolError = "protocol_error"
+)
+
+// transportReason is a transport reason's default code (used when the SDK
+// answered in plain text or with code 0) and whether a client may resend the
+// request as it is.
+type transportReason struct {
+	code      int64
+	retryable bool
+}
+
+var transportReasons = map[string]transportReason{
+	ReasonInvalidRequest:         {code: jsonrpc.CodeInvalidRequest},
+	ReasonUnsupportedMediaType:   {code: jsonrpc.CodeInvalidRequest},
+	ReasonNotAcceptable:          {code: jsonrpc.CodeInvalidRequest},
+	ReasonMethodNotAllowed:       {code: jsonrpc.CodeInvalidRequest},
+	ReasonMethodNotFound:         {code: jsonrpc.CodeMethodNotFound},
+	ReasonInvalidParams:          {code: jsonrpc.CodeInvalidParams},
+	ReasonSessionRequired:        {code: jsonrpc.CodeInvalidRequest},
+	ReasonSessionNotFound:        {code: jsonrpc.CodeInvalidRequest},
+	ReasonSessionForbidden:       {code: jsonrpc.CodeInvalidRequest},
+	ReasonSessionNotInitialized:  {code: jsonrpc.CodeInvalidRequest},
+	ReasonProtocolUnsupported:    {code: mcp.CodeUnsupportedProtocolVersion},
+	ReasonProtocolHeadersMissing: {code: mcp.CodeHeaderMismatch},
+	ReasonProtocolHeadersDiffer:  {code: mcp.CodeHeaderMismatch},
+	ReasonProtocolMetaInvalid:    {code: jsonrpc.CodeInvalidParams},
+	ReasonCapabilitiesMissing:    {code: mcp.CodeMissingRequiredClientCapabilities},
+	ReasonResumptionUnsupported:  {code: jsonrpc.CodeInvalidRequest},
+	ReasonStreamConflict:         {code: jsonrpc.CodeInvalidRequest},
+	// The SDK refuses a call whose id is still in flight on the session; once
+	// the first finishes, the same request is answered (a replay, if keyed).
+	ReasonRequestIDInFlight: {code: jsonrpc.CodeInvalidRequest, retryable: true},
+	ReasonHostForbidden:     {code: jsonrpc.CodeInvalidRequest},
+	ReasonProtocolError:     {code: jsonrpc.CodeInvalidRequest},
+}
+
+// KnownReason reports whether r is a data.reason /mcp may answer with: the
+// gateway's or a transport reason.
+func KnownReason(r string) bool {
+	if _, ok := transportReasons[r]; ok {
+		return true
+	}
+	_, ok := gateway.Codes[r]
+	return ok
+}
+
+// refuse builds a refusal for a transport reason (gateway.Refuse knows only
+// the gateway's); other reasons go to gateway.Refuse.
+func refuse(reason, format string, args ...any) *gateway.Refusal {
+	r := gateway.Refuse(reason, format, args...)
+	if t, ok := transportReasons[reason]; ok {
+		r.Code, r.Retryable = t.code, t.retryable
+	}
+	return r
+}
 
 // errorData is the data object of every refusal.
 func errorData(r *gateway.Refusal) json.RawMessage {
@@ -35,8 +115,8 @@ func errorData(r *gateway.Refusal) json.RawMessage {
 // (a *jsonrpc.Error is passed through with its code and data untouched).
 func toRPCError(r *gateway.Refusal) *jsonrpc.Error {
 	code := r.Code
-	if code == 0 && r.Reason == ReasonInvalidRequest {
-		code = jsonrpc.CodeInvalidRequest
+	if code == 0 {
+		code = transportReasons[r.Reason].code
 	}
 	if code == 0 {
 		code = gateway.Codes[r.Reason]
@@ -61,19 +141,28 @@ func asRPCError(err error) *jsonrpc.Error {
 	return toRPCError(gateway.Refuse(gateway.ReasonInternal, "internal error"))
 }
 
-// writeError answers a request at the HTTP layer, before the SDK saw it.
-// id is the request's id when known (echoed if it is a string or number).
-func writeError(w http.ResponseWriter, status int, id json.RawMessage, r *gateway.Refusal) {
+// rpcErrorBody is one JSON-RPC error response.
+func rpcErrorBody(id json.RawMessage, e *jsonrpc.Error) []byte {
 	resp := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc.Error  `json:"error"`
-	}{JSONRPC: "2.0", ID: validID(id), Error: toRPCError(r)}
+	}{JSONRPC: "2.0", ID: validID(id), Error: e}
 	b, _ := json.Marshal(resp)
+	return b
+}
+
+// writeError answers a request at the HTTP layer, before the SDK saw it.
+// id is the request's id when known (echoed if it is a string or number).
+func writeError(w http.ResponseWriter, status int, id json.RawMessage, r *gateway.Refusal) {
+	writeJSON(w, status, rpcErrorBody(id, toRPCError(r)))
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(body)
 }
 
 // validID returns id when it is a JSON string or number, else null.

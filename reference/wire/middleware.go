@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/idemkey"
 )
 
 // middleware answers tools/call and tools/list; every other method goes to
@@ -116,14 +117,14 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 
 	key, err := headerKey(hdr)
 	if err != nil {
-		return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "Idempotency-Key: %v", err)
+		return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "%v", err)
 	}
 	if v, present := p.Meta[MetaIdempotencyKey]; present && v != nil {
 		mk, ok := v.(string)
 		if !ok {
 			return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "_meta.%s must be a string", MetaIdempotencyKey)
 		}
-		if err := ValidateKey(mk); err != nil {
+		if err := idemkey.Validate(mk); err != nil {
 			return cr, gateway.Refuse(gateway.ReasonKeyInvalid, "_meta.%s: %v", MetaIdempotencyKey, err)
 		}
 		if key != "" && key != mk {

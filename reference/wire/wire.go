@@ -12,8 +12,9 @@
 //     tools/list itself, so every call (also one naming a tool removed since,
 //     whose stored outcome may still replay) goes to the gateway core and never
 //     to SDK tool registration;
-//   - after the SDK: the drop_response fault, which closes the connection
-//     without a byte of response.
+//   - after the SDK: the refusals the SDK answers itself (headers, sessions,
+//     unknown methods) get a data.reason too (answerWriter), and the
+//     drop_response fault closes the connection without a byte of response.
 //
 // The SDK handles JSON-RPC in goroutines other than ServeHTTP's, and for
 // stateful sessions with a context detached from the HTTP request. The outer
@@ -236,11 +237,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if trimmed[0] != '{' {
-			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
+			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
 			return
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
-			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
+			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -279,8 +280,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.states.Delete(tok)
 	r.Header.Set(headerInternal, tok)
 
-	dw := &dropWriter{w: w, st: st}
-	h.route(r, env).ServeHTTP(dw, r)
+	aw := &answerWriter{w: &dropWriter{w: w, st: st}, id: env.ID, log: h.log}
+	h.route(r, env).ServeHTTP(aw, r)
+	aw.finish()
 
 	if st.drop.Load() {
 		dropConnection(w)

@@ -26,6 +26,8 @@ import (
 type fakeCore struct {
 	mu    sync.Mutex
 	calls []gateway.CallRequest
+	// slow holds the "slow" tool until it is closed.
+	slow chan struct{}
 }
 
 func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
@@ -66,6 +68,9 @@ func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallR
 		return gateway.CallResponse{Result: result(), Drop: true}, nil
 	case "panic":
 		panic("core bug")
+	case "slow":
+		<-f.slow
+		return gateway.CallResponse{Result: result()}, nil
 	case "internal":
 		return gateway.CallResponse{}, errors.New("secret internal detail")
 	}
@@ -105,7 +110,7 @@ func (fakeTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 
 func newServer(t *testing.T) (*httptest.Server, *fakeCore) {
 	t.Helper()
-	core := &fakeCore{}
+	core := &fakeCore{slow: make(chan struct{})}
 	srv := httptest.NewServer(Handler(core, fakeVerifier{}, fakeTools{}, Options{}))
 	t.Cleanup(srv.Close)
 	return srv, core
@@ -123,9 +128,20 @@ type rpcResponse struct {
 
 func post(t *testing.T, url string, hdr map[string]string, body string) (*http.Response, rpcResponse, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return send(t, http.MethodPost, url, "", hdr, body)
+}
+
+// send sends one request with the JSON Content-Type and the JSON and SSE
+// Accept a client normally sends, unless hdr says otherwise ("" deletes a
+// header); host, when set, replaces the Host header.
+func send(t *testing.T, method, url, host string, hdr map[string]string, body string) (*http.Response, rpcResponse, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -393,6 +409,9 @@ func TestCallRefusals(t *testing.T) {
 		{"key too long", h(HeaderIdempotencyKey, strings.Repeat("k", 256)), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
 		{"key unterminated", h(HeaderIdempotencyKey, `"abc`), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
 		{"key with space bare", h(HeaderIdempotencyKey, `a b`), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
+		{"key list bare", h(HeaderIdempotencyKey, `a,b`), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
+		{"key with parameters bare", h(HeaderIdempotencyKey, `a;p`), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
+		{"key with parameters", h(HeaderIdempotencyKey, `"a";p=1`), callBody(1, "ok", `{}`, ""), -32602, "idempotency_key_invalid"},
 		{"meta key not string", h(), callBody(1, "ok", `{}`, `{"idempotencyKey":5}`), -32602, "idempotency_key_invalid"},
 		{"meta key non-ascii", h(), callBody(1, "ok", `{}`, `{"idempotencyKey":"é"}`), -32602, "idempotency_key_invalid"},
 		{"keys differ", h(HeaderIdempotencyKey, "a"), callBody(1, "ok", `{}`, `{"idempotencyKey":"b"}`), -32602, "idempotency_key_invalid"},
@@ -573,33 +592,26 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func TestParseIdempotencyKey(t *testing.T) {
-	cases := []struct {
-		in, want string
-		ok       bool
-	}{
-		{`"k-1"`, "k-1", true},
-		{`k-1`, "k-1", true},
-		{` k-1 `, "k-1", true},
-		{`"a b"`, "a b", true},
-		{`"a\"b\\c"`, `a"b\c`, true},
-		{`550e8400-e29b-41d4-a716-446655440000`, "550e8400-e29b-41d4-a716-446655440000", true},
-		{`""`, "", false},
-		{``, "", false},
-		{`"abc`, "", false},
-		{`"abc"x`, "", false},
-		{`"a\nb"`, "", false},
-		{`"a\tb"`, "", false},
-		{"a\tb", "", false},
-		{`a"b`, "", false},
-		{"\"é\"", "", false},
-		{strings.Repeat("a", 255), strings.Repeat("a", 255), true},
-		{strings.Repeat("a", 256), "", false},
-	}
-	for _, c := range cases {
-		got, err := ParseIdempotencyKey(c.in)
-		if (err == nil) != c.ok || (c.ok && got != c.want) {
-			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
+// TestIdempotencyKeyForms: the header forms docs/wire.md accepts reach the
+// core as the key they spell; a comma or semicolon is a key only quoted.
+func TestIdempotencyKeyForms(t *testing.T) {
+	srv, core := newServer(t)
+	for _, c := range []struct{ header, key string }{
+		{`k-1`, "k-1"},
+		{`"k-1"`, "k-1"},
+		{` "a b" `, "a b"},
+		{`"a,b"`, "a,b"},
+		{`"a;p"`, "a;p"},
+		{`"q\"uote\\"`, `q"uote\`},
+		{`550e8400-e29b-41d4-a716-446655440000`, "550e8400-e29b-41d4-a716-446655440000"},
+	} {
+		resp, r, raw := post(t, srv.URL+"/mcp", map[string]string{"Authorization": "Bearer key-a", HeaderIdempotencyKey: c.header}, callBody(1, "ok", `{}`, ""))
+		if resp.StatusCode != 200 || r.Error != nil {
+			t.Errorf("%s: %d %s", c.header, resp.StatusCode, raw)
+			continue
+		}
+		if got := core.last(t).ClientKey; got != c.key {
+			t.Errorf("%s: key %q, want %q", c.header, got, c.key)
 		}
 	}
 }
