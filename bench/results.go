@@ -335,8 +335,8 @@ func Notes(r Results) []string {
 	serial, ok2 := sq.Phase(PhaseKeyedSerial)
 	if ok1 && ok2 && r.Baseline.Rate > 0 && first.Rate*3 < r.Baseline.Rate && serial.Rate > 0 && first.Rate < 1.5*serial.Rate {
 		out = append(out, fmt.Sprintf("SQLite keyed first calls: %d clients reach %s, one client %s: %d× the clients give %.1f× the calls, and a p99 of %s. "+
-			"Each first call makes four write transactions (reserve, charge, dispatch log, finish; an unkeyed call six, with the lock row's acquire and release), "+
-			"SQLite admits one writer at a time (BEGIN IMMEDIATE), and a waiting writer polls with sleeps (busy_timeout) rather than queueing, which makes the p99 tail. "+
+			"Each first call makes three write transactions (reserve, charge, finish with its dispatch row; an unkeyed call five, with the lock row's acquire and release), "+
+			"and SQLite admits one writer at a time, so the writes of concurrent first calls queue one behind another (in Go, within one process). "+
 			"The write path, not the MCP layer, is what misses the target: replays, which only read, run at %s of the bare server.",
 			r.Setup.Concurrency, fmtRate(first.Rate), fmtRate(serial.Rate), r.Setup.Concurrency, first.Rate/serial.Rate, fmtDur(first.P99),
 			ratioOf(sq, PhaseKeyedReplay, r.Baseline.Rate)))
@@ -347,9 +347,9 @@ func Notes(r Results) []string {
 			continue
 		}
 		if s.Answered > StormDeadline && st.Store == SQLite {
-			out = append(out, fmt.Sprintf("SQLite unkeyed storm: every unkeyed twin takes the database's write lock to learn whether the retry lock is held "+
-				"(AcquireLock's insert, an immediate transaction), while the holder needs five more write transactions (fenced reserve, charge, dispatch log, "+
-				"finish, the lock's release) and polls for the same lock as %d others; keyed twins take the write lock for their reservation too but roll back "+
+			out = append(out, fmt.Sprintf("SQLite unkeyed storm: a twin that reads no live retry lock takes the database's write lock to acquire it "+
+				"(AcquireLock's insert, an immediate transaction), while the holder needs four more write transactions (fenced reserve, charge, "+
+				"finish, the lock's release) and queues for the same lock as %d others; keyed twins take the write lock for their reservation too but roll back "+
 				"without committing, and all answered in %s.", s.N-1, keyedAnswered(st)))
 		}
 		if s.Unsettled > 0 || s.Settled > 4*max(s.Answered, time.Second) {

@@ -168,7 +168,11 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 	}
 	var out store.Record
 	var created bool
-	err := s.write(ctx, func(tx conn) error {
+	write := s.write
+	if r.AfterClaim != nil {
+		write = s.writeAlone
+	}
+	err := write(ctx, func(tx conn) error {
 		if f := r.Fence; f != nil {
 			if err := execOne(ctx, tx, store.ErrFenceLost,
 				`UPDATE locks SET fence = fence WHERE identity = ? AND owner = ? AND fence = ?`,

@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,6 +54,9 @@ type Store struct {
 	writer      chan struct{}
 	lockTimeout time.Duration
 	stmts       *stmtCache
+
+	mu      sync.Mutex
+	pending []*writeReq // writes waiting for the writer (see write)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -171,32 +176,180 @@ func migrationVersion(name string) (int, error) {
 // found nothing to do and must leave no trace.
 var errNoop = errors.New("noop")
 
-// write runs fn in one immediate transaction, after this process's earlier
-// writes. Waiting longer than the lock timeout for them is store.ErrBusy, as
-// waiting that long for another process's write lock is.
+// maxBatch bounds how many queued writes one transaction carries.
+const maxBatch = 64
+
+// writeReq is one write waiting for, or run by, the writer.
+type writeReq struct {
+	ctx      context.Context
+	fn       func(tx conn) error
+	deadline time.Time  // not started by then: store.ErrBusy
+	done     chan error // buffered; the outcome once committed or refused
+	taken    bool       // guarded by Store.mu: a writer has it
+	// alone: fn may stall inside its transaction (a hook that can pause), so
+	// it runs in a batch of its own and no other write waits on it past its
+	// lock timeout.
+	alone bool
+}
+
+// write runs fn in an immediate transaction, after this process's earlier
+// writes; fn's writes are committed when write returns nil. A write not
+// started within the lock timeout is store.ErrBusy, as a wait that long for
+// another process's write lock is.
+//
+// Group commit: whoever holds the writer runs every write queued by then in
+// one transaction, each under its own savepoint (a failing fn is rolled
+// back alone), and commits once. BEGIN and COMMIT (the WAL frames and their
+// checksums) are a large part of a short write, so concurrent first calls
+// share them instead of paying one each. The writes of a batch run in queue
+// order and see each other's effects, exactly as the same writes one
+// transaction after another would.
 func (s *Store) write(ctx context.Context, fn func(tx conn) error) error {
+	return s.enqueue(&writeReq{ctx: ctx, fn: fn})
+}
+
+// writeAlone is write for a fn that may stall inside its transaction.
+func (s *Store) writeAlone(ctx context.Context, fn func(tx conn) error) error {
+	return s.enqueue(&writeReq{ctx: ctx, fn: fn, alone: true})
+}
+
+func (s *Store) enqueue(r *writeReq) error {
+	ctx := r.ctx
+	r.deadline, r.done = time.Now().Add(s.lockTimeout), make(chan error, 1)
+	s.mu.Lock()
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
 	timer := time.NewTimer(s.lockTimeout)
 	defer timer.Stop()
 	select {
 	case s.writer <- struct{}{}:
+		s.runPending()
+		<-s.writer
+		return <-r.done // run by this batch or by an earlier one
+	case err := <-r.done:
+		return err
 	case <-timer.C:
-		return fmt.Errorf("%w: waited %v for this process's other write transactions", store.ErrBusy, s.lockTimeout)
 	case <-ctx.Done():
-		return ctx.Err()
 	}
-	defer func() { <-s.writer }()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
+	// Gave up waiting: withdraw the write unless a writer already took it,
+	// in which case its outcome (ErrBusy if it had not started in time)
+	// decides.
+	s.mu.Lock()
+	taken := r.taken
+	if !taken {
+		s.pending = slices.DeleteFunc(s.pending, func(p *writeReq) bool { return p == r })
+	}
+	s.mu.Unlock()
+	if taken {
+		return <-r.done
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := fn(conn{c: s.stmts, tx: tx}); err != nil {
-		_ = tx.Rollback()
-		if errors.Is(err, errNoop) {
-			return nil
+	return s.busy()
+}
+
+func (s *Store) busy() error {
+	return fmt.Errorf("%w: waited %v for this process's other write transactions", store.ErrBusy, s.lockTimeout)
+}
+
+// runPending runs the queued writes, in batches of at most maxBatch, while
+// this goroutine holds the writer.
+func (s *Store) runPending() {
+	for {
+		s.mu.Lock()
+		n := min(len(s.pending), maxBatch)
+		if i := slices.IndexFunc(s.pending[:n], func(r *writeReq) bool { return r.alone }); i == 0 {
+			n = 1
+		} else if i > 0 {
+			n = i
 		}
-		return err
+		batch := slices.Clone(s.pending[:n])
+		s.pending = slices.Delete(s.pending, 0, n)
+		for _, r := range batch {
+			r.taken = true
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		s.runBatch(batch)
 	}
-	return tx.Commit()
+}
+
+// runBatch runs batch in one transaction and answers every write in it.
+func (s *Store) runBatch(batch []*writeReq) {
+	errs := make([]error, len(batch))
+	ran := make([]bool, len(batch)) // fn's writes are in the transaction
+	answer := func(err error) {
+		for i, r := range batch {
+			if ran[i] && errs[i] == nil {
+				errs[i] = err // its writes were not committed
+			}
+			r.done <- errs[i]
+		}
+	}
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		answer(nil)
+		return
+	}
+	single := len(batch) == 1
+	for i, r := range batch {
+		switch {
+		case time.Now().After(r.deadline):
+			errs[i] = s.busy()
+			continue
+		case r.ctx.Err() != nil:
+			errs[i] = r.ctx.Err()
+			continue
+		}
+		c := conn{c: s.stmts, tx: tx, run: context.WithoutCancel(r.ctx)}
+		if !single {
+			if _, err := c.ExecContext(r.ctx, `SAVEPOINT w`); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		err := r.fn(c)
+		if err == nil {
+			ran[i] = true
+			if single {
+				continue
+			}
+			if _, err := c.ExecContext(r.ctx, `RELEASE w`); err != nil {
+				_ = tx.Rollback()
+				answer(fmt.Errorf("release savepoint: %w", err))
+				return
+			}
+			continue
+		}
+		if !errors.Is(err, errNoop) {
+			errs[i] = err
+		}
+		if single {
+			_ = tx.Rollback()
+			answer(nil)
+			return
+		}
+		// Undo this write alone; its savepoint stays open until released.
+		_, rerr := c.ExecContext(r.ctx, `ROLLBACK TO w`)
+		if rerr == nil {
+			_, rerr = c.ExecContext(r.ctx, `RELEASE w`)
+		}
+		if rerr != nil {
+			_ = tx.Rollback()
+			for j := i + 1; j < len(batch); j++ {
+				errs[j] = fmt.Errorf("write batch aborted: %w", rerr)
+			}
+			answer(fmt.Errorf("write batch aborted after a failed rollback: %w", rerr))
+			return
+		}
+	}
+	answer(tx.Commit())
 }
 
 // wrap adds the operation's context and turns driver codes into sentinels.

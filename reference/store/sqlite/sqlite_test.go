@@ -90,3 +90,86 @@ func TestWritesQueueInProcess(t *testing.T) {
 		t.Errorf("balance = %d, want 5 (one refused credit, one written)", w.Balance)
 	}
 }
+
+// TestGroupCommit: writes queued behind a held writer run in one batch, and
+// each is all or nothing on its own: a write that fails after writing is
+// rolled back alone (its savepoint), a no-op leaves nothing, the others are
+// committed, and each caller gets its own outcome.
+func TestGroupCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "gateway.db"), 30*time.Second)
+	ctx := t.Context()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Migrate(ctx))
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	must(s.CreateWallet(ctx, store.Wallet{ID: "w-1", CreatedAt: now}))
+	taken := store.Permit{ID: "p-taken", WalletID: "w-1", APIKeyID: "a-1", Tool: "partner.echo", Budget: 1,
+		ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	must(s.CreatePermit(ctx, taken))
+	record := func(key string) store.Record {
+		return store.Record{Key: key, Kind: store.KindClient, ClientKey: key, WalletID: "w-1", APIKeyID: "a-1",
+			Tool: "partner.echo", Fingerprint: "f", Owner: "o-" + key, CreatedAt: now, UpdatedAt: now}
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, _, err := s.Reserve(ctx, store.ReserveRequest{Record: record("r-held"), AfterClaim: func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		}})
+		holder <- err
+	}()
+	<-held
+
+	// Queued while the writer is held: a credit, a reservation that fails on
+	// its permit after inserting its record, and a release of a lock nobody
+	// holds (a no-op).
+	credit := make(chan error, 1)
+	go func() { credit <- s.Credit(ctx, store.LedgerEntry{WalletID: "w-1", Amount: 5, At: now}) }()
+	failed := make(chan error, 1)
+	go func() {
+		dup := taken
+		_, _, err := s.Reserve(ctx, store.ReserveRequest{Record: record("r-failed"), Permit: &dup})
+		failed <- err
+	}()
+	noop := make(chan error, 1)
+	go func() {
+		released, err := s.ReleaseLock(ctx, "nobody", "o-x")
+		if err == nil && released {
+			err = errors.New("released a lock nobody held")
+		}
+		noop <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); s.PendingWrites() < 3; {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("%d writes queued, want 3", s.PendingWrites())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+
+	must(<-holder)
+	must(<-credit)
+	must(<-noop)
+	if err := <-failed; !errors.Is(err, store.ErrExists) {
+		t.Errorf("reservation whose permit exists: err = %v, want store.ErrExists", err)
+	}
+	if _, err := s.Record(ctx, "r-failed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the failed reservation's record: err = %v, want store.ErrNotFound (rolled back with its savepoint)", err)
+	}
+	if _, err := s.Record(ctx, "r-held"); err != nil {
+		t.Errorf("the held reservation's record: %v", err)
+	}
+	w, err := s.Wallet(ctx, "w-1")
+	must(err)
+	if w.Balance != 5 {
+		t.Errorf("balance = %d, want 5 (the batched credit committed)", w.Balance)
+	}
+}

@@ -67,6 +67,18 @@ func (c *stmtCache) close() {
 type conn struct {
 	c  *stmtCache
 	tx *sql.Tx
+	// run, when set, replaces the context statements are given: a write
+	// that has started runs to its end. Cancelling a statement interrupts
+	// the connection, and SQLite may then roll back the whole transaction,
+	// which in a batch holds other callers' writes.
+	run context.Context
+}
+
+func (q conn) ctx(ctx context.Context) context.Context {
+	if q.run != nil {
+		return q.run
+	}
+	return ctx
 }
 
 func (q conn) stmt(ctx context.Context, query string) *sql.Stmt {
@@ -81,6 +93,7 @@ func (q conn) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = q.ctx(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -91,6 +104,7 @@ func (q conn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (q conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = q.ctx(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -101,6 +115,7 @@ func (q conn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (q conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = q.ctx(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -1,0 +1,9 @@
+package sqlite
+
+// PendingWrites is how many writes wait for the writer, so a test can know
+// its writes are queued before it lets the writer go.
+func (s *Store) PendingWrites() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
