@@ -152,6 +152,11 @@ func sample() Results {
 					{Keyed: true, N: 256, Answered: 736 * time.Millisecond, Settled: 736 * time.Millisecond, Fresh: 1, Replayed: 255, Receipts: 1, Dispatches: 1, Debits: 1},
 					{Keyed: false, N: 256, Answered: 5700 * time.Millisecond, Settled: 10 * time.Second, Fresh: 1, Replayed: 4, InProgress: 251, Receipts: 1, Unsettled: 32, Dispatches: 1, Debits: 1},
 				},
+				Rounds: []Round{
+					{Baseline: st(PhaseBaseline, 1800, 3900, 12300), First: st(PhaseKeyedFirst, 500, 9000, 30000), Replay: st(PhaseKeyedReplay, 1000, 5000, 15000)},
+					{Baseline: st(PhaseBaseline, 2000, 3800, 12000), First: st(PhaseKeyedFirst, 600, 8800, 29000), Replay: st(PhaseKeyedReplay, 900, 5200, 16000)},
+					{Baseline: st(PhaseBaseline, 1600, 4100, 13000), First: st(PhaseKeyedFirst, 400, 9900, 35000), Replay: st(PhaseKeyedReplay, 1000, 5100, 15500)},
+				},
 				Suite: &suite},
 			{Store: PostgreSQL, Reason: "DATABASE_URL is not set"},
 		},
@@ -198,8 +203,8 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	want := map[string]bool{
-		"keyed first calls on SQLite ≥ 1/3 of the bare server's rate":                             false, // 200/1800
-		"keyed replays on SQLite ≥ 1/2 of the bare server's rate":                                 true,  // 1200/1800
+		"keyed first calls on SQLite ≥ 1/3 of the bare server's rate":                             false, // rounds: median 500/1800
+		"keyed replays on SQLite ≥ 1/2 of the bare server's rate":                                 true,  // rounds: median 1000/1800
 		"keyed twin storm of 256 on SQLite answered within 2.00 s, one dispatch, one debit":       true,
 		"unkeyed twin storm of 256 on SQLite answered within 2.00 s, one dispatch, one debit":     false, // 5.7 s
 		"keyed twin storm of 256 on PostgreSQL answered within 2.00 s, one dispatch, one debit":   false,
@@ -212,5 +217,46 @@ func TestTargets(t *testing.T) {
 	}
 	if measured != 4 {
 		t.Errorf("%d targets measured, want 4 (PostgreSQL is not)", measured)
+	}
+}
+
+// TestTargetsRounds: with interleaved rounds the targets use the median of
+// the rounds' own ratios, whatever the phase table against the fastest
+// baseline says; without rounds, the phase table decides.
+func TestTargetsRounds(t *testing.T) {
+	round := func(bl, first, replay float64) Round {
+		return Round{Baseline: Stats{Calls: 1, Rate: bl}, First: Stats{Calls: 1, Rate: first}, Replay: Stats{Calls: 1, Rate: replay}}
+	}
+	const firstTarget = "keyed first calls on SQLite ≥ 1/3 of the bare server's rate"
+	for _, tc := range []struct {
+		name   string
+		rounds []Round
+		want   bool
+		got    string
+	}{
+		{"no rounds: the phase table (200 against 1800)", nil, false, "0.11× (200/s vs 1800/s)"},
+		{"median of three meets it", []Round{round(3000, 900, 2000), round(2400, 1000, 2000), round(2000, 800, 1500)}, true,
+			"median 0.40× of 3 interleaved rounds (0.30×, 0.42×, 0.40×)"},
+		{"median of three misses it", []Round{round(3000, 900, 2000), round(2400, 1000, 2000), round(3000, 800, 1500)}, false,
+			"median 0.30× of 3 interleaved rounds (0.30×, 0.42×, 0.27×)"},
+		{"even count: the mean of the middle two", []Round{round(3000, 900, 2000), round(2000, 800, 1500)}, true,
+			"median 0.35× of 2 interleaved rounds (0.30×, 0.40×)"},
+		{"a round without first calls counts as 0", []Round{round(3000, 0, 2000), round(2000, 800, 1500), {Baseline: Stats{Calls: 1, Rate: 2000}}}, false,
+			"median 0.00× of 3 interleaved rounds (0.00×, 0.40×, 0.00×)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sample()
+			r.Stores[0].Rounds = tc.rounds
+			for _, tg := range Targets(r) {
+				if tg.Name != firstTarget {
+					continue
+				}
+				if tg.Met != tc.want || tg.Got != tc.got {
+					t.Errorf("met %v, got %q; want %v, %q", tg.Met, tg.Got, tc.want, tc.got)
+				}
+				return
+			}
+			t.Fatal("no first-call target")
+		})
 	}
 }

@@ -62,44 +62,11 @@ func MeasureGateway(ctx context.Context, g *Gateway, hc *http.Client, l Load) ([
 	}
 	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-
-	type op struct {
-		key  string
-		args []byte
-	}
-	var mu sync.Mutex
-	var done []op
-	first := Run(ctx, l, func(ctx context.Context, i int) error {
-		o := op{key: "kf-" + run + "-" + strconv.Itoa(i), args: objArg("n", i)}
-		r, err := c.Call(ctx, EchoTool, o.args, o.key)
-		if err != nil {
-			return err
-		}
-		if !r.Result() || r.Receipt == "" || r.Replayed {
-			return fmt.Errorf("keyed first call: %v", r)
-		}
-		mu.Lock()
-		done = append(done, o)
-		mu.Unlock()
-		return nil
-	})
-	first.Name = PhaseKeyedFirst
+	first, done := keyedFirst(ctx, c, l, "kf-"+run)
 	if len(done) == 0 {
 		return []Stats{first}, fmt.Errorf("no keyed first call succeeded: %s", first.FirstError)
 	}
-
-	replay := Run(ctx, l, func(ctx context.Context, i int) error {
-		o := done[i%len(done)]
-		r, err := c.Call(ctx, EchoTool, o.args, o.key)
-		if err != nil {
-			return err
-		}
-		if !r.Result() || !r.Replayed {
-			return fmt.Errorf("keyed replay: %v", r)
-		}
-		return nil
-	})
-	replay.Name = PhaseKeyedReplay
+	replay := keyedReplays(ctx, c, l, done)
 
 	unkeyed := Run(ctx, l, func(ctx context.Context, i int) error {
 		r, err := c.Call(ctx, EchoTool, objArg("u-"+run, i), "")
@@ -139,6 +106,86 @@ func MeasureGateway(ctx context.Context, g *Gateway, hc *http.Client, l Load) ([
 	})
 	serial.Name = PhaseKeyedSerial
 	return []Stats{first, replay, unkeyed, ro, serial}, nil
+}
+
+// keyedOp is one keyed call: its key and arguments.
+type keyedOp struct {
+	key  string
+	args []byte
+}
+
+// keyedFirst is the keyed first-call phase: a new key (prefix-i) and new
+// arguments each. It returns the operations that got a fresh receipt, for
+// keyedReplays.
+func keyedFirst(ctx context.Context, c *Client, l Load, prefix string) (Stats, []keyedOp) {
+	var mu sync.Mutex
+	var done []keyedOp
+	st := Run(ctx, l, func(ctx context.Context, i int) error {
+		o := keyedOp{key: prefix + "-" + strconv.Itoa(i), args: objArg("n", i)}
+		r, err := c.Call(ctx, EchoTool, o.args, o.key)
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("keyed first call: %v", r)
+		}
+		mu.Lock()
+		done = append(done, o)
+		mu.Unlock()
+		return nil
+	})
+	st.Name = PhaseKeyedFirst
+	return st, done
+}
+
+// keyedReplays is the replay phase: the operations of a first-call phase
+// again, same key and arguments, round robin.
+func keyedReplays(ctx context.Context, c *Client, l Load, done []keyedOp) Stats {
+	st := Run(ctx, l, func(ctx context.Context, i int) error {
+		o := done[i%len(done)]
+		r, err := c.Call(ctx, EchoTool, o.args, o.key)
+		if err != nil {
+			return err
+		}
+		if !r.Result() || !r.Replayed {
+			return fmt.Errorf("keyed replay: %v", r)
+		}
+		return nil
+	})
+	st.Name = PhaseKeyedReplay
+	return st
+}
+
+// MeasureRounds measures the rate targets in n interleaved rounds, each the
+// bare server, then the gateway's keyed first calls and their replays, back
+// to back. On a shared 2-core machine the bare server's rate moves by a
+// third between one minute and the next; a ratio taken within a round sets
+// each gateway figure against the machine as it was a few seconds before.
+func MeasureRounds(ctx context.Context, baselineURL string, g *Gateway, hc *http.Client, l Load, n int) ([]Round, error) {
+	_, apiKey, err := g.Fixture(ctx, 1_000_000_000)
+	if err != nil {
+		return nil, fmt.Errorf("fixture: %w", err)
+	}
+	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var rounds []Round
+	for i := range n {
+		if ctx.Err() != nil {
+			return rounds, ctx.Err()
+		}
+		var r Round
+		r.Baseline = MeasureBaseline(ctx, baselineURL, hc, l)
+		hc.CloseIdleConnections()
+		var done []keyedOp
+		r.First, done = keyedFirst(ctx, c, l, "kr-"+run+"-"+strconv.Itoa(i))
+		if len(done) == 0 {
+			return rounds, fmt.Errorf("round %d: no keyed first call succeeded: %s", i+1, r.First.FirstError)
+		}
+		r.Replay = keyedReplays(ctx, c, l, done)
+		hc.CloseIdleConnections()
+		rounds = append(rounds, r)
+	}
+	return rounds, nil
 }
 
 // Storm is one twin storm's figures.

@@ -36,13 +36,14 @@ func main() {
 	dur := flag.Duration("duration", 3*time.Second, "measured time of each load phase")
 	storm := flag.Int("storm", 256, "identical calls in a twin storm")
 	suite := flag.Bool("suite", true, "time the harness (full suite per store, scenario-count and twin-count growth)")
+	rounds := flag.Int("rounds", 3, "interleaved rounds (bare server, keyed first calls, replays) that judge the rate targets on SQLite; 0 judges them on the phase table")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	if err := run(ctx, *out, bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, *storm, *suite); err != nil {
+	if err := run(ctx, *out, bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, *storm, *rounds, *suite); err != nil {
 		fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
 		os.Exit(1)
 	}
@@ -52,7 +53,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "mcpbench: "+format+"\n", args...)
 }
 
-func run(ctx context.Context, out string, load bench.Load, stormN int, suite bool) error {
+func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, suite bool) error {
 	began := time.Now()
 	res := bench.Results{
 		Date: began.UTC().Truncate(time.Second),
@@ -100,7 +101,11 @@ func run(ctx context.Context, out string, load bench.Load, stormN int, suite boo
 		sr := bench.StoreResults{Store: s.name, Reason: s.reason}
 		if s.reason == "" {
 			sr.Measured = true
-			measureStore(ctx, &sr, s.arg, loadHTTP, stormHTTP, load, stormN)
+			n := 0
+			if s.name == bench.SQLite {
+				n = rounds // the rate targets are SQLite's
+			}
+			measureStore(ctx, &sr, s.arg, bl.URL, loadHTTP, stormHTTP, load, stormN, n)
 			baseline()
 		} else {
 			logf("%s: not measured: %s", s.name, s.reason)
@@ -120,7 +125,7 @@ func run(ctx context.Context, out string, load bench.Load, stormN int, suite boo
 	return write(out, res)
 }
 
-func measureStore(ctx context.Context, sr *bench.StoreResults, store string, loadHTTP, stormHTTP *http.Client, load bench.Load, stormN int) {
+func measureStore(ctx context.Context, sr *bench.StoreResults, store, baselineURL string, loadHTTP, stormHTTP *http.Client, load bench.Load, stormN, rounds int) {
 	g, err := bench.StartGateway(ctx, store)
 	if err != nil {
 		sr.Err = err.Error()
@@ -146,6 +151,18 @@ func measureStore(ctx context.Context, sr *bench.StoreResults, store string, loa
 		return
 	}
 	loadHTTP.CloseIdleConnections()
+	if rounds > 0 {
+		rs, err := bench.MeasureRounds(ctx, baselineURL, g, loadHTTP, load, rounds)
+		sr.Rounds = rs
+		for i, r := range rs {
+			logf("%s: round %d: bare %.0f/s, keyed first %.0f/s, replays %.0f/s", sr.Store, i+1, r.Baseline.Rate, r.First.Rate, r.Replay.Rate)
+		}
+		if err != nil {
+			sr.Err = err.Error()
+			logf("%s: %v", sr.Store, err)
+			return
+		}
+	}
 	for _, keyed := range []bool{true, false} {
 		if err := bench.WarmConnections(ctx, stormHTTP, g.Base, stormN); err != nil {
 			sr.Err = "warm storm connections: " + err.Error()
