@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -363,43 +364,45 @@ func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) 
 // reservation, so a holder that was charged and stalled before its dispatch
 // dispatches too when it resumes, and both are debited.
 func (g *Gateway) dispatchUnreserved(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
-	receipt := "rcpt-" + uuid.NewString()
-	charged, err := g.debitUnconditionally(ctx, c, rec, receipt)
+	body, _, err := g.runUnreserved(ctx, c, rec)
 	if err != nil {
 		return CallResponse{}, err
-	}
-	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
-	if err != nil {
-		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
-	}
-	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
-	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
-	if err != nil {
-		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
 	return CallResponse{Result: body}, nil
 }
 
-// debitUnconditionally is the bugs' own check-then-act: a plain read of the
-// balance, then a debit no transaction ties to the record.
-func (g *Gateway) debitUnconditionally(ctx context.Context, c *callState, rec store.Record, receipt string) (int64, error) {
-	price := c.tool.Price
-	if price <= 0 {
-		return 0, nil
+// runUnreserved is the bugs' own run, outside any reservation: a plain read
+// of the balance, a debit no transaction ties to the record (the
+// check-then-act), the dispatch and its log row. It returns the result with
+// its receipt.
+func (g *Gateway) runUnreserved(ctx context.Context, c *callState, rec store.Record) (json.RawMessage, string, error) {
+	receipt := "rcpt-" + uuid.NewString()
+	var charged int64
+	if price := c.tool.Price; price > 0 {
+		w, err := g.store.Wallet(ctx, rec.WalletID)
+		if err != nil {
+			return nil, "", g.storeErr("read wallet", err)
+		}
+		if w.Balance < price {
+			return nil, "", Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
+		}
+		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
+		if err != nil {
+			return nil, "", g.storeErr("append debit", err)
+		}
+		charged = price
 	}
-	w, err := g.store.Wallet(ctx, rec.WalletID)
+	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if err != nil {
-		return 0, g.storeErr("read wallet", err)
+		return nil, "", Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
 	}
-	if w.Balance < price {
-		return 0, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
-	}
-	err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
-		Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
+	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
+	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
 	if err != nil {
-		return 0, g.storeErr("append debit", err)
+		return nil, "", fmt.Errorf("gateway: build result: %w", err)
 	}
-	return price, nil
+	return body, receipt, nil
 }
 
 // replay serves a stored outcome whole: no dispatch, no ledger entry.
@@ -690,19 +693,9 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 		return CallResponse{}, Refuse(ReasonDispatchFailed, "the call failed before the tool ran: retry")
 	}
 	rec = g.newRecord(c, p, uuid.NewString())
-	receipt := "rcpt-" + uuid.NewString()
-	charged, err := g.debitUnconditionally(ctx, c, rec, receipt)
+	body, receipt, err := g.runUnreserved(ctx, c, rec)
 	if err != nil {
 		return CallResponse{}, err
-	}
-	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
-	if err != nil {
-		return CallResponse{}, Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
-	}
-	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
-	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
-	if err != nil {
-		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
 	if p.permit != nil {
 		rec.PermitID = p.permit.ID
