@@ -250,8 +250,9 @@ var checks = []struct{ name, what string }{
 	{CheckBalance, "each wallet: balance = credits - debits + refunds"},
 	{CheckDebit, "each settled operation: exactly 1 net debit on its receipt"},
 	{CheckStrayDebit, "no net charge on a receipt no operation got"},
+	{CheckRefund, "each planned pre-dispatch failure: its failed attempt's debit refunded (net 0 on that receipt)"},
 	{CheckDebitAmount, "every debit is the tool's price"},
 	{CheckTotal, "net debited = price × settled operations"},
-	{CheckAnswer, "every answer a result, a retryable in-progress or a planned drop"},
+	{CheckAnswer, "every answer a result, a retryable in-progress, or the planned drop or `dispatch_failed` of a first call"},
 	{CheckSettled, "every operation gets a result within the retry bound"},
 }

@@ -31,6 +31,7 @@ const (
 	ShapeTwins       Shape = "twins"        // to two processes, released together
 	ShapeClientDrop  Shape = "client-drop"  // abandoned by the client
 	ShapeGatewayDrop Shape = "gateway-drop" // connection closed by the gateway after dispatch
+	ShapeFailBefore  Shape = "fail-before"  // failed by the gateway after its debit, before dispatch
 )
 
 // plan is one operation as the seed decides it. Nothing in it depends on
