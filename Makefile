@@ -29,8 +29,9 @@ bench:
 	GO=$(GO) $(GO) run ./bench/cmd/mcpbench -out bench/results.md
 
 # The PostgreSQL soak (issue 5): 4 gateway processes, 10,000 calls with
-# random retries, drops and twins, then the bank and one-dispatch
-# invariants; figures written to bench/soak.md. Needs DATABASE_URL.
+# random retries, drops, pre-dispatch failures and twins, then the bank
+# and one-dispatch invariants; figures written to bench/soak.md. Needs
+# DATABASE_URL.
 SOAKARGS ?=
 soak:
 	GO=$(GO) $(GO) run ./soak/cmd/mcpsoak -out bench/soak.md $(SOAKARGS)

@@ -48,9 +48,11 @@ type Op struct {
 	Token  string `json:"token"` // unique probe token in its arguments
 	Key    string `json:"key,omitempty"`
 	Wallet string `json:"wallet"`
-	// Shape is how its first call went out; for ShapeGatewayDrop a
+	// Shape is how its first call went out. For ShapeGatewayDrop a
 	// drop_response fault was armed for it, so that call's broken
-	// connection is expected.
+	// connection is expected; for ShapeFailBefore a fail at
+	// dispatch.before, so that call's dispatch_failed is. Either way Wallet
+	// is the operation's own.
 	Shape    Shape     `json:"shape"`
 	Attempts []Attempt `json:"attempts"`
 }
@@ -116,9 +118,10 @@ const (
 	CheckBalance       = "balance"           // (c) credits - debits + refunds
 	CheckDebit         = "one-debit"         // (c) net debits per operation
 	CheckStrayDebit    = "stray-debit"       // a debit no operation's receipt explains
+	CheckRefund        = "refund"            // a planned failure's debit given back
 	CheckDebitAmount   = "debit-amount"      // a debit other than the price
 	CheckTotal         = "total-debited"     // (c) price × settled operations
-	CheckAnswer        = "unexpected-answer" // (d) neither a result nor in progress
+	CheckAnswer        = "unexpected-answer" // (d) neither a result, in progress nor planned
 	CheckSettled       = "settled"           // an operation that never got a result
 )
 
@@ -133,11 +136,18 @@ func Check(h History) []Violation {
 	// booked on the wrong wallet is as wrong as a debit with no operation.
 	type slot struct{ wallet, receipt string }
 	owner := map[slot]int{}
+	// wallet -> the operation with a planned pre-dispatch failure it
+	// belongs to: its debits on receipts no result carries are that
+	// operation's failed attempts, refunded or not.
+	failing := map[string]int{}
 	tokens := map[string]bool{}
 	settled := 0
 	for i := range h.Ops {
 		o := &h.Ops[i]
 		tokens[o.Token] = true
+		if o.Shape == ShapeFailBefore {
+			failing[o.Wallet] = i
+		}
 		checkAnswers(o, add)
 		receipts := resultReceipts(o)
 		for _, r := range receipts {
@@ -178,12 +188,17 @@ func Check(h History) []Violation {
 
 	// The bank: every wallet adds up, each operation is charged once. A
 	// debit refunded on the same receipt nets to nothing (a failure before
-	// dispatch), so only a receipt with a net charge needs an operation.
+	// dispatch), so only a receipt with a net charge needs an operation. In
+	// the wallet of an operation with a planned failure, such a receipt is
+	// that failure's attempt, whose debit must have been given back.
 	net := map[int]int{} // operation -> debits - refunds
+	// operation -> its unrefunded failed attempts, reported in operation
+	// order as the other per-operation checks are, not in wallet order.
+	unrefunded := map[int][]Violation{}
 	var debited int64
 	for _, w := range h.Wallets {
 		var credits, debits, refunds int64
-		stray := map[string]int{} // receipt -> debits - refunds without an operation
+		stray := map[string]int{} // receipt -> debits - refunds no result carries
 		for _, e := range w.Ledger {
 			d := 0
 			switch e.Kind {
@@ -210,10 +225,17 @@ func Check(h History) []Violation {
 			}
 		}
 		for _, r := range sortedKeys(stray) {
-			if stray[r] != 0 {
-				add(Violation{Check: CheckStrayDebit, Wallet: w.ID, Expected: "no net charge on a receipt no operation of this wallet got",
-					Actual: fmt.Sprintf("%d net debits on receipt %q", stray[r], r)})
+			if stray[r] == 0 {
+				continue
 			}
+			actual := fmt.Sprintf("%d net debits on receipt %q", stray[r], r)
+			if i, ok := failing[w.ID]; ok {
+				unrefunded[i] = append(unrefunded[i], Violation{Check: CheckRefund, Op: opName(&h.Ops[i]), Wallet: w.ID,
+					Expected: "the failed attempt's debit refunded (net 0 on its receipt)", Actual: actual})
+				continue
+			}
+			add(Violation{Check: CheckStrayDebit, Wallet: w.ID, Expected: "no net charge on a receipt no operation of this wallet got",
+				Actual: actual})
 		}
 		if want := credits - debits + refunds; w.Balance != want {
 			add(Violation{Check: CheckBalance, Wallet: w.ID,
@@ -222,6 +244,7 @@ func Check(h History) []Violation {
 		}
 	}
 	for i := range h.Ops {
+		vs = append(vs, unrefunded[i]...)
 		o := &h.Ops[i]
 		if o.Settled() && net[i] != 1 {
 			add(Violation{Check: CheckDebit, Op: opName(o), Wallet: o.Wallet,
@@ -241,9 +264,12 @@ func Check(h History) []Violation {
 }
 
 // checkAnswers flags every answer that is neither a result of this
-// operation, an honest in-progress, nor a drop the workload planned.
+// operation, an honest in-progress, nor the fault the workload planned.
 func checkAnswers(o *Op, add func(Violation)) {
 	for j, a := range o.Attempts {
+		if planned(o, j) {
+			continue
+		}
 		bad := ""
 		switch a.Kind {
 		case KindResult:
@@ -258,19 +284,33 @@ func checkAnswers(o *Op, add func(Violation)) {
 			}
 		case KindInProgress, KindAbandoned:
 		case KindTransport:
-			// A drop_response fault breaks the connection of the first call
-			// only; any other broken connection is the gateway's.
-			if o.Shape != ShapeGatewayDrop || j != 0 {
-				bad = "no answer: " + a.Detail
-			}
+			bad = "no answer: " + a.Detail
 		default:
 			bad = fmt.Sprintf("%s %s: %s", a.Kind, a.Reason, a.Detail)
 		}
 		if bad != "" {
 			add(Violation{Check: CheckAnswer, Op: opName(o), Wallet: o.Wallet,
-				Expected: "a result or a retryable in-progress", Actual: fmt.Sprintf("call %d (process %d): %s", j, a.Proc, bad)})
+				Expected: "a result, a retryable in-progress or the planned fault", Actual: fmt.Sprintf("call %d (process %d): %s", j, a.Proc, bad)})
 		}
 	}
+}
+
+// planned reports whether attempt j's answer is the one the operation's
+// fault was armed to give. The fault takes one hit and its wallet is the
+// operation's, so only the first call can meet it: the same answer to any
+// other call is the gateway's own doing.
+func planned(o *Op, j int) bool {
+	if j != 0 {
+		return false
+	}
+	a := o.Attempts[j]
+	switch o.Shape {
+	case ShapeGatewayDrop:
+		return a.Kind == KindTransport
+	case ShapeFailBefore:
+		return a.Kind == KindError && a.Reason == reasonDispatchFailed && a.Retryable
+	}
+	return false
 }
 
 // resultReceipts lists the distinct receipts of an operation's results, in

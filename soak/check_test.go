@@ -10,14 +10,16 @@ import (
 
 // cleanHistory is a small run a correct gateway could have produced: a
 // keyed call retried, unkeyed twins where one waited in progress, a
-// gateway drop, a client drop, and a pre-dispatch failure refunded on a
-// receipt no client saw.
+// gateway drop, a client drop, a planned pre-dispatch failure refunded and
+// run once by its retry on another process, and an unplanned one on a
+// shared wallet refunded on a receipt no client saw (a call the client had
+// left).
 func cleanHistory() History {
 	res := func(proc int, tok, rcpt string) Attempt {
 		return Attempt{Proc: proc, Kind: KindResult, Token: tok, Receipt: rcpt}
 	}
 	return History{
-		Tool: "probe.write.soak", Price: 3, GatewayDispatches: 4,
+		Tool: "probe.write.soak", Price: 3, GatewayDispatches: 5,
 		Ops: []Op{
 			{Index: 0, Token: "t0", Key: "k0", Wallet: "w1", Shape: ShapePlain,
 				Attempts: []Attempt{res(0, "t0", "r0"), res(2, "t0", "r0")}},
@@ -27,8 +29,10 @@ func cleanHistory() History {
 				{Proc: 1, Kind: KindTransport, Detail: "EOF"}, res(1, "t2", "r2")}},
 			{Index: 3, Token: "t3", Key: "k3", Wallet: "w1", Shape: ShapeClientDrop, Attempts: []Attempt{
 				{Proc: 2, Kind: KindAbandoned}, res(3, "t3", "r3")}},
+			{Index: 4, Token: "t4", Wallet: "w3", Shape: ShapeFailBefore, Attempts: []Attempt{
+				failedBefore(2), res(0, "t4", "r4"), res(1, "t4", "r4")}},
 		},
-		Probe: map[string]int{"t0": 1, "t1": 1, "t2": 1, "t3": 1},
+		Probe: map[string]int{"t0": 1, "t1": 1, "t2": 1, "t3": 1, "t4": 1},
 		Wallets: []Wallet{
 			{ID: "w1", Balance: 100 - 9, Ledger: []reports.LedgerEntry{
 				{ID: "c", Kind: "credit", Amount: 100},
@@ -42,8 +46,34 @@ func cleanHistory() History {
 				{ID: "c2", Kind: "credit", Amount: 30},
 				{ID: "d2", Kind: "debit", Amount: 3, Receipt: "r2"},
 			}},
+			{ID: "w3", Balance: 30 - 3, Ledger: []reports.LedgerEntry{
+				{ID: "c3", Kind: "credit", Amount: 30},
+				{ID: "d4x", Kind: "debit", Amount: 3, Receipt: "r4-failed"},
+				{ID: "f4x", Kind: "refund", Amount: 3, Receipt: "r4-failed"},
+				{ID: "d4", Kind: "debit", Amount: 3, Receipt: "r4"},
+			}},
 		},
 	}
+}
+
+// failedBefore is the answer to a call failed before dispatch and refunded.
+func failedBefore(proc int) Attempt {
+	return Attempt{Proc: proc, Kind: KindError, Reason: reasonDispatchFailed, Retryable: true,
+		Detail: "http 200, code -32007: the call failed before the tool ran and was refunded: retry"}
+}
+
+// dropEntry removes ledger entry id from wallet w, and its amount from the
+// balance as a gateway that never wrote it would have.
+func dropEntry(h *History, w int, id string) {
+	wl := &h.Wallets[w]
+	i := slices.IndexFunc(wl.Ledger, func(e reports.LedgerEntry) bool { return e.ID == id })
+	switch e := wl.Ledger[i]; e.Kind {
+	case "refund":
+		wl.Balance -= e.Amount
+	case "debit":
+		wl.Balance += e.Amount
+	}
+	wl.Ledger = slices.Delete(wl.Ledger, i, i+1)
 }
 
 func TestCheck(t *testing.T) {
@@ -55,7 +85,7 @@ func TestCheck(t *testing.T) {
 		{"clean", func(*History) {}, nil},
 		{"double dispatch", func(h *History) {
 			h.Probe["t1"] = 2
-			h.GatewayDispatches = 5
+			h.GatewayDispatches = 6
 		}, []string{CheckDispatch}},
 		{"double debit on one receipt", func(h *History) {
 			w := &h.Wallets[0]
@@ -80,11 +110,47 @@ func TestCheck(t *testing.T) {
 			h.Wallets[1].Ledger[1].Amount = 4
 			h.Wallets[1].Balance--
 		}, []string{CheckDebitAmount, CheckTotal}},
-		{"refund missing", func(h *History) {
-			w := &h.Wallets[0]
-			w.Ledger = slices.DeleteFunc(w.Ledger, func(e reports.LedgerEntry) bool { return e.ID == "fx" })
-			w.Balance -= 3
+		{"refund missing on a shared wallet", func(h *History) {
+			dropEntry(h, 0, "fx")
 		}, []string{CheckStrayDebit, CheckTotal}},
+		// The planned failure's debit kept (refund-missing): the retry is
+		// charged again, so the operation paid twice although its one
+		// result carries one receipt with one debit.
+		{"planned failure: refund missing", func(h *History) {
+			dropEntry(h, 2, "f4x")
+		}, []string{CheckRefund, CheckTotal}},
+		{"planned failure: refunded twice", func(h *History) {
+			w := &h.Wallets[2]
+			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "f4y", Kind: "refund", Amount: 3, Receipt: "r4-failed"})
+			w.Balance += 3
+		}, []string{CheckRefund, CheckTotal}},
+		{"planned failure: refunded on the retry's receipt", func(h *History) {
+			h.Wallets[2].Ledger[2].Receipt = "r4"
+		}, []string{CheckRefund, CheckDebit}},
+		// The failure answered but the tool ran anyway, and so did the retry.
+		{"planned failure: dispatched by the failed call too", func(h *History) {
+			h.Probe["t4"] = 2
+			h.GatewayDispatches = 6
+		}, []string{CheckDispatch}},
+		// Nothing charged before the failure: nothing to give back.
+		{"planned failure: failed before its debit", func(h *History) {
+			dropEntry(h, 2, "f4x")
+			dropEntry(h, 2, "d4x")
+		}, nil},
+		{"dispatch_failed where none was planned", func(h *History) {
+			o := &h.Ops[0]
+			o.Attempts = append([]Attempt{failedBefore(1)}, o.Attempts...)
+		}, []string{CheckAnswer}},
+		{"dispatch_failed again on the planned failure's retry", func(h *History) {
+			o := &h.Ops[4]
+			o.Attempts = slices.Insert(o.Attempts, 1, failedBefore(3))
+		}, []string{CheckAnswer}},
+		{"planned failure answered otherwise", func(h *History) {
+			h.Ops[4].Attempts[0].Reason = "internal_error"
+		}, []string{CheckAnswer}},
+		{"planned failure said not retryable", func(h *History) {
+			h.Ops[4].Attempts[0].Retryable = false
+		}, []string{CheckAnswer}},
 		{"another operation's result", func(h *History) {
 			h.Ops[2].Attempts[1].Token = "t0"
 		}, []string{CheckForeign}},
@@ -102,16 +168,15 @@ func TestCheck(t *testing.T) {
 			o := &h.Ops[3]
 			o.Attempts = o.Attempts[:1]
 			h.Probe["t3"] = 2
-			h.GatewayDispatches = 5
-			h.Wallets[0].Ledger = h.Wallets[0].Ledger[:5] // r3 was never charged
-			h.Wallets[0].Balance += 3
+			h.GatewayDispatches = 6
+			dropEntry(h, 0, "d3") // r3 was never charged
 		}, []string{CheckDispatch, CheckSettled}},
 		{"dispatch of a token no operation sent", func(h *History) {
 			h.Probe["t-ghost"] = 1
-			h.GatewayDispatches = 5
+			h.GatewayDispatches = 6
 		}, []string{CheckStrayDispatch}},
 		{"gateway log short of the probe", func(h *History) {
-			h.GatewayDispatches = 3
+			h.GatewayDispatches = 4
 		}, []string{CheckDispatchLog}},
 	}
 	for _, c := range cases {
@@ -143,7 +208,7 @@ func TestCheck(t *testing.T) {
 func TestViolationNamesWhatBroke(t *testing.T) {
 	h := cleanHistory()
 	h.Probe["t1"] = 2
-	h.GatewayDispatches = 5
+	h.GatewayDispatches = 6
 	vs := Check(h)
 	if len(vs) != 1 {
 		t.Fatalf("violations: %s", list(vs))

@@ -37,11 +37,18 @@ type Figures struct {
 	GatewayDrops       int `json:"gateway_drops"` // operations with drop_response armed
 	GatewayDropHits    int `json:"gateway_drop_hits"`
 	DropSetupErrors    int `json:"drop_setup_errors,omitempty"`
-	TwinPairs          int `json:"twin_pairs"`
-	Results            int `json:"results"`
-	InProgress         int `json:"in_progress"`
-	OtherErrors        int `json:"other_errors"` // neither a result, in progress nor a planned drop
-	Unsettled          int `json:"unsettled"`
+	// PreDispatchFails are the operations with fail armed at
+	// dispatch.before; PreDispatchFailHits the hits the gateways counted,
+	// PreDispatchFailAnswers the dispatch_failed answers the client got.
+	PreDispatchFails       int `json:"pre_dispatch_fails"`
+	PreDispatchFailHits    int `json:"pre_dispatch_fail_hits"`
+	PreDispatchFailAnswers int `json:"pre_dispatch_fail_answers"`
+	FailSetupErrors        int `json:"fail_setup_errors,omitempty"`
+	TwinPairs              int `json:"twin_pairs"`
+	Results                int `json:"results"`
+	InProgress             int `json:"in_progress"`
+	OtherErrors            int `json:"other_errors"` // neither a result, in progress nor a planned fault
+	Unsettled              int `json:"unsettled"`
 
 	Wall        time.Duration `json:"wall"` // the workload, set-up and read-back left out
 	CallsPerSec float64       `json:"calls_per_sec"`
@@ -70,13 +77,17 @@ func (r *runner) figures(h History, vs []Violation, wall time.Duration) Figures 
 	f := Figures{
 		Date: time.Now().UTC().Truncate(time.Second), Seed: r.cfg.Seed, Store: "PostgreSQL",
 		Processes: len(r.tg.URLs), Concurrency: r.cfg.Concurrency, Bugs: r.cfg.Bugs,
-		Machine:         fmt.Sprintf("%s %s/%s, %d CPUs", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
-		Target:          r.cfg.Calls,
-		Calls:           int(r.calls.Load()),
-		GatewayDropHits: int(r.faultHits.Load()),
-		DropSetupErrors: int(r.dropSetupErrs.Load()),
-		Wall:            wall,
-		Load:            r.load,
+		Machine: fmt.Sprintf("%s %s/%s, %d CPUs", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
+		Target:  r.cfg.Calls,
+		Calls:   int(r.calls.Load()),
+		Wall:    wall,
+		Load:    r.load,
+	}
+	if c := r.faults[ShapeGatewayDrop]; c != nil {
+		f.GatewayDropHits, f.DropSetupErrors = int(c.hits.Load()), int(c.setupErrs.Load())
+	}
+	if c := r.faults[ShapeFailBefore]; c != nil {
+		f.PreDispatchFailHits, f.FailSetupErrors = int(c.hits.Load()), int(c.setupErrs.Load())
 	}
 	f.Truncated = f.Calls < f.Target
 	if wall > 0 {
@@ -112,6 +123,8 @@ func tally(f *Figures, h History) {
 			first = 2
 		case ShapeGatewayDrop:
 			f.GatewayDrops++
+		case ShapeFailBefore:
+			f.PreDispatchFails++
 		}
 		f.Retries += max(0, len(o.Attempts)-first)
 		answered := false
@@ -119,18 +132,18 @@ func tally(f *Figures, h History) {
 			if answered && j >= first {
 				f.RetriesAfterResult++
 			}
-			switch a.Kind {
-			case KindResult:
+			switch {
+			case planned(&o, j):
+				if o.Shape == ShapeFailBefore {
+					f.PreDispatchFailAnswers++
+				}
+			case a.Kind == KindResult:
 				f.Results++
 				answered = true
-			case KindInProgress:
+			case a.Kind == KindInProgress:
 				f.InProgress++
-			case KindAbandoned:
+			case a.Kind == KindAbandoned:
 				f.ClientDrops++
-			case KindTransport:
-				if o.Shape != ShapeGatewayDrop {
-					f.OtherErrors++
-				}
 			default:
 				f.OtherErrors++
 			}
@@ -172,10 +185,10 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 // Summary is the figures on one line, for logs.
 func (f Figures) Summary() string {
-	return fmt.Sprintf("seed %d: %d calls (%d operations: %d keyed, %d unkeyed; %d retries, %d client drops, %d/%d gateway drops fired, %d twin pairs, %d in progress, %d other errors) in %v, %.0f calls/s, p50 %v, p99 %v; %d dispatches, %d debits; %d violations",
-		f.Seed, f.Calls, f.Operations, f.Keyed, f.Unkeyed, f.Retries, f.ClientDrops, f.GatewayDropHits, f.GatewayDrops, f.TwinPairs,
-		f.InProgress, f.OtherErrors, f.Wall.Round(time.Millisecond), f.CallsPerSec, round(f.P50), round(f.P99),
-		f.Dispatches, f.Debits, f.Violations)
+	return fmt.Sprintf("seed %d: %d calls (%d operations: %d keyed, %d unkeyed; %d retries, %d client drops, %d/%d gateway drops fired, %d/%d pre-dispatch failures fired, %d twin pairs, %d in progress, %d other errors) in %v, %.0f calls/s, p50 %v, p99 %v; %d dispatches, %d debits, %d refunds; %d violations",
+		f.Seed, f.Calls, f.Operations, f.Keyed, f.Unkeyed, f.Retries, f.ClientDrops, f.GatewayDropHits, f.GatewayDrops,
+		f.PreDispatchFailHits, f.PreDispatchFails, f.TwinPairs, f.InProgress, f.OtherErrors, f.Wall.Round(time.Millisecond),
+		f.CallsPerSec, round(f.P50), round(f.P99), f.Dispatches, f.Debits, f.Refunds, f.Violations)
 }
 
 func round(d time.Duration) time.Duration {
@@ -211,6 +224,11 @@ func (f Figures) Markdown(w io.Writer) error {
 	row("gateway drops (drop_response armed / fired)", fmt.Sprintf("%d / %d", f.GatewayDrops, f.GatewayDropHits))
 	if f.DropSetupErrors > 0 {
 		row("gateway drops that could not be armed", f.DropSetupErrors)
+	}
+	row("pre-dispatch failures (fail armed / fired / answered `dispatch_failed`)",
+		fmt.Sprintf("%d / %d / %d", f.PreDispatchFails, f.PreDispatchFailHits, f.PreDispatchFailAnswers))
+	if f.FailSetupErrors > 0 {
+		row("pre-dispatch failures that could not be armed", f.FailSetupErrors)
 	}
 	row("twin pairs", f.TwinPairs)
 	row("results", f.Results)
@@ -250,8 +268,9 @@ var checks = []struct{ name, what string }{
 	{CheckBalance, "each wallet: balance = credits - debits + refunds"},
 	{CheckDebit, "each settled operation: exactly 1 net debit on its receipt"},
 	{CheckStrayDebit, "no net charge on a receipt no operation got"},
+	{CheckRefund, "each planned pre-dispatch failure: its failed attempt's debit refunded (net 0 on that receipt)"},
 	{CheckDebitAmount, "every debit is the tool's price"},
 	{CheckTotal, "net debited = price × settled operations"},
-	{CheckAnswer, "every answer a result, a retryable in-progress or a planned drop"},
+	{CheckAnswer, "every answer a result, a retryable in-progress, or the planned drop or `dispatch_failed` of a first call"},
 	{CheckSettled, "every operation gets a result within the retry bound"},
 }

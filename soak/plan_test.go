@@ -30,6 +30,8 @@ func TestPlanMix(t *testing.T) {
 		{"default, 2 processes", 2, DefaultMix()},
 		{"only twins", 3, Mix{Twins: 1}},
 		{"one process: no twins", 1, Mix{Twins: 1, Keyed: 1}},
+		{"only pre-dispatch failures", 4, Mix{FailBefore: 1}},
+		{"every shape at once", 4, Mix{Twins: 0.25, ClientDrop: 0.25, GatewayDrop: 0.25, FailBefore: 0.25}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,6 +62,8 @@ func TestPlanMix(t *testing.T) {
 			}
 			near("twins", count[ShapeTwins], twins)
 			near("client drops", count[ShapeClientDrop], c.mix.ClientDrop)
+			near("gateway drops", count[ShapeGatewayDrop], c.mix.GatewayDrop)
+			near("pre-dispatch failures", count[ShapeFailBefore], c.mix.FailBefore)
 			near("keyed", keyed, c.mix.Keyed)
 			near("retries after the result", retries, c.mix.Retry1+2*c.mix.Retry2)
 		})

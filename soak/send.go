@@ -23,7 +23,11 @@ var (
 
 func abandonAfter(d time.Duration) abandon { return abandon{after: d} }
 
-const reasonInProgress = "idempotency_in_progress"
+// The error reasons the soak expects (docs/wire.md).
+const (
+	reasonInProgress     = "idempotency_in_progress"
+	reasonDispatchFailed = "dispatch_failed" // failed before dispatch, refunded
+)
 
 // send makes one call of an operation to process proc and classifies what
 // came back. Each call takes the client's next JSON-RPC id, so a retry is a

@@ -154,14 +154,27 @@ type runner struct {
 	runID string // keeps tokens and keys apart from earlier runs on the store
 	tool  string
 
-	faults    bool // the gateways offer drop_response faults
-	mu        sync.Mutex
-	wallets   []*wallet // shared ones first, then one per gateway drop
-	calls     atomic.Int64
-	faultHits atomic.Int64
-	// dropSetupErrs counts gateway drops that could not be armed.
-	dropSetupErrs atomic.Int64
-	load          string // load average when the workload began
+	// faults holds the shapes whose fault the gateways offer, with what
+	// their arming did; set up before the workload and only read after.
+	faults  map[Shape]*faultCount
+	mu      sync.Mutex
+	wallets []*wallet // shared ones first, then one per operation with a fault
+	calls   atomic.Int64
+	load    string // load average when the workload began
+}
+
+// ownFault is the fault a shape arms for its operation's first call.
+type ownFault struct{ point, action string }
+
+var ownFaults = map[Shape]ownFault{
+	ShapeGatewayDrop: {"dispatch.after", "drop_response"},
+	ShapeFailBefore:  {"dispatch.before", "fail"},
+}
+
+// faultCount is what the faults of one shape did over a run.
+type faultCount struct {
+	hits      atomic.Int64 // as the gateways counted them
+	setupErrs atomic.Int64 // operations whose fault could not be armed
 }
 
 // wallet is a wallet with one API key and a wire client per process.
@@ -176,7 +189,12 @@ func (r *runner) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.faults = caps.Has(control.CapFaults) && slices.Contains(caps.FaultActions, "drop_response")
+	r.faults = map[Shape]*faultCount{}
+	for shape, f := range ownFaults {
+		if caps.Has(control.CapFaults) && slices.Contains(caps.FaultPoints, f.point) && slices.Contains(caps.FaultActions, f.action) {
+			r.faults[shape] = &faultCount{}
+		}
+	}
 	r.tool = "probe.write.soak-" + r.runID
 	if _, err := cc.CreateTool(ctx, control.Tool{Name: r.tool, Price: r.cfg.Price,
 		UpstreamURL: r.pr.URL(), UpstreamTool: probe.ToolWrite}); err != nil {
@@ -270,8 +288,8 @@ func (r *runner) runOp(ctx context.Context, p plan, w *wallet) Op {
 		op.Key = fmt.Sprintf("k-%s-%d", r.runID, p.index)
 	}
 	call := wire.Call{Tool: r.tool, Arguments: map[string]any{"token": op.Token}, IdempotencyKey: op.Key}
-	if p.shape == ShapeGatewayDrop && !r.faults {
-		p.shape = ShapePlain // the gateways offer no drop_response fault
+	if _, faulted := ownFaults[p.shape]; faulted && r.faults[p.shape] == nil {
+		p.shape = ShapePlain // the gateways offer no such fault
 	}
 	op.Shape = p.shape
 	switch p.shape {
@@ -286,12 +304,13 @@ func (r *runner) runOp(ctx context.Context, p plan, w *wallet) Op {
 		}
 		op.Attempts = append(op.Attempts, r.send(ctx, w, p.first, call, how))
 		sleep(ctx, p.pause)
-	case ShapeGatewayDrop:
-		dw, fid, err := r.armDrop(ctx, p.first)
+	case ShapeGatewayDrop, ShapeFailBefore:
+		count := r.faults[p.shape]
+		dw, fid, err := r.armOwn(ctx, p.first, ownFaults[p.shape])
 		if err != nil {
 			// The operation still runs, plainly; the figures count it.
-			r.dropSetupErrs.Add(1)
-			fmt.Fprintf(r.cfg.Log, "soak: op %d: no gateway drop: %v\n", p.index, err)
+			count.setupErrs.Add(1)
+			fmt.Fprintf(r.cfg.Log, "soak: op %d: no %s: %v\n", p.index, p.shape, err)
 			op.Shape = ShapePlain
 			op.Attempts = append(op.Attempts, r.send(ctx, w, p.first, call, keep))
 			break
@@ -299,7 +318,7 @@ func (r *runner) runOp(ctx context.Context, p plan, w *wallet) Op {
 		w, op.Wallet = dw, dw.id
 		op.Attempts = append(op.Attempts, r.send(ctx, w, p.first, call, keep))
 		if st, err := r.tg.Control(p.first).FaultState(ctx, fid); err == nil {
-			r.faultHits.Add(int64(st.Hits))
+			count.hits.Add(int64(st.Hits))
 		}
 	}
 	r.settle(ctx, &op, p, w, call, 0)
@@ -333,18 +352,20 @@ func (r *runner) settle(ctx context.Context, op *Op, p plan, w *wallet, call wir
 	}
 }
 
-// armDrop makes a wallet of its own for a gateway-drop operation and arms
-// drop_response at dispatch.after on process proc for that wallet alone, so
-// the fault hits this operation's first call and no other.
-func (r *runner) armDrop(ctx context.Context, proc int) (*wallet, string, error) {
+// armOwn makes a wallet of its own for an operation and arms f once on
+// process proc for that wallet alone: the first call goes to proc, so the
+// fault hits it and no other call of this or any other operation. The
+// wallet being the operation's also ties every ledger entry in it, a
+// refunded attempt's included, to the operation.
+func (r *runner) armOwn(ctx context.Context, proc int, f ownFault) (*wallet, string, error) {
 	w, err := r.newWallet(ctx, r.cfg.Price*10)
 	if err != nil {
 		return nil, "", err
 	}
-	fid, err := r.tg.Control(proc).ArmFault(ctx, control.Fault{Point: "dispatch.after", Action: "drop_response", Count: 1,
+	fid, err := r.tg.Control(proc).ArmFault(ctx, control.Fault{Point: f.point, Action: f.action, Count: 1,
 		Match: control.FaultMatch{Tool: r.tool, WalletID: w.id}})
 	if err != nil {
-		return nil, "", fmt.Errorf("arm drop_response on process %d: %w", proc, err)
+		return nil, "", fmt.Errorf("arm %s at %s on process %d: %w", f.action, f.point, proc, err)
 	}
 	return w, fid, nil
 }

@@ -60,22 +60,35 @@ func TestSoakCatchesBugs(t *testing.T) {
 	}
 	dsn := pgtest.FreshDSN(t)
 	bin := build(t)
+	// At the default 2% a 600-call soak may plan no pre-dispatch failure
+	// for some seeds; at 25% of the 200-odd operations it plans dozens, and
+	// the odds of none (0.75^200) are nil.
+	failing := DefaultMix()
+	failing.FailBefore = 0.25
 	cases := []struct {
 		bug  string
+		mix  *Mix     // nil: the default
 		want []string // checks that must fail
 	}{
 		// A replay writes another debit: operations retried after their
 		// result are charged twice.
-		{"replay-debits", []string{CheckDebit, CheckTotal}},
+		{"replay-debits", nil, []string{CheckDebit, CheckTotal}},
 		// Unkeyed calls get a fresh key each: a retry dispatches and
 		// charges again under another receipt.
-		{"random-unkeyed-key", []string{CheckDispatch, CheckReceipt}},
+		{"random-unkeyed-key", nil, []string{CheckDispatch, CheckReceipt}},
+		// A failure before dispatch keeps its debit: the retry that runs
+		// the operation is charged again.
+		{"refund-missing", &failing, []string{CheckRefund, CheckTotal}},
 	}
 	for _, c := range cases {
 		t.Run(c.bug, func(t *testing.T) {
-			res := soak(t, Config{DSN: dsn, Binary: bin, Calls: 600, Bugs: []string{c.bug},
+			res := soak(t, Config{DSN: dsn, Binary: bin, Calls: 600, Bugs: []string{c.bug}, Mix: c.mix,
 				Seed: int64(envInt(t, seedEnv, 0))})
 			t.Logf("figures: %s", res.Figures.Summary())
+			if c.mix != nil && c.mix.FailBefore > 0 && res.Figures.PreDispatchFailHits == 0 {
+				t.Fatalf("bug %s: the workload failed no call before dispatch, so nothing could show the bug (figures: %s)",
+					c.bug, res.Figures.Summary())
+			}
 			for _, check := range c.want {
 				if res.Figures.ByCheck[check] == 0 {
 					t.Errorf("bug %s: check %s found nothing (violations by check: %v)", c.bug, check, res.Figures.ByCheck)

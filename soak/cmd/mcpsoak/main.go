@@ -1,7 +1,8 @@
 // Command mcpsoak runs the PostgreSQL soak of issue 5: four reference
-// gateway processes on one store, 10,000 calls with random retries, drops
-// and twins, bounded in time, then the bank and one-dispatch invariants. It
-// writes the figures to bench/soak.md; `make soak` runs it.
+// gateway processes on one store, 10,000 calls with random retries, drops,
+// pre-dispatch failures and twins, bounded in time, then the bank and
+// one-dispatch invariants. It writes the figures to bench/soak.md; `make
+// soak` runs it.
 //
 // The gateways are started from an mcpconform binary built into a temporary
 // directory, on DATABASE_URL; every server listens on 127.0.0.1. Exit
