@@ -6,6 +6,7 @@ package wiredoc
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -52,4 +53,18 @@ func Reasons(md string) ([]Reason, error) {
 		return nil, fmt.Errorf("no reason table found")
 	}
 	return out, nil
+}
+
+// File reads the reasons of the docs/wire.md at path (a test's package
+// directory is its working directory, so each passes its own way there).
+func File(path string) ([]Reason, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wire reasons: %w", err)
+	}
+	rs, err := Reasons(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("wire reasons: %s: %w", path, err)
+	}
+	return rs, nil
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"os"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/wiredoc"
@@ -12,13 +11,9 @@ import (
 // reasons /mcp answers with, each with its default code and retryable flag,
 // so a reason added in code without a row (or the reverse) fails here.
 func TestReasonTablesMatchDocs(t *testing.T) {
-	b, err := os.ReadFile("../../docs/wire.md")
+	rows, err := wiredoc.File("../../docs/wire.md")
 	if err != nil {
 		t.Fatal(err)
-	}
-	rows, err := wiredoc.Reasons(string(b))
-	if err != nil {
-		t.Fatalf("docs/wire.md: %v", err)
 	}
 	documented := map[string]bool{}
 	for _, r := range rows {
