@@ -16,7 +16,7 @@ import (
 // go-sdk's decoder does not; for a duplicated member both keep the last, but
 // when the SDK decodes a member into a typed field it decodes every
 // occurrence and fails on any it cannot decode. So requests are read here
-// member by member with exact names, never through tagged structs.
+// through maps or member by member, never through tagged structs.
 
 // member is one member of a JSON object, its name unescaped.
 type member struct {
@@ -25,7 +25,8 @@ type member struct {
 }
 
 // members returns the members of the JSON object raw in document order,
-// duplicates included; false if raw is not a JSON object.
+// duplicates included (a map would keep only the last); false if raw is not
+// a JSON object.
 func members(raw []byte) ([]member, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -65,26 +66,19 @@ type envelope struct {
 }
 
 // readEnvelope reads id, method and params as the SDK does: exact member
-// names, the last of duplicated members. It fails only when body is not a
-// JSON object or its method is neither a string nor null.
+// names (a map's keys are never matched by case), the last of duplicated
+// members. It fails only when body is not a JSON object or its method is
+// neither a string nor null.
 func readEnvelope(body []byte) (envelope, error) {
-	ms, ok := members(body)
-	if !ok {
+	var ms map[string]json.RawMessage
+	if err := json.Unmarshal(body, &ms); err != nil {
+		return envelope{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if ms == nil {
 		return envelope{}, errors.New("not a JSON object")
 	}
-	var env envelope
-	var method json.RawMessage
-	for _, m := range ms {
-		switch m.name {
-		case "id":
-			env.ID = m.value
-		case "method":
-			method = m.value
-		case "params":
-			env.Params = m.value
-		}
-	}
-	if !isNull(method) {
+	env := envelope{ID: ms["id"], Params: ms["params"]}
+	if method := ms["method"]; !isNull(method) {
 		var s string
 		if err := json.Unmarshal(method, &s); err != nil {
 			return envelope{}, fmt.Errorf("method: %w", err)
@@ -113,7 +107,8 @@ func checkCallParams(raw json.RawMessage) *gateway.Refusal {
 				nameOK = false
 			}
 		case m.name == "_meta":
-			if _, ok := members(m.value); !ok {
+			// m.value is one valid JSON value: an object if it opens with '{'.
+			if m.value[0] != '{' {
 				metaOK = false
 			}
 		}
