@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -578,7 +579,10 @@ func (g *gen) synthesize(who, tool, args, key string) {
 		}
 	}
 	if key != "" {
-		hs = append(hs, "-H "+sq("Idempotency-Key: "+g.expand(key)))
+		// Quoted as the harness sends it: the gateway refuses a bare key with a
+		// comma or semicolon (two field lines, or parameters), and a bare key
+		// cannot hold a quote or backslash at all.
+		hs = append(hs, "-H "+sq("Idempotency-Key: "+wire.SFString(g.expand(key))))
 	}
 	line := fmt.Sprintf(`mcp %s %s`, name, sq(who+": "+tool))
 	for _, a := range hs {

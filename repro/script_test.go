@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/features"
+	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -164,4 +165,60 @@ func load(t *testing.T, name string) Input {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// TestSynthesizedKeyHeader: a call the script builds itself sends its key as
+// a Structured Field string, so a key with a comma, semicolon, quote or
+// backslash reaches the gateway as that key: the header, as bash hands it to
+// curl, parses back to the key with the gateway's own parser.
+func TestSynthesizedKeyHeader(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to evaluate the script's words")
+	}
+	cases := []struct {
+		name, key string // key as the step names it
+		recorded  string // the recorded run's value of $k1, if any
+		want      string // the header value curl sends
+	}{
+		{"plain", "k-1", "", `"k-1"`},
+		{"comma", "a,b", "", `"a,b"`},
+		{"semicolon", "a;p=1", "", `"a;p=1"`},
+		{"shell characters", "$HOME'`x`", "", `"$HOME'` + "`x`" + `"`},
+		{"recorded quote and backslash", "$k1", `q"uote\`, `"q\"uote\\"`},
+		{"recorded comma", "$k1", "k1-a,b", `"k1-a,b"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gen{vars: map[string]string{}, last: map[string]int{}}
+			if c.recorded != "" {
+				g.vars["$k1"] = c.recorded
+			}
+			g.synthesize("A", "repro.write", `{}`, c.key)
+			var word string
+			for _, line := range strings.Split(g.b.String(), "\n") {
+				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "-H "); ok && strings.Contains(w, "Idempotency-Key") {
+					word = strings.TrimSuffix(w, " \\")
+				}
+			}
+			if word == "" {
+				t.Fatalf("no Idempotency-Key header:\n%s", g.b.String())
+			}
+			out, err := exec.Command(bash, "-c", "printf '%s' "+word).Output()
+			if err != nil {
+				t.Fatalf("bash on %s: %v", word, err)
+			}
+			value, ok := strings.CutPrefix(string(out), "Idempotency-Key: ")
+			if !ok || value != c.want {
+				t.Fatalf("curl gets %q, want Idempotency-Key: %s", out, c.want)
+			}
+			wantKey := c.key
+			if c.recorded != "" {
+				wantKey = c.recorded
+			}
+			if got, err := idemkey.Parse(value); err != nil || got != wantKey {
+				t.Fatalf("the gateway reads %q (%v), want %q", got, err, wantKey)
+			}
+		})
+	}
 }

@@ -91,13 +91,23 @@ func (r Reason) MarshalJSON() ([]byte, error) {
 	return json.Marshal(r.Reason)
 }
 
-// KnownReasons are the reasons of docs/wire.md; a profile may map only these.
+// KnownReasons are the reasons of docs/wire.md, both tables, in its order; a
+// profile may map only these (TestKnownReasonsMatchDocs holds the two
+// together).
 var KnownReasons = []string{
 	"idempotency_key_required", "idempotency_in_progress", "idempotency_key_reused",
 	"unauthenticated", "principal_invalid", "principal_denied", "insufficient_funds",
 	"permit_invalid", "permit_exhausted", "permit_expired", "dispatch_failed",
 	"response_failed", "unknown_tool", "invalid_arguments", "idempotency_key_invalid",
 	"batch_not_supported", "parse_error", "request_too_large", "internal_error",
+	// Transport reasons: refusals of requests that never reached a gateway's
+	// core, which a vendor's HTTP layer may spell its own way.
+	"unsupported_media_type", "not_acceptable", "method_not_allowed", "host_forbidden",
+	"session_required", "session_not_found", "session_forbidden", "session_not_initialized",
+	"request_id_in_flight", "resumption_unsupported", "stream_conflict", "invalid_request",
+	"method_not_found", "invalid_params", "protocol_version_unsupported", "protocol_meta_invalid",
+	"protocol_headers_missing", "protocol_headers_mismatch", "client_capabilities_missing",
+	"protocol_error",
 }
 
 // controlCaps are the capabilities that only a control API can provide.

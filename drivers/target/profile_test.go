@@ -1,13 +1,17 @@
 package target
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/wiredoc"
 )
 
 func TestLoadProfileExample(t *testing.T) {
@@ -140,5 +144,36 @@ func TestReasonMatches(t *testing.T) {
 		if got := p.ReasonMatches(tt.want, tt.got, tt.code); got != tt.match {
 			t.Errorf("ReasonMatches(%q, %q, %d) = %v, want %v", tt.want, tt.got, tt.code, got, tt.match)
 		}
+	}
+}
+
+// TestKnownReasonsMatchDocs: a profile may map exactly the reasons of
+// docs/wire.md's tables, so a reason documented without being added here (or
+// the reverse) fails, and a profile mapping each of them loads.
+func TestKnownReasonsMatchDocs(t *testing.T) {
+	rows, err := wiredoc.File("../../docs/wire.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := make([]string, len(rows))
+	reasons := map[string][]Reason{}
+	for i, r := range rows {
+		documented[i] = r.Name
+		reasons[r.Name] = []Reason{{Reason: "vendor_" + r.Name}, {Code: int(r.Code), IsCode: true}}
+	}
+	if diff := cmp.Diff(documented, KnownReasons); diff != "" {
+		t.Fatalf("KnownReasons differ from docs/wire.md's reasons, in its order (-docs +KnownReasons):\n%s", diff)
+	}
+	profile, err := json.Marshal(map[string]any{"urls": []string{"http://127.0.0.1:1/mcp"},
+		"credentials": map[string]any{"api_keys": []string{"k"}}, "reasons": reasons})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseProfile(profile)
+	if err != nil {
+		t.Fatalf("a profile mapping every documented reason: %v", err)
+	}
+	if got := p.ReasonsFor("invalid_request"); !slices.Equal(got, []string{"vendor_invalid_request", "-32600"}) {
+		t.Fatalf("ReasonsFor(invalid_request) = %q", got)
 	}
 }

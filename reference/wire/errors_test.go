@@ -1,12 +1,9 @@
 package wire
 
 import (
-	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/internal/wiredoc"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
@@ -14,34 +11,22 @@ import (
 // reasons /mcp answers with, each with its default code and retryable flag,
 // so a reason added in code without a row (or the reverse) fails here.
 func TestReasonTablesMatchDocs(t *testing.T) {
-	b, err := os.ReadFile("../../docs/wire.md")
+	rows, err := wiredoc.File("../../docs/wire.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\| (`[a-z_]+`(?: / `[a-z_]+`)*) \\| (-?\\d+) \\| (yes|no) \\|")
 	documented := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		m := row.FindStringSubmatch(line)
-		if m == nil {
+	for _, r := range rows {
+		documented[r.Name] = true
+		if !KnownReason(r.Name) {
+			t.Errorf("%s: documented, but no code answers with it", r.Name)
 			continue
 		}
-		code, _ := strconv.ParseInt(m[2], 10, 64)
-		for _, r := range strings.Split(m[1], " / ") {
-			r = strings.Trim(r, "`")
-			if documented[r] {
-				t.Errorf("%s: two rows", r)
-			}
-			documented[r] = true
-			if !KnownReason(r) {
-				t.Errorf("%s: documented, but no code answers with it", r)
-				continue
-			}
-			if got := toRPCError(refuse(r, "x")); got.Code != code {
-				t.Errorf("%s: code %d, documented %d", r, got.Code, code)
-			}
-			if got := refuse(r, "x").Retryable; got != (m[3] == "yes") {
-				t.Errorf("%s: retryable %v, documented %s", r, got, m[3])
-			}
+		if got := toRPCError(refuse(r.Name, "x")); got.Code != r.Code {
+			t.Errorf("%s: code %d, documented %d", r.Name, got.Code, r.Code)
+		}
+		if got := refuse(r.Name, "x").Retryable; got != r.Retryable {
+			t.Errorf("%s: retryable %v, documented %v", r.Name, got, r.Retryable)
 		}
 	}
 	for r := range gateway.Codes {

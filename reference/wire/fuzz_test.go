@@ -84,8 +84,9 @@ func fuzzCall2026(id, tool, args, extraMeta string) string {
 
 // FuzzHandler drives the whole /mcp handler (outer checks, SDK, middleware)
 // with arbitrary bodies and headers: it never panics, never answers 5xx,
-// and every refusal is a JSON-RPC error with a known data.reason (see
-// checkAnswer). The seed corpus is
+// every refusal is a JSON-RPC error with a known data.reason (see
+// checkAnswer), and the outer checks read the id, method and params the SDK
+// reads (sdkAgrees). The seed corpus is
 // testdata/fuzz/FuzzHandler plus the f.Add calls below.
 func FuzzHandler(f *testing.F) {
 	type seed struct{ body, method, authz, proto, mcpMethod, mcpName, idem, session, accept, ctype string }
@@ -116,6 +117,8 @@ func FuzzHandler(f *testing.F) {
 		{call, "POST", "Basic key-a", "", "", "", "", "", "", "application/json"},
 		{call, "POST", "Bearer key-a", "1999-01-01", "", "", "a,b", "", "text/html", "application/json"},
 		{call, "POST", "Bearer key-a", "9999-99-99", "tools/call", "other", "", "", "", "application/json"},
+		{`{"jsonrpc":"2.0","id":1,"ID":2,"method":"tools/call","Method":"tools/list","params":{"name":5},"Params":{"name":"ok"}}`, "POST", "Bearer key-a", "", "", "", "", "", "", "application/json"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5,"name":"ok","_meta":1,"_meta":null}}`, "POST", "Bearer key-a", "", "", "", "", "", "", "application/json"},
 	} {
 		f.Add([]byte(s.body), s.method, s.authz, s.proto, s.mcpMethod, s.mcpName, s.idem, s.session, s.accept, s.ctype)
 	}
@@ -138,6 +141,9 @@ func FuzzHandler(f *testing.F) {
 	}()
 
 	f.Fuzz(func(t *testing.T, body []byte, method, authz, proto, mcpMethod, mcpName, idem, session, accept, ctype string) {
+		if err := sdkAgrees(body); err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
 		switch method {
 		case "GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD":
 		default:
@@ -259,8 +265,8 @@ func checkAnswer(status int, hdr http.Header, body, reqBody []byte, reachedCore 
 // with a string id or a small integer one (the SDK answers a fractional id
 // truncated, and past 2^53 a float64 no longer tells ids apart).
 func readableID(body []byte) (json.RawMessage, bool) {
-	var env envelope
-	if json.Unmarshal(body, &env) != nil || env.Method == nil {
+	env, err := readEnvelope(body)
+	if err != nil || env.Method == nil {
 		return nil, false
 	}
 	var v any

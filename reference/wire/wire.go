@@ -195,13 +195,6 @@ func (h *handler) state(hd http.Header) *requestState {
 	return v.(*requestState)
 }
 
-// envelope is the part of a JSON-RPC message the outer handler reads.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method *string         `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -240,7 +233,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
 			return
 		}
-		if err := json.Unmarshal(body, &env); err != nil {
+		if env, err = readEnvelope(body); err != nil {
 			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
 			return
 		}
@@ -311,27 +304,6 @@ func (h *handler) authenticate(r *http.Request) (gateway.Caller, error) {
 		return gateway.Caller{}, gateway.Refuse(gateway.ReasonUnauthenticated, "an API key is required: Authorization: Bearer <api key>")
 	}
 	return h.core.Authenticate(r.Context(), key)
-}
-
-// checkCallParams refuses tools/call params the SDK would reject with an
-// unhelpful error: not an object, a name that is not a string, a _meta that
-// is not an object.
-func checkCallParams(raw json.RawMessage) *gateway.Refusal {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
-		return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params must be a JSON object")
-	}
-	var name string
-	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
-		return gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name must be a non-empty string")
-	}
-	if m, ok := p["_meta"]; ok && !isNull(m) {
-		var meta map[string]json.RawMessage
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params._meta must be a JSON object")
-		}
-	}
-	return nil
 }
 
 func isNull(raw json.RawMessage) bool {
