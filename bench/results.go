@@ -401,10 +401,16 @@ func Notes(r Results) []string {
 	sq, _ := r.Store(SQLite)
 	first, ok1 := sq.Phase(PhaseKeyedFirst)
 	serial, ok2 := sq.Phase(PhaseKeyedSerial)
-	if ok1 && ok2 && r.Baseline.Rate > 0 && first.Rate*3 < r.Baseline.Rate && serial.Rate > 0 && first.Rate < 1.5*serial.Rate {
+	firstMissed := false
+	for _, t := range Targets(r) {
+		if strings.HasPrefix(t.Name, PhaseKeyedFirst+" on SQLite") {
+			firstMissed = t.Measured && !t.Met
+		}
+	}
+	if ok1 && ok2 && firstMissed && serial.Rate > 0 && first.Rate < 1.5*serial.Rate {
 		out = append(out, fmt.Sprintf("SQLite keyed first calls: %d clients reach %s, one client %s: %d× the clients give %.1f× the calls, and a p99 of %s. "+
 			"Each first call makes three write transactions (reserve, charge, finish with its dispatch row; an unkeyed call five, with the lock row's acquire and release), "+
-			"and SQLite admits one writer at a time, so the writes of concurrent first calls queue one behind another (in Go, within one process). "+
+			"and SQLite admits one writer at a time: this process's writes queue for it, and those queued together share one transaction (group commit). "+
 			"The write path, not the MCP layer, is what misses the target: replays, which only read, run at %s of the bare server.",
 			r.Setup.Concurrency, fmtRate(first.Rate), fmtRate(serial.Rate), r.Setup.Concurrency, first.Rate/serial.Rate, fmtDur(first.P99),
 			ratioOf(sq, PhaseKeyedReplay, r.Baseline.Rate)))
