@@ -91,3 +91,17 @@ Feature: Retries of tools/call are one operation
     Examples: stateless
       | wire      | version    |
       | stateless | 2026-07-28 |
+
+  @retry-08 @should @needs-upstream @needs-ledger @needs-clock @needs-faults
+  Scenario: A retry after its explicit permit expired gets the stored outcome
+    Requirement: An explicit permit authorises new work; replaying an operation it already ran and charged is not new work, so a retry after a lost response gets the stored outcome even once the permit has expired, with no second dispatch or debit.
+    Source: issue "Benchmarks and reliability" (lost responses: "no second dispatch, no second debit ... nothing lost"); session note of 2026-12-02 ("an expired explicit permit blocks the replay of its own stored outcome")
+    Given an explicit permit "P1" for "write" with a budget of 3 credits, valid for 60s
+    And the gateway will drop the response after dispatching "write"
+    When "A" calls "write" with {"token":"$op1"} under permit "P1"
+    Then "A" lost the connection without an answer
+    When the gateway clock advances 61s
+    And "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

@@ -26,6 +26,7 @@ func registerCalls(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" starts calling "([^"]*)" with (\{.*\}) without a key$`, func(ctx context.Context, who, tool, args string) error {
 		return callInBackground(ctx, who, tool, args, "")
 	})
+	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) under permit "([^"]*)"$`, callUnderPermit)
 	sc.Step(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id$`, retryLast)
 	sc.Step(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id until it is not in progress$`, retryUntilDecided)
 	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" and drops the connection once the tool runs$`, callAndDrop)
@@ -62,12 +63,19 @@ func (w *world) do(ctx context.Context, c *client, call *wire.Call) (*answer, er
 }
 
 func callNow(ctx context.Context, who, tool, args, key string) error {
+	return send(ctx, who, tool, args, key, "")
+}
+
+// send makes one call and keeps its answer; permitID, if set, names an
+// explicit permit.
+func send(ctx context.Context, who, tool, args, key, permitID string) error {
 	w := getWorld(ctx)
 	c := w.clientFor(who)
 	call, err := w.newCall(who, tool, args, key)
 	if err != nil {
 		return err
 	}
+	call.PermitID = permitID
 	c.last = call
 	a, err := w.do(ctx, c, call)
 	if err != nil && a == nil {
@@ -75,6 +83,16 @@ func callNow(ctx context.Context, who, tool, args, key string) error {
 	}
 	c.answers = append(c.answers, a)
 	return nil
+}
+
+// callUnderPermit sends an unkeyed call naming an explicit permit: the
+// permit itself names the operation.
+func callUnderPermit(ctx context.Context, who, tool, args, permit string) error {
+	id, ok := getWorld(ctx).permits[permit]
+	if !ok {
+		return fmt.Errorf("no permit %q was granted in this scenario", permit)
+	}
+	return send(ctx, who, tool, args, "", id)
 }
 
 // callInBackground sends a call whose answer a later step collects; the

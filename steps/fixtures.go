@@ -24,6 +24,7 @@ func registerFixtures(sc *godog.ScenarioContext) {
 	sc.Step(`^an upstream approval-gated tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
 		return anUpstreamTool(ctx, alias, price, false, true)
 	})
+	sc.Step(`^an explicit permit "([^"]*)" for "([^"]*)" with a budget of (\d+) credits?, valid for (\S+)$`, anExplicitPermit)
 	sc.Step(`^client "([^"]*)" acts as principal "([^"]*)"$`, actsAsPrincipal)
 	sc.Step(`^client "([^"]*)" presents a forged principal token$`, forgedPrincipal)
 	sc.Step(`^"([^"]*)" speaks protocol (\S+)$`, speaksProtocol)
@@ -127,6 +128,27 @@ func actsAsPrincipal(ctx context.Context, name, principal string) error {
 	}
 	w.principal[principal] = id
 	w.clientFor(name).wire.PrincipalToken = tok
+	return nil
+}
+
+// anExplicitPermit grants a permit for the scenario's wallet, key and tool
+// through the control API; calls name it with X-Permit-Id.
+func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl string) error {
+	w := getWorld(ctx)
+	c := w.env.Control()
+	if c == nil {
+		return fmt.Errorf("explicit permits are granted through the control API: %w", godog.ErrSkip)
+	}
+	d, err := time.ParseDuration(ttl)
+	if err != nil {
+		return fmt.Errorf("permit %s: validity %q: %w", alias, ttl, err)
+	}
+	pm, err := c.CreatePermit(ctx, control.PermitRequest{WalletID: w.walletID, KeyID: w.keyID, Tool: w.toolName(tool),
+		Budget: budget, TTL: control.Duration(d)})
+	if err != nil {
+		return fmt.Errorf("create permit %s: %w", alias, err)
+	}
+	w.permits[alias] = pm.PermitID
 	return nil
 }
 

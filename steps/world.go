@@ -38,6 +38,7 @@ type world struct {
 	clients      map[string]*client
 	faults       map[string]string // fault point -> fault id
 	principal    map[string]string // principal name -> principal id on the target
+	permits      map[string]string // permit alias in the feature -> permit id on the target
 	baseline     int64             // wallet balance right after the fixture
 	receipts     []string          // every receipt seen, in order
 	tokens       []string          // every probe token used
@@ -161,7 +162,7 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	w := &world{
 		env: env, entry: entry, start: time.Now(),
 		vars: map[string]string{}, tools: map[string]string{}, prices: map[string]int64{},
-		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{},
+		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{}, permits: map[string]string{},
 	}
 	w.evidence = reports.Scenario{
 		ID: entry.ID, Title: entry.Title, Feature: entry.Feature, Level: entry.Level,

@@ -24,6 +24,9 @@ const (
 	RefundMissing         = "refund-missing"
 	WindowIgnoresTTL      = "window-ignores-ttl"
 	TakeoverCharged       = "takeover-charged"
+	// PermitExpiryBlocksReplay: the reference gateway's own behaviour until
+	// December 2026, kept as a switch since a scenario holds gateways to the fix.
+	PermitExpiryBlocksReplay = "permit-expiry-blocks-replay"
 )
 
 // Bug describes one switch.
@@ -49,6 +52,7 @@ var All = []Bug{
 	{Name: ReplayDebits, Description: "a replay writes another debit"},
 	{Name: RefundMissing, Description: "a failure before dispatch keeps the charge"},
 	{Name: WindowIgnoresTTL, Description: "the advertised window is used though auto permits expire sooner"},
+	{Name: PermitExpiryBlocksReplay, Description: "an expired explicit permit is refused before the stored outcome of the operation it already ran is looked at: a retry after a lost response never learns what it paid for"},
 	{Name: TakeoverCharged, Description: "a naive lease: a retry runs again any in-progress operation older than the stale-lock threshold, even one already charged whose holder then dispatches too"},
 }
 

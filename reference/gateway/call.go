@@ -145,6 +145,18 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if err != nil {
 		return CallResponse{}, err
 	}
+	if p.permitExpired != nil {
+		// No new work under an expired permit; work it already did (or is
+		// doing) is answered as any retry of it is.
+		rec, found, err := g.findStored(ctx, c, p)
+		if err != nil {
+			return CallResponse{}, err
+		}
+		if found && rec.State != store.StateFailedRefunded {
+			return g.existing(ctx, c, rec)
+		}
+		return CallResponse{}, p.permitExpired
+	}
 
 	// A finished keyed operation is served from a plain read: a completed
 	// record never changes again, so its replay need not queue for the

@@ -31,6 +31,9 @@ type keyPlan struct {
 	clientKey string        // as sent, "permit:<id>", or (derived) filled in with the slot key
 	key       string        // the record's primary key (client and permit kinds)
 	permit    *store.Permit // the explicit permit, already checked; nil for an auto permit
+	// permitExpired is the refusal for an explicit permit past its life:
+	// it bars new work under the permit, not the replay of work done.
+	permitExpired *Refusal
 
 	// Derived only.
 	identity  string        // lock identity: prefix + hash of the identity material
@@ -102,22 +105,22 @@ func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error)
 		p := keyPlan{kind: store.KindClient, clientKey: r.ClientKey,
 			key: recordKey(store.KindClient, wallet, keyID, c.principalKey, c.tool.Name, r.ClientKey)}
 		if r.PermitID != "" {
-			pm, err := g.explicitPermit(ctx, c)
+			pm, expired, err := g.explicitPermit(ctx, c)
 			if err != nil {
 				return keyPlan{}, err
 			}
-			p.permit = &pm
+			p.permit, p.permitExpired = &pm, expired
 		}
 		return p, nil
 	case r.PermitID != "":
 		// A call under an explicit permit never gets a derived key (the
 		// CodeRabbit finding): the permit itself names the operation.
-		pm, err := g.explicitPermit(ctx, c)
+		pm, expired, err := g.explicitPermit(ctx, c)
 		if err != nil {
 			return keyPlan{}, err
 		}
 		k := PermitKeyPrefix + pm.ID
-		return keyPlan{kind: store.KindPermit, clientKey: k, permit: &pm,
+		return keyPlan{kind: store.KindPermit, clientKey: k, permit: &pm, permitExpired: expired,
 			key: recordKey(store.KindPermit, wallet, keyID, c.principalKey, c.tool.Name, k)}, nil
 	}
 
@@ -171,26 +174,33 @@ func (g *Gateway) derivedPlan(c *callState) keyPlan {
 	}
 }
 
-// explicitPermit checks a permit the client named: it must exist, be this
-// wallet's, this key's and this tool's, and not have expired. Its budget is
-// checked when it is spent (store.Charge), so a replay under a spent permit
-// still replays.
-func (g *Gateway) explicitPermit(ctx context.Context, c *callState) (store.Permit, error) {
+// explicitPermit checks a permit the client named: it must exist and be
+// this wallet's, this key's and this tool's. Past its life it comes back
+// with the permit_expired refusal, which bars new work only: a retry of an
+// operation the permit already ran still gets its stored outcome (a client
+// whose response was lost cannot otherwise learn what it paid for). Its
+// budget is checked when it is spent (store.Charge), so a replay under a
+// spent permit still replays too.
+func (g *Gateway) explicitPermit(ctx context.Context, c *callState) (store.Permit, *Refusal, error) {
 	r := c.r
 	pm, err := g.store.Permit(ctx, r.PermitID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Permit{}, Refuse(ReasonPermitInvalid, "no permit %q", r.PermitID)
+		return store.Permit{}, nil, Refuse(ReasonPermitInvalid, "no permit %q", r.PermitID)
 	}
 	if err != nil {
-		return store.Permit{}, g.storeErr("read permit", err)
+		return store.Permit{}, nil, g.storeErr("read permit", err)
 	}
 	if pm.WalletID != r.Caller.WalletID || pm.APIKeyID != r.Caller.APIKeyID || pm.Tool != c.tool.Name {
-		return store.Permit{}, Refuse(ReasonPermitInvalid, "permit %q is not for this wallet, API key and tool", r.PermitID)
+		return store.Permit{}, nil, Refuse(ReasonPermitInvalid, "permit %q is not for this wallet, API key and tool", r.PermitID)
 	}
 	if !c.now.Before(pm.ExpiresAt) {
-		return store.Permit{}, Refuse(ReasonPermitExpired, "permit %q expired at %s", r.PermitID, pm.ExpiresAt.Format(time.RFC3339Nano))
+		expired := Refuse(ReasonPermitExpired, "permit %q expired at %s", r.PermitID, pm.ExpiresAt.Format(time.RFC3339Nano))
+		if g.bugs.On(bugs.PermitExpiryBlocksReplay) {
+			return store.Permit{}, nil, expired // BUG permit-expiry-blocks-replay: refused before any stored outcome is looked at
+		}
+		return pm, expired, nil
 	}
-	return pm, nil
+	return pm, nil, nil
 }
 
 // chooseSlot is step 4's slot choice, run under the identity's lock. It

@@ -154,6 +154,28 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a retry after its explicit permit expired gets the stored outcome; new work under it is refused",
+		catches: []string{bugs.PermitExpiryBlocksReplay},
+		run: func(e *env) error {
+			id := "pmt-" + uuid.NewString()
+			now := e.clk.Now()
+			e.must(e.st.CreatePermit(e.ctx, store.Permit{ID: id, WalletID: e.wallet, APIKeyID: e.caller.APIKeyID, Tool: e.write,
+				Budget: 100, ExpiresAt: now.Add(time.Minute), CreatedAt: now}))
+			a, err := ok(run(e.call(req{permit: id})))
+			if err != nil {
+				return err
+			}
+			e.clk.Advance(time.Minute + time.Second)
+			b, errB := ok(run(e.call(req{permit: id}))) // the response of a was lost; the retry comes late
+			_, errNew := e.call(req{permit: id, key: "k-" + uuid.NewString()})
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errB, err, want("late retry's receipt", b.ID, a.ID), want("late retry replayed", b.Replayed, true),
+				want("new work under the expired permit", reason(errNew), gateway.ReasonPermitExpired),
+				want("dispatches", n, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
 		name:    "a stalled holder already charged is never taken over",
 		catches: []string{bugs.TakeoverCharged},
 		run: func(e *env) error {
