@@ -223,9 +223,9 @@ func (s *Store) enqueue(r *writeReq) error {
 	defer timer.Stop()
 	select {
 	case s.writer <- struct{}{}:
-		s.runPending()
+		s.runUntilTaken(r)
 		<-s.writer
-		return <-r.done // run by this batch or by an earlier one
+		return <-r.done // run by this holder's batches or by an earlier holder
 	case err := <-r.done:
 		return err
 	case <-timer.C:
@@ -253,21 +253,28 @@ func (s *Store) busy() error {
 	return fmt.Errorf("%w: waited %v for this process's other write transactions", store.ErrBusy, s.lockTimeout)
 }
 
-// runPending runs the queued writes, in batches of at most maxBatch, while
-// this goroutine holds the writer.
-func (s *Store) runPending() {
+// runUntilTaken runs queued writes, oldest first, in batches of at most
+// maxBatch, while this goroutine holds the writer, until r has been run.
+// Writes queued after r are left to the next holder: every queued write's
+// caller waits for the writer too, so one of them takes it, and no holder
+// serves a steady stream of others while its own caller waits.
+func (s *Store) runUntilTaken(r *writeReq) {
 	for {
 		s.mu.Lock()
+		if r.taken {
+			s.mu.Unlock()
+			return
+		}
 		n := min(len(s.pending), maxBatch)
-		if i := slices.IndexFunc(s.pending[:n], func(r *writeReq) bool { return r.alone }); i == 0 {
+		if i := slices.IndexFunc(s.pending[:n], func(q *writeReq) bool { return q.alone }); i == 0 {
 			n = 1
 		} else if i > 0 {
 			n = i
 		}
 		batch := slices.Clone(s.pending[:n])
 		s.pending = slices.Delete(s.pending, 0, n)
-		for _, r := range batch {
-			r.taken = true
+		for _, q := range batch {
+			q.taken = true
 		}
 		s.mu.Unlock()
 		if n == 0 {
