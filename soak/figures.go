@@ -75,7 +75,7 @@ const firstShown = 20
 
 func (r *runner) figures(h History, vs []Violation, wall time.Duration) Figures {
 	f := Figures{
-		Date: time.Now().UTC().Truncate(time.Second), Seed: r.cfg.Seed, Store: "PostgreSQL",
+		Date: time.Now().UTC().Truncate(time.Second), Seed: r.cfg.Seed, Store: storeName(r.cfg.Store),
 		Processes: len(r.tg.URLs), Concurrency: r.cfg.Concurrency, Bugs: r.cfg.Bugs,
 		Machine: fmt.Sprintf("%s %s/%s, %d CPUs", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		Target:  r.cfg.Calls,
@@ -202,14 +202,18 @@ func round(d time.Duration) time.Duration {
 func (f Figures) Markdown(w io.Writer) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# PostgreSQL soak\n\n")
+	p("# %s soak\n\n", f.Store)
 	p("Written by `make soak` (`go run ./soak/cmd/mcpsoak`); do not edit by hand.\n")
 	p("One run on one machine: the times are what it did once, not a bound.\n\n")
 	p("- date: %s\n- machine: %s\n", f.Date.Format(time.RFC3339), f.Machine)
 	if f.Load != "" {
 		p("- load average (1, 5, 15 min) when the workload began: %s\n", f.Load)
 	}
-	p("- seed: `%d` (replay the same operations: `go run ./soak/cmd/mcpsoak -seed %d`)\n", f.Seed, f.Seed)
+	replay := fmt.Sprintf("go run ./soak/cmd/mcpsoak -seed %d", f.Seed)
+	if f.Store == storeName("sqlite") {
+		replay += " -store sqlite"
+	}
+	p("- seed: `%d` (replay the same operations: `%s`)\n", f.Seed, replay)
 	p("- %d reference gateway processes on one %s store, %d operations in flight", f.Processes, f.Store, f.Concurrency)
 	if len(f.Bugs) > 0 {
 		p(", bug switches `%s`", strings.Join(f.Bugs, "`, `"))
@@ -273,4 +277,12 @@ var checks = []struct{ name, what string }{
 	{CheckTotal, "net debited = price × settled operations"},
 	{CheckAnswer, "every answer a result, a retryable in-progress, or the planned drop or `dispatch_failed` of a first call"},
 	{CheckSettled, "every operation gets a result within the retry bound"},
+}
+
+// storeName is how the figures name a store.
+func storeName(store string) string {
+	if store == "sqlite" {
+		return "SQLite"
+	}
+	return "PostgreSQL"
 }

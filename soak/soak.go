@@ -32,6 +32,10 @@ type Config struct {
 	// Binary is the mcpconform executable that serves the gateways
 	// (target.Build makes one).
 	Binary string
+	// Store is "postgres" (the default, the soak) or "sqlite": the
+	// processes then share one SQLite file, each queueing its own writes in
+	// Go and all of them contending for the file's write lock.
+	Store string
 	// DSN is the PostgreSQL store; default $DATABASE_URL.
 	DSN string
 	// Seed decides every operation; 0 picks one from the clock (printed
@@ -52,7 +56,10 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.DSN == "" {
+	if c.Store == "" {
+		c.Store = "postgres"
+	}
+	if c.DSN == "" && c.Store == "postgres" {
 		c.DSN = os.Getenv("DATABASE_URL")
 	}
 	if c.Seed == 0 {
@@ -103,7 +110,7 @@ const (
 	quiet       = 500 * time.Millisecond
 )
 
-// Run starts the probe and Processes reference gateways on PostgreSQL,
+// Run starts the probe and Processes reference gateways on one store,
 // drives the workload, reads back the effects and checks them. An error is
 // a soak that could not be run or read back; broken invariants are in
 // Result.Violations.
@@ -121,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer pr.Close()
 	tg, err := target.Reference(ctx, target.Options{
-		Binary: cfg.Binary, Store: "postgres", DSN: cfg.DSN, Workers: cfg.Processes, Bugs: cfg.Bugs,
+		Binary: cfg.Binary, Store: cfg.Store, DSN: cfg.DSN, Workers: cfg.Processes, Bugs: cfg.Bugs,
 		Log: cfg.GatewayLog, ProtocolVersion: wire.V20260728, // stateless: any process takes any call
 	})
 	if err != nil {

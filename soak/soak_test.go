@@ -33,7 +33,24 @@ func TestSoakPostgres(t *testing.T) {
 		t.Skip("the soak starts gateway processes")
 	}
 	cfg := Config{DSN: pgtest.FreshDSN(t), Binary: build(t), Calls: envInt(t, callsEnv, testCalls), Seed: int64(envInt(t, seedEnv, 0))}
-	res := soak(t, cfg)
+	requireClean(t, soak(t, cfg))
+}
+
+// TestSoakSQLite runs the same workload with the processes sharing one
+// SQLite file: each queues and batches its own writes in Go, and all of
+// them contend for the file's write lock through busy_timeout.
+func TestSoakSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak starts gateway processes")
+	}
+	cfg := Config{Store: "sqlite", Binary: build(t), Calls: envInt(t, callsEnv, testCalls), Seed: int64(envInt(t, seedEnv, 0))}
+	requireClean(t, soak(t, cfg))
+}
+
+// requireClean fails the test on every broken invariant, and on a soak
+// that did nothing.
+func requireClean(t *testing.T, res *Result) {
+	t.Helper()
 	f := res.Figures
 	t.Logf("figures: %s", f.Summary())
 	for i, v := range res.Violations {

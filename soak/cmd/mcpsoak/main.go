@@ -30,6 +30,7 @@ func main() {
 	flag.Int64Var(&cfg.Seed, "seed", 0, "workload seed (0: from the clock; printed)")
 	flag.IntVar(&cfg.Calls, "calls", 10_000, "calls to send")
 	flag.IntVar(&cfg.Processes, "processes", 4, "reference gateway processes on the one store")
+	flag.StringVar(&cfg.Store, "store", "postgres", "the store the processes share: postgres (DATABASE_URL) or sqlite (a file in a temporary directory)")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 16, "operations in flight")
 	flag.DurationVar(&cfg.Deadline, "deadline", 5*time.Minute, "bound of the workload")
 	flag.Func("bug", "run the gateways with bug switch `NAME` (repeatable; \"mcpconform bugs\" lists them)", func(v string) error {
@@ -51,8 +52,14 @@ func main() {
 }
 
 func run(ctx context.Context, cfg soak.Config, out string, verbose bool) (int, error) {
-	if cfg.DSN = os.Getenv("DATABASE_URL"); cfg.DSN == "" {
-		return 2, fmt.Errorf("DATABASE_URL is not set: the soak runs on PostgreSQL")
+	switch cfg.Store {
+	case "postgres":
+		if cfg.DSN = os.Getenv("DATABASE_URL"); cfg.DSN == "" {
+			return 2, fmt.Errorf("DATABASE_URL is not set: -store postgres needs it")
+		}
+	case "sqlite":
+	default:
+		return 2, fmt.Errorf("-store %q: want postgres or sqlite", cfg.Store)
 	}
 	tmp, err := os.MkdirTemp("", "mcpsoak-*")
 	if err != nil {
