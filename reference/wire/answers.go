@@ -24,9 +24,10 @@ import (
 // answers (a GET's event stream, 202 and 204) pass through as written, so
 // streams are flushed as the SDK flushes them.
 type answerWriter struct {
-	w   http.ResponseWriter
-	id  json.RawMessage // the request's id as the outer handler read it
-	log *slog.Logger
+	w      http.ResponseWriter
+	id     json.RawMessage // the request's id as the outer handler read it
+	method string          // the request's method as the outer handler read it
+	log    *slog.Logger
 
 	status int // 0 until WriteHeader
 	hold   bool
@@ -102,6 +103,11 @@ func (a *answerWriter) rewrite(body []byte) ([]byte, bool) {
 			return nil, false
 		}
 		reason, code := rpcReason(m.Error.Code, m.Error.Message)
+		if reason == ReasonInvalidParams && a.method == "tools/call" {
+			// tools/call params the SDK could not decode (requestState,
+			// inputResponses): the call's own reason for bad params.
+			reason = gateway.ReasonInvalidArguments
+		}
 		if m.Error.Code != 0 {
 			code = m.Error.Code
 		}

@@ -123,6 +123,7 @@ func TestSDKRefusals(t *testing.T) {
 		{"empty object", sdkRequest{hdr: legacy, body: `{}`}, 400, -32600, ReasonInvalidRequest, "null"},
 		{"id an object", sdkRequest{hdr: legacy, body: `{"jsonrpc":"2.0","id":{},"method":"tools/list"}`}, 400, -32600, ReasonInvalidRequest, "null"},
 		{"tools/list params wrong", sdkRequest{hdr: session, body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":5}}`}, 200, -32602, ReasonInvalidParams, "5"},
+		{"tools/call requestState not a string", sdkRequest{hdr: session, body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ok","arguments":{},"requestState":5}}`}, 200, -32602, "invalid_arguments", "6"},
 		{"initialize params wrong (SDK code 0)", sdkRequest{hdr: map[string]string{"Authorization": a}, body: `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":5}}`}, 200, -32602, ReasonInvalidParams, "5"},
 
 		// Protocol versions, the 2026-07-28 _meta and headers.

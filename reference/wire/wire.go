@@ -274,6 +274,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(headerInternal, tok)
 
 	aw := &answerWriter{w: &dropWriter{w: w, st: st}, id: env.ID, log: h.log}
+	if env.Method != nil {
+		aw.method = *env.Method
+	}
 	h.route(r, env).ServeHTTP(aw, r)
 	aw.finish()
 
