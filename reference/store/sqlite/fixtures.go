@@ -75,6 +75,10 @@ func moveBalance(ctx context.Context, tx conn, e store.LedgerEntry, delta int64)
 		`UPDATE wallets SET balance = balance + ? WHERE id = ?`, delta, e.WalletID); err != nil {
 		return err
 	}
+	return insertEntry(ctx, tx, e)
+}
+
+func insertEntry(ctx context.Context, tx conn, e store.LedgerEntry) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (id, wallet_id, kind, amount, record_key, receipt, tool, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.WalletID, e.Kind, e.Amount, e.RecordKey, e.Receipt, e.Tool, nanos(e.At))

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -232,47 +233,69 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		return wrap("charge", err)
 	}
 	err = s.write(ctx, func(tx conn) error {
-		rec, err := recordOf(ctx, tx, c.RecordKey)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != c.Owner || rec.State != store.StateInProgress || rec.Charged) {
+		// Only what the condition needs: the record's result can be large.
+		var owner, state, wallet string
+		var charged bool
+		err := tx.QueryRowContext(ctx, `SELECT owner, state, charged, wallet_id FROM records WHERE key = ?`, c.RecordKey).
+			Scan(&owner, &state, &charged, &wallet)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (owner != c.Owner || state != store.StateInProgress || charged) {
 			return store.ErrNotOwner
 		}
 		if err != nil {
 			return err
 		}
 		if e.WalletID == "" {
-			e.WalletID = rec.WalletID
+			e.WalletID = wallet
 		}
 		if e.Amount == 0 {
 			return markCharged(ctx, tx, c)
 		}
-		var budget, spent, expires int64
-		err = tx.QueryRowContext(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = ?`, c.PermitID).
-			Scan(&budget, &spent, &expires)
+		// Conditional updates, each read back only when it finds nothing to
+		// update (to say why): the permit's life and budget, then the
+		// balance. A refusal rolls back the transaction, the permit's spend
+		// with it.
+		res, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ?1
+			WHERE id = ?2 AND expires_at > ?3 AND budget - spent >= ?1`, e.Amount, c.PermitID, nanos(c.Now))
 		if err != nil {
-			return fmt.Errorf("permit %q: %w", c.PermitID, classify(err))
-		}
-		if nanos(c.Now) >= expires {
-			return store.ErrPermitExpired
-		}
-		if budget-spent < e.Amount {
-			return store.ErrPermitExhausted
-		}
-		var balance int64
-		if err := tx.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE id = ?`, e.WalletID).Scan(&balance); err != nil {
-			return fmt.Errorf("wallet %q: %w", e.WalletID, classify(err))
-		}
-		if balance < e.Amount {
-			return store.ErrInsufficientFunds
-		}
-		if err := moveBalance(ctx, tx, e, -e.Amount); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ? WHERE id = ?`, e.Amount, c.PermitID); err != nil {
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, permitRefusal(ctx, tx, c.PermitID, c.Now))
+		}
+		res, err = tx.ExecContext(ctx, `UPDATE wallets SET balance = balance - ?1 WHERE id = ?2 AND balance >= ?1`, e.Amount, e.WalletID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, walletRefusal(ctx, tx, e.WalletID))
+		}
+		if err := insertEntry(ctx, tx, e); err != nil {
 			return err
 		}
 		return markCharged(ctx, tx, c)
 	})
 	return wrap("charge", err)
+}
+
+// permitRefusal says why a permit could not be spent.
+func permitRefusal(ctx context.Context, tx conn, id string, now time.Time) error {
+	var expires int64
+	if err := tx.QueryRowContext(ctx, `SELECT expires_at FROM permits WHERE id = ?`, id).Scan(&expires); err != nil {
+		return fmt.Errorf("permit %q: %w", id, classify(err))
+	}
+	if nanos(now) >= expires {
+		return store.ErrPermitExpired
+	}
+	return store.ErrPermitExhausted
+}
+
+// walletRefusal says why a wallet could not be debited.
+func walletRefusal(ctx context.Context, tx conn, id string) error {
+	var balance int64
+	if err := tx.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE id = ?`, id).Scan(&balance); err != nil {
+		return fmt.Errorf("wallet %q: %w", id, classify(err))
+	}
+	return store.ErrInsufficientFunds
 }
 
 func markCharged(ctx context.Context, tx conn, c store.ChargeRequest) error {
