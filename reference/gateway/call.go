@@ -148,14 +148,7 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if p.permitExpired != nil {
 		// No new work under an expired permit; work it already did (or is
 		// doing) is answered as any retry of it is.
-		rec, found, err := g.findStored(ctx, c, p)
-		if err != nil {
-			return CallResponse{}, err
-		}
-		if found && rec.State != store.StateFailedRefunded {
-			return g.existing(ctx, c, rec)
-		}
-		return CallResponse{}, p.permitExpired
+		return g.existingOr(ctx, c, p, p.permitExpired)
 	}
 
 	// A finished keyed operation is served from a plain read: a completed
@@ -204,12 +197,19 @@ func (g *Gateway) missingTool(ctx context.Context, c *callState) (CallResponse, 
 	if err != nil {
 		return CallResponse{}, err
 	}
+	return g.existingOr(ctx, c, p, unknown)
+}
+
+// existingOr answers a call that may start no new work (its tool is gone,
+// its permit expired) from the operation its key already has, if any; a
+// refunded attempt left nothing to answer with, so then it is refused.
+func (g *Gateway) existingOr(ctx context.Context, c *callState, p keyPlan, refusal *Refusal) (CallResponse, error) {
 	rec, found, err := g.findStored(ctx, c, p)
 	if err != nil {
 		return CallResponse{}, err
 	}
 	if !found || rec.State == store.StateFailedRefunded {
-		return CallResponse{}, unknown // nothing ran, and nothing can run now
+		return CallResponse{}, refusal // nothing ran, and nothing can run now
 	}
 	return g.existing(ctx, c, rec)
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -245,6 +246,21 @@ type Outcome struct {
 	// tool did not run.
 	Dispatch *Dispatch
 	Now      time.Time
+}
+
+// Check refuses an outcome no store may write: a state other than the two
+// final ones, a refund that does not end the record refunded, or a dispatch
+// row that does not come with a completed outcome.
+func (o Outcome) Check() error {
+	switch {
+	case o.State != StateCompleted && o.State != StateFailedRefunded:
+		return fmt.Errorf("invalid state %q", o.State)
+	case o.Refund != nil && o.State != StateFailedRefunded:
+		return fmt.Errorf("refund with state %q", o.State)
+	case o.Dispatch != nil && o.State != StateCompleted:
+		return fmt.Errorf("dispatch with state %q", o.State)
+	}
+	return nil
 }
 
 // DispatchFilter selects dispatch log rows; zero fields match all.

@@ -311,14 +311,8 @@ func markCharged(ctx context.Context, tx pgx.Tx, c store.ChargeRequest) error {
 // Finish stores the outcome of a record its caller still owns, and the
 // refund with it.
 func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) error {
-	if o.State != store.StateCompleted && o.State != store.StateFailedRefunded {
-		return fmt.Errorf("finish record: invalid state %q", o.State)
-	}
-	if o.Refund != nil && o.State != store.StateFailedRefunded {
-		return fmt.Errorf("finish record: refund with state %q", o.State)
-	}
-	if o.Dispatch != nil && o.State != store.StateCompleted {
-		return fmt.Errorf("finish record: dispatch with state %q", o.State)
+	if err := o.Check(); err != nil {
+		return fmt.Errorf("finish record: %w", err)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		rec, err := lockedRecord(ctx, tx, key)
