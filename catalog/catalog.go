@@ -29,6 +29,16 @@ type Entry struct {
 	Needs       []string `json:"needs"` // capabilities, without the @needs- prefix
 	Requirement string   `json:"requirement"`
 	Source      string   `json:"source"`
+	// Steps are the scenario's steps as run, Background first, outline
+	// values filled in.
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is one step of a scenario.
+type Step struct {
+	Keyword string `json:"keyword"` // "Given ", "When ", "Then ", "And "...
+	Text    string `json:"text"`
+	Line    int64  `json:"line"`
 }
 
 var idTag = regexp.MustCompile(`^@([a-z]+-\d+[a-z]?)$`)
@@ -75,10 +85,20 @@ func parse(name string, data []byte) ([]Entry, error) {
 		return nil, nil
 	}
 	scenarios := map[string]*messages.Scenario{}
+	astSteps := map[string]*messages.Step{}
+	addSteps := func(ss []*messages.Step) {
+		for _, st := range ss {
+			astSteps[st.Id] = st
+		}
+	}
 	collect := func(children []*messages.FeatureChild) {
 		for _, c := range children {
 			if c.Scenario != nil {
 				scenarios[c.Scenario.Id] = c.Scenario
+				addSteps(c.Scenario.Steps)
+			}
+			if c.Background != nil {
+				addSteps(c.Background.Steps)
 			}
 		}
 	}
@@ -88,6 +108,10 @@ func parse(name string, data []byte) ([]Entry, error) {
 			for _, rc := range c.Rule.Children {
 				if rc.Scenario != nil {
 					scenarios[rc.Scenario.Id] = rc.Scenario
+					addSteps(rc.Scenario.Steps)
+				}
+				if rc.Background != nil {
+					addSteps(rc.Background.Steps)
 				}
 			}
 		}
@@ -100,6 +124,15 @@ func parse(name string, data []byte) ([]Entry, error) {
 		if sc != nil {
 			e.Line = sc.Location.Line
 			e.Requirement, e.Source = describe(sc.Description)
+		}
+		for _, ps := range p.Steps {
+			st := Step{Text: ps.Text}
+			if len(ps.AstNodeIds) > 0 {
+				if a := astSteps[ps.AstNodeIds[0]]; a != nil {
+					st.Keyword, st.Line = a.Keyword, a.Location.Line
+				}
+			}
+			e.Steps = append(e.Steps, st)
 		}
 		for _, t := range p.Tags {
 			e.Tags = append(e.Tags, t.Name)

@@ -7,7 +7,7 @@ Feature: The wallet is charged exactly once per operation
     Given a wallet with 1000 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @ledger-01 @must @needs-upstream @needs-ledger @needs-faults
+  @ledger-01 @must @unkeyed-derived @needs-upstream @needs-faults
   Scenario: A failure before dispatch nets to zero; the retry is charged once; the replay adds nothing
     Requirement: Zero net change after a failure before dispatch, one debit after the successful retry, no new entry on replay.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "assert zero net charge after the failure, one charge after the success, and no extra charge on replay, using wallet/ledger totals")
@@ -23,7 +23,7 @@ Feature: The wallet is charged exactly once per operation
     And the wallet balance changed by -3
     And the probe saw "$op1" dispatched 1 time
 
-  @ledger-02 @must @needs-upstream @needs-ledger
+  @ledger-02 @must @needs-upstream
   Scenario: The bank invariant holds over a random mixed workload
     Requirement: Total debits equal price times distinct dispatched operations, over keyed, unkeyed, retried and conflicting calls.
     Source: issue "Conformance harness" (ledger: bank invariant); Jepsen bank test

@@ -7,7 +7,7 @@ Feature: A lost response is not a lost operation
     Given a wallet with 100 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @lost-01 @must @needs-upstream @needs-ledger
+  @lost-01 @must @needs-upstream
   Scenario: The client drops the connection while the tool runs
     Requirement: A retry after a lost response gets the original receipt; the tool was dispatched once and charged once.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: "A retry after a lost response therefore dispatched and charged a second time")
@@ -19,7 +19,7 @@ Feature: A lost response is not a lost operation
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lost-02 @must @needs-upstream @needs-ledger @needs-faults
+  @lost-02 @must @unkeyed-derived @needs-upstream @needs-faults
   Scenario: The gateway drops the response after dispatching an unkeyed call
     Requirement: The connection is dropped after the gateway dispatched; the retry gets the original receipt and no second debit.
     Source: issue "Conformance harness" (lost response)
@@ -31,7 +31,7 @@ Feature: A lost response is not a lost operation
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lost-03 @should @needs-upstream @needs-ledger @needs-faults
+  @lost-03 @should @needs-upstream @needs-faults
   Scenario: A response that fails after dispatch is replayed on retry
     Requirement: The tool ran and its outcome is stored; the client got an error; the retry replays the stored outcome.
     Source: issue "Reference gateway" (fault points: fail after dispatch before the response)
@@ -43,7 +43,7 @@ Feature: A lost response is not a lost operation
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lost-04 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
+  @lost-04 @must @needs-upstream @needs-clock @needs-faults
   Scenario: A holder charged and stalled before its dispatch is not run again once it looks stale
     Requirement: Past the stale-lock threshold, a retry of an operation whose holder was debited but has not dispatched is answered retryable in-progress (its tool may be running); once the holder resumes, one dispatch and one debit in all.
     Source: issue "Benchmarks and reliability" (crash scenarios: "no second dispatch, no second debit, or an honest in-progress answer until it can decide")

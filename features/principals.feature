@@ -9,7 +9,7 @@ Feature: One principal's cached result never reaches another
     And client "alice" acts as principal "alice"
     And client "bob" acts as principal "bob"
 
-  @iga-01 @must @needs-upstream @needs-ledger @needs-principals
+  @iga-01 @must @unkeyed-derived @needs-upstream @needs-principal-tokens
   Scenario: Another principal on the same API key gets its own operation
     Requirement: The derived key binds the verified principal, so a second principal on the same API key with identical arguments gets its own operation, not the first one's result.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Cross-principal replay")
@@ -31,7 +31,7 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-03 @must @needs-upstream @needs-principals
+  @iga-03 @must @needs-upstream @needs-principals @needs-fixtures
   Scenario: A revoked principal cannot replay the stored result of a removed tool
     Requirement: The replay check runs on every replay path, including a tool that was removed since.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Should fix: "the legacy replay return skips the IGA check ... after a tool is removed a retry ... can still return the stored result")
@@ -43,7 +43,7 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-04 @must @needs-upstream @needs-principals
+  @iga-04 @must @unkeyed-derived @needs-upstream @needs-principals
   Scenario: A revoked principal cannot replay an unkeyed call
     Requirement: A revoked principal cannot read a cached outcome through the derived-key replay either.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Overview: "so revoked principals cannot read another principal's cached outcome")
@@ -54,7 +54,7 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-05 @should @needs-upstream @needs-principals
+  @iga-05 @should @needs-upstream @needs-principal-tokens
   Scenario: A principal token signed by an untrusted key is refused
     Requirement: A principal token is verified against the configured JWKS, issuer and audience; a forged one is refused before anything runs.
     Source: issue "Reference gateway" (Tenancy: enterprise principal token)

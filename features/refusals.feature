@@ -6,7 +6,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   Background:
     Given a wallet with 100 credits and an API key
 
-  @refuse-01 @must @needs-upstream @needs-ledger @needs-settings
+  @refuse-01 @must @needs-upstream @needs-settings
   Scenario: With window 0, unkeyed calls are refused
     Requirement: Window 0 turns derived keys off, so every unkeyed call is refused with idempotency_key_required. There is no random key.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Design: "Setting it to 0 turns off derived keys")
@@ -17,7 +17,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
     And the probe saw "$op1" dispatched 0 times
     And the ledger has 0 debits and 0 refunds
 
-  @refuse-02 @must @needs-upstream @needs-ledger
+  @refuse-02 @must @needs-tool-read-only
   Scenario: Unkeyed read-only calls are refused, not collapsed into a stale replay
     Requirement: Read-only tools are metered, so unkeyed reads are refused with idempotency_key_required, with no dispatch and no debit.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Read-only tools are collapsed"; follow-up "Read-only tools: metered, so unkeyed reads stay refused")
@@ -29,7 +29,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
     And the probe saw "$op1" dispatched 0 times
     And the ledger has 0 debits and 0 refunds
 
-  @refuse-03 @must @needs-upstream @needs-ledger
+  @refuse-03 @must @needs-tool-approval
   Scenario: Unkeyed approval-gated calls are refused
     Requirement: The human-approval gate still requires an explicit client key.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Design, Unchanged)
@@ -39,7 +39,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
     And the probe saw "$op1" dispatched 0 times
     And the ledger has 0 debits and 0 refunds
 
-  @refuse-04 @should @needs-upstream @needs-ledger
+  @refuse-04 @should @needs-tool-read-only
   Scenario: Keyed read-only calls are metered once per key
     Requirement: Two keyed reads write two non-zero ledger debits.
     Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: test_unkeyed_read_only_tool_is_refused_without_dispatch)
@@ -50,11 +50,11 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
     Then "A" gets a result with a new receipt
     And the ledger has 2 debits and 0 refunds
 
-  @refuse-05 @must @needs-upstream @needs-ledger
+  @refuse-05 @must @needs-upstream @needs-fixtures
   Scenario: Too little balance is refused before dispatch
     Requirement: Too little balance is refused before dispatch with insufficient_funds; nothing is charged.
     Source: issue "Reference gateway" (Tenancy, tools, ledger)
-    Given an upstream tool "pricey" priced 500 credits
+    Given an upstream tool "pricey" priced 500 credits, more than the wallet holds
     When "A" calls "pricey" with {"token":"$op1"} using key "$k1"
     Then "A" is refused with "insufficient_funds"
     And the probe saw "$op1" dispatched 0 times
@@ -62,10 +62,13 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
 
   @refuse-06 @must
   Scenario: A JSON-RPC batch is refused
-    Requirement: JSON-RPC batches are refused with a clear error.
+    Requirement: JSON-RPC batches are refused with a clear error, and neither call of the batch is dispatched.
     Source: MCP specification 2025-06-18 removed batching; issue "Reference gateway" (Wire)
+    Given an upstream tool "write" priced 3 credits
     When "A" sends a batch of two tools/call requests
     Then "A" is refused with "batch_not_supported"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
 
   @refuse-07 @must
   Scenario: Malformed JSON gets a parse error
@@ -73,17 +76,34 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
     Source: JSON-RPC 2.0 section 5.1 (-32700 Parse error)
     When "A" sends the raw body {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
     Then "A" is refused with "parse_error"
+    And the ledger has 0 debits and 0 refunds
 
   @refuse-08 @must
   Scenario: An unknown tool gets a clear error
     Requirement: An unknown tool gets a clear JSON-RPC error with a stable reason, and nothing is charged.
     Source: MCP specification (tools/call errors)
-    When "A" calls "nonexistent" with {"x":1} using key "$k1"
+    When "A" calls "nonexistent" with {"token":"$op1"} using key "$k1"
     Then "A" is refused with "unknown_tool"
+    And the ledger has 0 debits and 0 refunds
 
   @refuse-09 @must
   Scenario: An oversized body is refused
-    Requirement: Oversized bodies get a clear JSON-RPC error.
+    Requirement: A tools/call body over the gateway's limit gets a clear error and is not dispatched.
     Source: issue "Conformance harness" (refusals)
-    When "A" sends a tools/call body of 2 MiB
+    Given an upstream tool "write" priced 3 credits
+    When "A" sends a tools/call body over the gateway's body limit
     Then "A" is refused with "request_too_large"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @refuse-10 @must @unkeyed-refuse @needs-upstream
+  Scenario: Under the refuse policy an unkeyed mutating call is refused before dispatch
+    Requirement: A gateway whose unkeyed policy is refuse answers every unkeyed mutating call, first call and retry, with idempotency_key_required; nothing is dispatched or charged.
+    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2.7 (a request without the key where one is required is refused); issue "External gateways" (unkeyed policy refuse)
+    Given an upstream tool "write" priced 3 credits
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" is refused with "idempotency_key_required"
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" is refused with "idempotency_key_required"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds

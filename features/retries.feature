@@ -7,7 +7,7 @@ Feature: Retries of tools/call are one operation
     Given a wallet with 100 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @retry-01 @must @needs-upstream @needs-ledger
+  @retry-01 @must @needs-upstream
   Scenario: A keyed retry with a new JSON-RPC id replays the whole result
     Requirement: Same key and fingerprint: the stored outcome is replayed whole (same receipt, same content, structuredContent, isError), no dispatch, no debit.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Problem; live retest); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
@@ -20,7 +20,7 @@ Feature: Retries of tools/call are one operation
     And the ledger has 1 debit and 0 refunds
     And the wallet balance changed by -3
 
-  @retry-02 @must @needs-upstream @needs-ledger
+  @retry-02 @must @needs-upstream
   Scenario: The same key with other arguments is refused, nothing dispatched or charged
     Requirement: Same key, other arguments: idempotency_key_reused; nothing dispatched or charged.
     Source: seeds/concurrent-enqueue-duplicate-review.json (idempotency_key_payload_mismatch); IETF Idempotency-Key draft section 2.7
@@ -32,7 +32,7 @@ Feature: Retries of tools/call are one operation
     And the probe saw 1 dispatch in all
     And the ledger has 1 debit and 0 refunds
 
-  @retry-03 @must @needs-upstream @needs-ledger
+  @retry-03 @must @unkeyed-derived @needs-upstream
   Scenario: An unkeyed retry inside the window replays the original receipt
     Requirement: Unkeyed mutating calls get a derived key over wallet, API key, principal, tool and canonical arguments; a retry with a new JSON-RPC id replays the original receipt, no second dispatch, one debit. No random key exists anywhere.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: mcp-auto-<uuid4> on every attempt; Design)
@@ -44,7 +44,7 @@ Feature: Retries of tools/call are one operation
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @retry-04 @must @needs-upstream @needs-ledger
+  @retry-04 @must @unkeyed-derived @needs-upstream
   Scenario: Unkeyed calls with other arguments are separate operations
     Requirement: Different arguments dispatch: a new receipt and a second debit.
     Source: seeds/sel-498-unkeyed-retry-review.txt (live retest: "Different arguments (id 12): a new receipt and +1 debit")
@@ -57,7 +57,7 @@ Feature: Retries of tools/call are one operation
     And the ledger has 2 debits and 0 refunds
     And the wallet balance changed by -6
 
-  @retry-05 @must @needs-upstream @needs-ledger @needs-clock
+  @retry-05 @must @unkeyed-derived @needs-upstream @needs-clock
   Scenario: A retry past the effective window is a new operation
     Requirement: Effective window = min(MCP_UNKEYED_RETRY_WINDOW_SECONDS, auto-permit TTL); a later identical retry runs and bills again, and no replay is promised past the permit's life.
     Source: seeds/sel-498-unkeyed-retry-review.txt (request-keys.md promises 300 s but the mint caps at the 120 s permit TTL)
@@ -70,7 +70,7 @@ Feature: Retries of tools/call are one operation
     And the probe saw "$op1" dispatched 2 times
     And the ledger has 2 debits and 0 refunds
 
-  @must @needs-upstream @needs-ledger
+  @must @needs-upstream
   Scenario Outline: A keyed retry replays on the <wire> wire
     Requirement: The replay contract holds on every protocol version the gateway serves.
     Source: MCP specification 2025-11-25 (Streamable HTTP, Mcp-Session-Id) and 2026-07-28 (stateless requests)
@@ -92,7 +92,7 @@ Feature: Retries of tools/call are one operation
       | wire      | version    |
       | stateless | 2026-07-28 |
 
-  @retry-08 @should @needs-upstream @needs-ledger @needs-clock @needs-faults
+  @retry-08 @should @needs-upstream @needs-fixtures @needs-clock @needs-faults
   Scenario: A retry after its explicit permit expired gets the stored outcome
     Requirement: An explicit permit authorises new work; replaying an operation it already ran and charged is not new work, so a retry after a lost response gets the stored outcome even once the permit has expired, with no second dispatch or debit.
     Source: issue "Benchmarks and reliability" (lost responses: "no second dispatch, no second debit ... nothing lost"); session note of 2026-12-02 ("an expired explicit permit blocks the replay of its own stored outcome")

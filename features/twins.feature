@@ -7,7 +7,7 @@ Feature: Concurrent identical calls dispatch once
     Given a wallet with 1000 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @twins-01 @must @needs-upstream @needs-ledger
+  @twins-01 @must @needs-upstream
   Scenario: Keyed twins released together by a barrier dispatch once
     Requirement: N concurrent identical calls: exactly one dispatch, one debit; every other answer is the same receipt or a retryable in-progress.
     Source: seeds/concurrent-enqueue-duplicate-review.json (F1: "Concurrent idempotent enqueues can create duplicate runs")
@@ -16,7 +16,7 @@ Feature: Concurrent identical calls dispatch once
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @twins-02 @must @needs-upstream @needs-ledger
+  @twins-02 @must @unkeyed-derived @needs-upstream
   Scenario: Unkeyed twins released together by a barrier dispatch once
     Requirement: A concurrent unkeyed duplicate gets the retryable idempotency_in_progress or the same receipt; one dispatch, one debit.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Design: "A concurrent duplicate gets the retryable -32005 idempotency_in_progress")
@@ -25,7 +25,7 @@ Feature: Concurrent identical calls dispatch once
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @twins-03 @must @needs-upstream @needs-ledger @needs-faults
+  @twins-03 @must @needs-upstream @needs-faults
   Scenario: A keyed twin arriving while the first call is about to dispatch is told to wait
     Requirement: The key is reserved before the work is dispatched; a duplicate while the first is running gets idempotency_in_progress.
     Source: seeds/concurrent-enqueue-duplicate-review.json (F1: lookup closed before the enqueue, record inserted after)
@@ -39,7 +39,7 @@ Feature: Concurrent identical calls dispatch once
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @twins-04 @must @needs-upstream @needs-ledger @needs-two-urls
+  @twins-04 @must @unkeyed-derived @needs-upstream @needs-two-urls
   Scenario: Twins split across two gateway processes dispatch once
     Requirement: Slot choice and mint run under a lock row in the database, so it holds across worker processes.
     Source: seeds/sel-498-unkeyed-retry-review.txt ("The lock is an idempotency row in the DB, not process memory, so it holds across workers")

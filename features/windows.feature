@@ -7,7 +7,7 @@ Feature: Window boundaries do not split one operation
     Given a wallet with 100 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @window-01 @must @needs-upstream @needs-ledger @needs-clock
+  @window-01 @must @unkeyed-derived @needs-upstream @needs-clock
   Scenario: A retry 1 ms after a bucket boundary replays
     Requirement: Before minting, the previous bucket's key is looked up and joined, so a retry 1 ms after the boundary replays instead of dispatching again.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Bucket boundary breaks the SEL-498 acceptance")
@@ -20,7 +20,7 @@ Feature: Window boundaries do not split one operation
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @window-02 @must @needs-upstream @needs-ledger @needs-clock @needs-faults
+  @window-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: Twins straddling a bucket boundary dispatch once
     Requirement: Two concurrent identical unkeyed calls straddling a boundary dispatch once; the later one joins the earlier slot.
     Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "or two concurrent calls straddling it")

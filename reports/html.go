@@ -60,6 +60,7 @@ type htmlView struct {
 	Strict                         bool
 	Started, Finished, RunDuration string
 	OK                             bool
+	Result, Level, Server          string
 	Why                            []string
 	Total                          int
 	Passed, Failed, Skipped        int // the totals of PrintSummary's last line
@@ -148,6 +149,9 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 		Finished:     fmtTime(run.Finished),
 		RunDuration:  fmtDuration(time.Duration(sum.Duration)),
 		OK:           sum.OK,
+		Result:       sum.Result,
+		Level:        ClaimedLevel(run),
+		Server:       strings.TrimSpace(run.Target.ServerName + " " + run.Target.ServerVersion),
 		Why:          sum.Why,
 		Total:        sum.Total,
 	}
@@ -406,7 +410,7 @@ func verdictClass(v string) string {
 		return "v-pass"
 	case Failed:
 		return "v-fail"
-	case Skipped:
+	case Skipped, Incomplete, NotApplicable, Interrupted:
 		return "v-skip"
 	case Undefined:
 		return "v-undef"

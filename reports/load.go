@@ -32,16 +32,19 @@ func Load(dir string) (Run, error) {
 		return Run{}, err
 	}
 	run := Run{
-		Tool:       sum.Tool,
-		Version:    sum.Version,
-		Target:     sum.Target,
-		Seed:       sum.Seed,
-		Tags:       sum.Tags,
-		Strict:     sum.Strict,
-		Started:    sum.Started,
-		Finished:   sum.Finished,
-		Scenarios:  make([]Scenario, 0, len(sum.Scenarios)),
-		CatchTable: sum.CatchTable,
+		Tool:        sum.Tool,
+		Version:     sum.Version,
+		Target:      sum.Target,
+		Seed:        sum.Seed,
+		Tags:        sum.Tags,
+		Strict:      sum.Strict,
+		Level:       sum.Level,
+		Concurrency: sum.Concurrency,
+		Interrupted: sum.Interrupted,
+		Started:     sum.Started,
+		Finished:    sum.Finished,
+		Scenarios:   make([]Scenario, 0, len(sum.Scenarios)),
+		CatchTable:  sum.CatchTable,
 	}
 	for i, line := range sum.Scenarios {
 		s, err := loadScenario(root, line)

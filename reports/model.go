@@ -12,25 +12,48 @@ import (
 
 // Verdicts. Nothing is "passed" unless its checks were observed.
 const (
-	Passed          = "passed"
-	Failed          = "failed"
-	Skipped         = "skipped"   // a capability the target lacks; Reason says which
-	Undefined       = "undefined" // a step without a definition
+	Passed = "passed" // every check observed and held, at least one
+	Failed = "failed" // a check was observed and violated
+	// Incomplete: nothing violated, but some check could not be observed
+	// (the target lacks the capability that would observe it).
+	Incomplete = "incomplete"
+	// Skipped: the situation could not be created at all (no clock to move,
+	// no fault point to pause at); Reason and Missing say which capability.
+	Skipped   = "skipped"
+	Undefined = "undefined" // a step without a definition (a harness defect)
+	// NotApplicable: the scenario is for another unkeyed policy than the
+	// one the target declares; it does not count towards the run.
+	NotApplicable   = "not-applicable"
+	Interrupted     = "interrupted" // the run was stopped before it finished
 	ExpectedFailure = "expected-failure"
 	UnexpectedPass  = "unexpected-pass" // listed as an expected failure but passed: fails the run
 )
 
+// Check states.
+const (
+	Held        = "held"
+	Violated    = "violated"
+	NotObserved = "not-observed"
+)
+
 // Run is one `mcpconform run`.
 type Run struct {
-	Tool      string     `json:"tool"` // "mcpconform"
-	Version   string     `json:"version"`
-	Target    Target     `json:"target"`
-	Seed      int64      `json:"seed"`
-	Tags      string     `json:"tags,omitempty"`
-	Strict    bool       `json:"strict"`
-	Started   time.Time  `json:"started"`
-	Finished  time.Time  `json:"finished"`
-	Scenarios []Scenario `json:"scenarios"`
+	Tool    string `json:"tool"` // "mcpconform"
+	Version string `json:"version"`
+	Target  Target `json:"target"`
+	Seed    int64  `json:"seed"`
+	Tags    string `json:"tags,omitempty"`
+	Strict  bool   `json:"strict"`
+	// Level is the certification level the run claims (wire, metered,
+	// full): PASS means every @must check of that level held.
+	Level string `json:"level,omitempty"`
+	// Concurrency is the most clients one concurrent step used.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Interrupted: the run was stopped (SIGINT, SIGTERM) before it finished.
+	Interrupted bool       `json:"interrupted,omitempty"`
+	Started     time.Time  `json:"started"`
+	Finished    time.Time  `json:"finished"`
+	Scenarios   []Scenario `json:"scenarios"`
 	// CatchTable, when present, is printed in the report (bug -> scenarios that caught it).
 	CatchTable []Catch `json:"catch_table,omitempty"`
 }
@@ -40,9 +63,14 @@ type Target struct {
 	Kind         string   `json:"kind"` // "reference" or "url"
 	URLs         []string `json:"urls"`
 	Store        string   `json:"store,omitempty"`
-	Profile      string   `json:"profile,omitempty"`
+	Profile      string   `json:"profile,omitempty"` // the profile's name
 	Bugs         []string `json:"bugs,omitempty"`
 	Capabilities []string `json:"capabilities,omitempty"`
+	// ServerName and ServerVersion are the target's serverInfo.
+	ServerName    string `json:"server_name,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
+	Protocol      string `json:"protocol,omitempty"` // the MCP version the run spoke
+	UnkeyedPolicy string `json:"unkeyed_policy,omitempty"`
 }
 
 // Catch is one row of the self-test's catch table.
@@ -55,15 +83,19 @@ type Catch struct {
 
 // Scenario is the verdict and evidence of one scenario.
 type Scenario struct {
-	ID           string     `json:"id"` // stable tag, e.g. "retry-01"
-	Title        string     `json:"title"`
-	Feature      string     `json:"feature"`
-	Level        string     `json:"level"` // "must" or "should"
-	Tags         []string   `json:"tags"`
-	Requirement  string     `json:"requirement"` // the quoted requirement
-	Source       string     `json:"source"`      // where it comes from
-	Verdict      string     `json:"verdict"`
-	Reason       string     `json:"reason,omitempty"` // failure message or skip reason
+	ID          string   `json:"id"` // stable tag, e.g. "retry-01"
+	Title       string   `json:"title"`
+	Feature     string   `json:"feature"`
+	Level       string   `json:"level"` // "must" or "should"
+	Tags        []string `json:"tags"`
+	Requirement string   `json:"requirement"` // the quoted requirement
+	Source      string   `json:"source"`      // where it comes from
+	Verdict     string   `json:"verdict"`
+	Reason      string   `json:"reason,omitempty"` // failure message or skip reason
+	// Concurrency is how many clients its concurrent step used, if any.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Missing is the capability whose absence skipped the scenario.
+	Missing      string     `json:"missing,omitempty"`
 	Expected     string     `json:"expected,omitempty"`
 	Actual       string     `json:"actual,omitempty"`
 	Duration     Duration   `json:"duration"`
@@ -72,16 +104,43 @@ type Scenario struct {
 	LedgerAfter  *Ledger    `json:"ledger_after,omitempty"`
 	History      []Op       `json:"history,omitempty"`
 	Dispatches   []Dispatch `json:"dispatches,omitempty"`
-	// Checks lists every assertion the scenario made, in order, passed or not.
+	// Checks lists every assertion the scenario made, in order, whatever its state.
 	Checks []Check `json:"checks,omitempty"`
+	// Steps are the scenario's steps as godog ran them, in order.
+	Steps []StepResult `json:"steps,omitempty"`
 }
 
-// Check is one observed assertion.
+// StepResult is one Gherkin step and how it ended (godog's status names:
+// passed, failed, skipped, undefined, pending, ambiguous).
+type StepResult struct {
+	Text   string `json:"text"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Check is one assertion of a Then step: held, violated, or not observed
+// because the target lacks the capability that would observe it.
 type Check struct {
-	Step     string `json:"step"`
-	OK       bool   `json:"ok"`
-	Expected string `json:"expected"`
-	Actual   string `json:"actual"`
+	Step string `json:"step"`
+	// State is Held, Violated or NotObserved; OK is State == Held (kept for
+	// readers of older files, where State is absent).
+	State      string `json:"state,omitempty"`
+	OK         bool   `json:"ok"`
+	Capability string `json:"capability,omitempty"` // what observes it: upstream, ledger, wire...
+	Expected   string `json:"expected"`
+	// Actual is what was observed; for a check not observed, why not.
+	Actual string `json:"actual"`
+}
+
+// Status is the check's state, also for files written before State existed.
+func (c Check) Status() string {
+	switch {
+	case c.State != "":
+		return c.State
+	case c.OK:
+		return Held
+	}
+	return Violated
 }
 
 // Exchange is one raw HTTP request and its answer, as sent and received.

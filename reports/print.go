@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -58,18 +59,10 @@ func PrintSummary(w io.Writer, run Run) {
 	}
 	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
 
-	ok, why := Verdict(run)
-	mode := ""
-	if run.Strict {
-		mode = " (strict)"
-	}
-	if ok {
-		fmt.Fprintf(w, "OK%s\n", mode)
-	} else {
-		fmt.Fprintf(w, "FAIL%s, %d of %d scenarios fail the run:\n", mode, len(why), len(run.Scenarios))
-		for _, y := range why {
-			fmt.Fprintf(w, "  %s\n", termText(y, 0))
-		}
+	result, why := Judge(run)
+	fmt.Fprintf(w, "%s\n", RunLine(run, result, len(why)))
+	for _, y := range why {
+		fmt.Fprintf(w, "  %s\n", termText(y, 0))
 	}
 	t := computeTotals(run)
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
@@ -105,4 +98,25 @@ func termText(s string, max int) string {
 		b.WriteString(piece)
 	}
 	return b.String()
+}
+
+// RunLine is the run's verdict in one line: "PASS (level wire)", or the
+// verdict with how many scenarios keep it from a PASS.
+func RunLine(run Run, result string, problems int) string {
+	level := ClaimedLevel(run)
+	if result == RunPass {
+		return fmt.Sprintf("%s (level %s)", RunPass, level)
+	}
+	return fmt.Sprintf("%s (level %s): %d of %d scenarios keep the run from a PASS:", result, level, problems, len(run.Scenarios))
+}
+
+// PrintLine writes one scenario's line as it finishes: ID, verdict, time,
+// and the first line of its reason.
+func PrintLine(w io.Writer, s Scenario) {
+	reason := ""
+	if r := firstLine(s.Reason); r != "" {
+		reason = "  " + termText(r, maxReasonRunes)
+	}
+	fmt.Fprintf(w, "%-10s %-14s %7s%s\n", termText(displayID(s.ID), 0), termText(verdictKey(s.Verdict), 0),
+		time.Duration(s.Duration).Round(time.Millisecond), reason)
 }

@@ -199,60 +199,106 @@ func TestDurationRoundTrip(t *testing.T) {
 	}
 }
 
-func TestVerdict(t *testing.T) {
+func TestJudge(t *testing.T) {
 	sc := func(id, level, verdict string) Scenario {
 		return Scenario{ID: id, Level: level, Verdict: verdict, Reason: "why " + id}
 	}
+	held := func(step, capability string) Check {
+		return Check{Step: step, State: Held, OK: true, Capability: capability}
+	}
+	unobserved := func(step, capability string) Check {
+		return Check{Step: step, State: NotObserved, Capability: capability}
+	}
+	passed := func(id string) Scenario {
+		s := sc(id, "must", Passed)
+		s.Checks = []Check{held("gets a result", CapWire)}
+		return s
+	}
+	incomplete := func(id, capability string) Scenario {
+		s := sc(id, "must", Incomplete)
+		s.Checks = []Check{held("gets a result", CapWire), unobserved("the ledger has 1 debit", capability)}
+		return s
+	}
+	skipped := func(id, level, missing string) Scenario {
+		s := sc(id, level, Skipped)
+		s.Missing = missing
+		return s
+	}
 	tests := []struct {
-		name      string
-		strict    bool
-		scenarios []Scenario
-		wantOK    bool
-		wantWhy   []string
+		name        string
+		level       string
+		interrupted bool
+		scenarios   []Scenario
+		want        string
+		wantWhy     []string
 	}{
-		{name: "empty run", wantOK: true},
-		{name: "all passed", scenarios: []Scenario{sc("a", "must", Passed), sc("b", "should", Passed)}, wantOK: true},
-		{name: "failed must", scenarios: []Scenario{sc("a", "must", Passed), sc("b", "must", Failed)},
+		{name: "empty run", want: RunPass},
+		{name: "all passed", scenarios: []Scenario{passed("a"), passed("b")}, want: RunPass},
+		{name: "failed must", scenarios: []Scenario{passed("a"), sc("b", "must", Failed)}, want: RunFail,
 			wantWhy: []string{"b [must]: failed: why b"}},
-		{name: "failed should fails too", scenarios: []Scenario{sc("a", "should", Failed)},
+		{name: "failed should fails too", scenarios: []Scenario{sc("a", "should", Failed)}, want: RunFail,
 			wantWhy: []string{"a [should]: failed: why a"}},
-		{name: "unexpected pass fails", scenarios: []Scenario{sc("a", "must", UnexpectedPass)},
+		{name: "unexpected pass fails", scenarios: []Scenario{sc("a", "must", UnexpectedPass)}, want: RunFail,
 			wantWhy: []string{"a [must]: unexpected pass (listed as an expected failure, but passed): why a"}},
-		{name: "unexpected pass fails in strict", strict: true, scenarios: []Scenario{sc("a", "should", UnexpectedPass)},
-			wantWhy: []string{"a [should]: unexpected pass (listed as an expected failure, but passed): why a"}},
-		{name: "expected failure is ok", strict: true, scenarios: []Scenario{sc("a", "must", ExpectedFailure)}, wantOK: true},
-		{name: "skipped must, not strict", scenarios: []Scenario{sc("a", "must", Skipped)}, wantOK: true},
-		{name: "skipped must, strict", strict: true, scenarios: []Scenario{sc("a", "must", Skipped)},
-			wantWhy: []string{"a [must]: skipped under --strict: why a"}},
-		{name: "undefined must, not strict", scenarios: []Scenario{sc("a", "must", Undefined)}, wantOK: true},
-		{name: "undefined must, strict", strict: true, scenarios: []Scenario{sc("a", "must", Undefined)},
-			wantWhy: []string{"a [must]: undefined under --strict: why a"}},
-		{name: "skipped should, strict", strict: true, scenarios: []Scenario{sc("a", "should", Skipped), sc("b", "must", Passed)}, wantOK: true},
-		{name: "undefined should, strict", strict: true, scenarios: []Scenario{sc("a", "should", Undefined)}, wantOK: true},
-		{name: "skipped without level counts as must under strict", strict: true, scenarios: []Scenario{sc("a", "", Skipped)},
-			wantWhy: []string{"a [no level]: skipped under --strict: why a"}},
-		{name: "passed with a failed check", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
-			Checks: []Check{{Step: "one", OK: true}, {Step: "two dispatches\nmore", OK: false}}}},
-			wantWhy: []string{`a [must]: verdict "passed" but check "two dispatches" failed`}},
-		{name: "unknown verdict", scenarios: []Scenario{sc("a", "must", "pending")},
+		{name: "expected failure is waived", scenarios: []Scenario{sc("a", "must", ExpectedFailure)}, want: RunPass},
+		{name: "undefined is a failure", scenarios: []Scenario{sc("a", "should", Undefined)}, want: RunFail,
+			wantWhy: []string{"a [should]: undefined step: why a"}},
+		{name: "skipped must within the level is incomplete", level: LevelFull,
+			scenarios: []Scenario{skipped("a", "must", CapClock)}, want: RunIncomplete,
+			wantWhy: []string{"a [must]: skipped, needs clock (level full): why a"}},
+		{name: "skipped must beyond the level does not count", level: LevelWire,
+			scenarios: []Scenario{skipped("a", "must", CapClock), passed("b")}, want: RunPass},
+		{name: "skipped must on a wire capability at level wire", level: LevelWire,
+			scenarios: []Scenario{skipped("a", "must", CapSecondKey)}, want: RunIncomplete,
+			wantWhy: []string{"a [must]: skipped, needs second-key (level wire): why a"}},
+		{name: "skipped should never counts", level: LevelFull, scenarios: []Scenario{skipped("a", "should", CapClock)}, want: RunPass},
+		{name: "skip naming nothing counts at full", scenarios: []Scenario{sc("a", "must", Skipped)}, want: RunIncomplete,
+			wantWhy: []string{"a [must]: skipped, needs fixtures (level full): why a"}},
+		{name: "skipped without level counts as must", scenarios: []Scenario{skipped("a", "", CapClock)}, want: RunIncomplete,
+			wantWhy: []string{"a [no level]: skipped, needs clock (level full): why a"}},
+		{name: "ledger not observed at metered is incomplete", level: LevelMetered,
+			scenarios: []Scenario{incomplete("a", CapLedger)}, want: RunIncomplete,
+			wantWhy: []string{`a [must]: incomplete at level metered, not observed: "the ledger has 1 debit" (needs ledger)`}},
+		{name: "ledger not observed at wire is beyond the level", level: LevelWire,
+			scenarios: []Scenario{incomplete("a", CapLedger)}, want: RunPass},
+		{name: "probe not observed at wire is incomplete", level: LevelWire,
+			scenarios: []Scenario{incomplete("a", CapUpstream)}, want: RunIncomplete,
+			wantWhy: []string{`a [must]: incomplete at level wire, not observed: "the ledger has 1 debit" (needs upstream)`}},
+		{name: "a violated check beyond the level still fails", level: LevelWire,
+			scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Failed, Reason: "why a",
+				Checks: []Check{{Step: "the ledger has 1 debit", State: Violated, Capability: CapLedger}}}},
+			want: RunFail, wantWhy: []string{"a [must]: failed: why a"}},
+		{name: "passed with a violated check", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
+			Checks: []Check{held("one", CapWire), {Step: "two dispatches\nmore", State: Violated}}}}, want: RunFail,
+			wantWhy: []string{`a [must]: verdict "passed" but check "two dispatches" was violated`}},
+		{name: "passed with a check not observed", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
+			Checks: []Check{unobserved("one", CapLedger)}}}, want: RunFail,
+			wantWhy: []string{`a [must]: verdict "passed" but check "one" was not-observed`}},
+		{name: "passed with no check", scenarios: []Scenario{sc("a", "must", Passed)}, want: RunFail,
+			wantWhy: []string{`a [must]: verdict "passed" but no check was recorded`}},
+		{name: "older files: a check with OK only", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
+			Checks: []Check{{Step: "one", OK: true}}}}, want: RunPass},
+		{name: "not applicable does not count", scenarios: []Scenario{sc("a", "must", NotApplicable)}, want: RunPass},
+		{name: "interrupted", interrupted: true, scenarios: []Scenario{passed("a"), sc("b", "must", Interrupted)}, want: RunInterrupted,
+			wantWhy: []string{"b [must]: interrupted: why b", "the run was interrupted before every scenario finished"}},
+		{name: "unknown verdict", scenarios: []Scenario{sc("a", "must", "pending")}, want: RunFail,
 			wantWhy: []string{`a [must]: unknown verdict "pending": why a`}},
-		{name: "empty verdict", scenarios: []Scenario{{ID: "a", Level: "must"}},
-			wantWhy: []string{`a [must]: unknown verdict ""`}},
-		{name: "several, in order", strict: true, scenarios: []Scenario{
-			sc("a", "must", Skipped), sc("b", "should", Skipped), sc("c", "must", Failed), sc("d", "must", Passed)},
-			wantWhy: []string{"a [must]: skipped under --strict: why a", "c [must]: failed: why c"}},
+		{name: "several, in order", scenarios: []Scenario{
+			skipped("a", "must", CapClock), skipped("b", "should", CapClock), sc("c", "must", Failed), passed("d")}, want: RunFail,
+			wantWhy: []string{"a [must]: skipped, needs clock (level full): why a", "c [must]: failed: why c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run := Run{Strict: tt.strict, Scenarios: tt.scenarios}
-			ok, why := Verdict(run)
-			if ok != tt.wantOK {
-				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
+			run := Run{Level: tt.level, Interrupted: tt.interrupted, Scenarios: tt.scenarios}
+			got, why := Judge(run)
+			if got != tt.want {
+				t.Errorf("result = %s, want %s (why %q)", got, tt.want, why)
 			}
 			if diff := cmp.Diff(tt.wantWhy, why); diff != "" {
 				t.Errorf("why mismatch (-want +got):\n%s", diff)
 			}
-			// The totals line agrees: 0 failed exactly when ok.
+			ok, _ := Verdict(run)
+			// The totals line agrees: 0 failed exactly when PASS.
 			tot := computeTotals(run)
 			if (tot.failed == 0) != ok {
 				t.Errorf("totals %+v disagree with ok=%v", tot, ok)
@@ -261,6 +307,30 @@ func TestVerdict(t *testing.T) {
 				t.Errorf("totals %+v do not add up to %d", tot, len(tt.scenarios))
 			}
 		})
+	}
+}
+
+func TestHighestLevel(t *testing.T) {
+	full := map[string]bool{CapUpstream: true, CapLedger: true, CapFixtures: true, CapClock: true, CapFaults: true,
+		CapSettings: true, CapPrincipals: true, CapTwoURLs: true}
+	tests := []struct {
+		name string
+		drop string
+		want string
+	}{
+		{"everything", "", LevelFull},
+		{"one process", CapTwoURLs, LevelMetered},
+		{"no ledger", CapLedger, LevelWire},
+		{"no clock", CapClock, LevelMetered},
+	}
+	for _, tt := range tests {
+		caps := map[string]bool{}
+		for k, v := range full {
+			caps[k] = v && k != tt.drop
+		}
+		if got := HighestLevel(caps); got != tt.want {
+			t.Errorf("%s: HighestLevel = %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }
 
@@ -461,7 +531,7 @@ func TestFileNames(t *testing.T) {
 		}
 		return nil
 	})
-	if want := 2*len(ids) + 2; len(files) != want {
+	if want := 2*len(ids) + 3; len(files) != want { // + summary.json, report.html, junit.xml
 		t.Errorf("%d files written, want %d: %q", len(files), want, files)
 	}
 	got, err := Load(dir)

@@ -5,68 +5,149 @@ import (
 	"strings"
 )
 
-// Verdict decides whether a run is green, from the scenarios alone, so the
-// same answer comes out of a live run and out of files read back by Load.
+// Run verdicts, each with its own exit code in `mcpconform run`.
+const (
+	RunPass        = "PASS"
+	RunFail        = "FAIL"
+	RunIncomplete  = "INCOMPLETE"
+	RunInterrupted = "INTERRUPTED"
+)
+
+// Judge decides a run's verdict from the scenarios alone, so the same answer
+// comes out of a live run and out of files read back by Load. It judges
+// against the run's claimed Level (full when none is recorded):
 //
-// The run fails when a scenario
-//   - failed, or is an unexpected pass (an expected failure that passed);
-//   - is skipped or undefined and the run is Strict and the scenario is
-//     @must (a scenario with a level other than "should", including none, is
-//     treated as @must here: a missing level tag must not soften --strict);
-//   - claims "passed" while one of its recorded checks failed (evidence that
-//     contradicts its verdict);
-//   - has a verdict that is none of the known ones (nothing is passed unless
-//     its checks were observed).
+//   - FAIL when a scenario failed, is an unexpected pass (an expected
+//     failure that passed), has an undefined step (a harness defect), or
+//     claims a verdict its checks contradict (passed with a check not held,
+//     or with no check at all);
+//   - INCOMPLETE when nothing failed but a @must scenario within the level
+//     was skipped, or left a check of the level unobserved (a scenario
+//     without a level tag counts as @must: a missing tag must not soften
+//     the verdict);
+//   - INTERRUPTED when the run was stopped before it finished;
+//   - PASS otherwise. Checks beyond the claimed level are shown but do not
+//     make the run incomplete; a violated one still fails it.
 //
-// why has one line per problem, in scenario order; it is empty when ok.
-func Verdict(run Run) (ok bool, why []string) {
+// why has one line per problem, in scenario order; it is empty on PASS.
+func Judge(run Run) (result string, why []string) {
+	failed, incomplete := false, false
 	for _, p := range problems(run) {
 		why = append(why, p.why)
+		failed = failed || p.fails
+		incomplete = incomplete || !p.fails
 	}
-	return len(why) == 0, why
+	switch {
+	case run.Interrupted:
+		return RunInterrupted, append(why, "the run was interrupted before every scenario finished")
+	case failed:
+		return RunFail, why
+	case incomplete:
+		return RunIncomplete, why
+	}
+	return RunPass, why
 }
 
-// problem is one reason a run fails, tied to the scenario that caused it.
+// Verdict reports whether the run is a PASS, and why not.
+func Verdict(run Run) (ok bool, why []string) {
+	result, why := Judge(run)
+	return result == RunPass, why
+}
+
+// ClaimedLevel is the level a run is judged at: its own, or full for files
+// written before levels existed.
+func ClaimedLevel(run Run) string {
+	if run.Level == "" {
+		return LevelFull
+	}
+	return run.Level
+}
+
+// problem is one reason a run is not a PASS, tied to the scenario that
+// caused it; fails tells a failure from a gap in what was observed.
 type problem struct {
 	index int // into run.Scenarios
 	why   string
+	fails bool
 }
 
 func problems(run Run) []problem {
 	var out []problem
+	level := ClaimedLevel(run)
 	for i, s := range run.Scenarios {
-		if why := scenarioProblem(s, run.Strict); why != "" {
-			out = append(out, problem{index: i, why: why})
+		if why, fails := scenarioProblem(s, level); why != "" {
+			out = append(out, problem{index: i, why: why, fails: fails})
 		}
 	}
 	return out
 }
 
-// scenarioProblem says why s fails the run, or "" when it does not.
-func scenarioProblem(s Scenario, strict bool) string {
+// scenarioProblem says why s keeps the run from a PASS at level, and
+// whether that is a failure (or only something not observed); "" when it
+// does not.
+func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 	name := fmt.Sprintf("%s [%s]", displayID(s.ID), displayLevel(s.Level))
+	for _, c := range s.Checks {
+		if c.Status() == Violated && s.Verdict != Failed && s.Verdict != ExpectedFailure {
+			return fmt.Sprintf("%s: verdict %q but check %q was violated", name, s.Verdict, firstLine(c.Step)), true
+		}
+	}
 	switch s.Verdict {
 	case Passed:
+		if len(s.Checks) == 0 {
+			return fmt.Sprintf("%s: verdict %q but no check was recorded", name, Passed), true
+		}
 		for _, c := range s.Checks {
-			if !c.OK {
-				return fmt.Sprintf("%s: verdict %q but check %q failed", name, Passed, firstLine(c.Step))
+			if c.Status() != Held {
+				return fmt.Sprintf("%s: verdict %q but check %q was %s", name, Passed, firstLine(c.Step), c.Status()), true
 			}
 		}
-		return ""
-	case ExpectedFailure:
-		return ""
+		return "", false
+	case ExpectedFailure, NotApplicable:
+		return "", false
 	case Failed:
-		return withReason(name+": failed", s.Reason)
+		return withReason(name+": failed", s.Reason), true
 	case UnexpectedPass:
-		return withReason(name+": unexpected pass (listed as an expected failure, but passed)", s.Reason)
-	case Skipped, Undefined:
-		if strict && isMust(s.Level) {
-			return withReason(fmt.Sprintf("%s: %s under --strict", name, s.Verdict), s.Reason)
+		return withReason(name+": unexpected pass (listed as an expected failure, but passed)", s.Reason), true
+	case Undefined:
+		return withReason(name+": undefined step", s.Reason), true
+	case Interrupted:
+		return withReason(name+": interrupted", s.Reason), false
+	case Skipped:
+		missing := s.Missing
+		if missing == "" {
+			missing = CapFixtures // a skip that names nothing is judged as a full-level gap
 		}
-		return ""
+		if isMust(s.Level) && WithinLevel(missing, level) {
+			return withReason(fmt.Sprintf("%s: skipped, needs %s (level %s)", name, missing, CapabilityLevel(missing)), s.Reason), false
+		}
+		return "", false
+	case Incomplete:
+		if !isMust(s.Level) {
+			return "", false
+		}
+		var gaps []string
+		for _, c := range s.Checks {
+			if c.Status() == NotObserved && WithinLevel(capOf(c), level) {
+				gaps = append(gaps, fmt.Sprintf("%q (needs %s)", firstLine(c.Step), capOf(c)))
+			}
+		}
+		if len(gaps) == 0 {
+			return "", false
+		}
+		return fmt.Sprintf("%s: incomplete at level %s, not observed: %s", name, level, strings.Join(gaps, ", ")), false
 	default:
-		return withReason(fmt.Sprintf("%s: unknown verdict %q", name, s.Verdict), s.Reason)
+		return withReason(fmt.Sprintf("%s: unknown verdict %q", name, s.Verdict), s.Reason), true
 	}
+}
+
+// capOf is the capability a check needs; a check that names none is judged
+// as needing everything.
+func capOf(c Check) string {
+	if c.Capability == "" {
+		return CapFixtures
+	}
+	return c.Capability
 }
 
 func withReason(msg, reason string) string {
@@ -104,7 +185,7 @@ func firstLine(s string) string {
 }
 
 // knownVerdicts, in the order reports show them.
-var knownVerdicts = []string{Passed, Failed, Skipped, Undefined, ExpectedFailure, UnexpectedPass}
+var knownVerdicts = []string{Passed, Failed, Incomplete, Skipped, Undefined, NotApplicable, Interrupted, ExpectedFailure, UnexpectedPass}
 
 // countVerdicts counts scenarios per verdict; every known verdict is present,
 // zero or not, and an unknown verdict gets a key of its own.
@@ -134,9 +215,9 @@ func levelKey(l string) string {
 }
 
 // totals are the three numbers of the last line of PrintSummary. failed is
-// the number of scenarios that fail the run (so "0 failed" exactly when
-// Verdict is ok), passed the number of clean passes, skipped all the rest:
-// skipped, undefined and expected failures that do not fail the run.
+// the number of scenarios that keep the run from a PASS (so "0 failed"
+// exactly when Verdict is ok), passed the number of clean passes, skipped
+// all the rest: out-of-level gaps, not-applicable and expected failures.
 type totals struct{ passed, failed, skipped int }
 
 func computeTotals(run Run) totals {

@@ -37,9 +37,14 @@ type Summary struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Duration Duration  `json:"duration"` // Finished - Started
-	// OK and Why are Verdict(run) at the time of writing.
-	OK  bool     `json:"ok"`
-	Why []string `json:"why"`
+	// Level is the level the run claims; Result, OK and Why are Judge(run)
+	// at the time of writing (OK is Result == PASS).
+	Level       string   `json:"level"`
+	Concurrency int      `json:"concurrency,omitempty"`
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Result      string   `json:"result"`
+	OK          bool     `json:"ok"`
+	Why         []string `json:"why"`
 	// Total is the number of scenarios; Counts has one entry per verdict (all
 	// known verdicts, zero or not); ByLevel the same per level ("must",
 	// "should", "(none)" for a scenario without one).
@@ -166,6 +171,11 @@ func render(run Run, names []string) ([]outFile, []byte, error) {
 		return nil, nil, fmt.Errorf("report.html: %w", err)
 	}
 	files = append(files, outFile{ReportFile, html})
+	junit, err := JUnit(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	files = append(files, outFile{JUnitFile, junit})
 	sumBytes, err := marshalIndent(sum)
 	if err != nil {
 		return nil, nil, fmt.Errorf("summary.json: %w", err)
@@ -202,7 +212,8 @@ func marshalIndent(v any) ([]byte, error) {
 }
 
 func buildSummary(run Run, names []string) Summary {
-	ok, why := Verdict(run)
+	result, why := Judge(run)
+	ok := result == RunPass
 	if why == nil {
 		why = []string{}
 	}
@@ -211,22 +222,26 @@ func buildSummary(run Run, names []string) Summary {
 		failing[p.index] = true
 	}
 	sum := Summary{
-		Format:     SummaryFormat,
-		Tool:       run.Tool,
-		Version:    run.Version,
-		Target:     run.Target,
-		Seed:       run.Seed,
-		Tags:       run.Tags,
-		Strict:     run.Strict,
-		Started:    run.Started,
-		Finished:   run.Finished,
-		OK:         ok,
-		Why:        why,
-		Total:      len(run.Scenarios),
-		Counts:     countVerdicts(run.Scenarios),
-		ByLevel:    map[string]map[string]int{},
-		Scenarios:  make([]SummaryScenario, 0, len(run.Scenarios)),
-		CatchTable: run.CatchTable,
+		Format:      SummaryFormat,
+		Tool:        run.Tool,
+		Version:     run.Version,
+		Target:      run.Target,
+		Seed:        run.Seed,
+		Tags:        run.Tags,
+		Strict:      run.Strict,
+		Started:     run.Started,
+		Finished:    run.Finished,
+		Level:       run.Level,
+		Concurrency: run.Concurrency,
+		Interrupted: run.Interrupted,
+		Result:      result,
+		OK:          ok,
+		Why:         why,
+		Total:       len(run.Scenarios),
+		Counts:      countVerdicts(run.Scenarios),
+		ByLevel:     map[string]map[string]int{},
+		Scenarios:   make([]SummaryScenario, 0, len(run.Scenarios)),
+		CatchTable:  run.CatchTable,
 	}
 	if !run.Started.IsZero() && !run.Finished.IsZero() {
 		sum.Duration = Duration(run.Finished.Sub(run.Started))

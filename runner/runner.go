@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/drivers/idp"
@@ -31,12 +32,29 @@ import (
 // Version is the harness version written into reports.
 const Version = "0.1.0"
 
-// Exit codes of `mcpconform run`.
+// Exit codes of `mcpconform run`, one per run verdict.
 const (
-	ExitOK     = 0
-	ExitFailed = 1
-	ExitSetup  = 2
+	ExitOK          = 0   // PASS: every @must check of the claimed level held
+	ExitFailed      = 1   // FAIL: a check was violated (nonconformance)
+	ExitSetup       = 2   // ERROR: bad flags or profile, unreachable target, refused credentials
+	ExitIncomplete  = 3   // INCOMPLETE: nothing failed, but a @must check of the level was not observed
+	ExitInterrupted = 130 // INTERRUPTED: stopped by SIGINT or SIGTERM
 )
+
+// ExitCode maps a run verdict to its exit code.
+func ExitCode(result string) int {
+	switch result {
+	case reports.RunPass:
+		return ExitOK
+	case reports.RunFail:
+		return ExitFailed
+	case reports.RunIncomplete:
+		return ExitIncomplete
+	case reports.RunInterrupted:
+		return ExitInterrupted
+	}
+	return ExitSetup
+}
 
 // Config is one run.
 type Config struct {
@@ -50,25 +68,29 @@ type Config struct {
 	GatewayArgs      []string
 	Tags             string
 	IDs              []string // run only these scenario IDs
-	Strict           bool
+	Strict           bool   // kept for scripts: incomplete is never a PASS anyway
+	Level            string // claimed level (wire, metered, full); "" = the highest the target allows
 	Seed             int64
 	Concurrency      int
 	ExpectedFailures string // file of scenario IDs expected to fail
 	Out              string // report directory; "" writes none
 	ProbeAddr        string
+	ProbeURL         string // a running probe (mcpconform probe) to use instead of starting one
+	Settle           time.Duration
 	IdPAddr          string
 	IdPKey           string
-	Progress         io.Writer // godog progress; nil for none
+	Progress         io.Writer // one line per scenario as it finishes; nil for none
 	Log              io.Writer // child process logs; nil discards
 	TestingT         *testing.T
 }
 
 // Outcome is what a run produced.
 type Outcome struct {
-	Run  reports.Run
-	OK   bool
-	Why  []string
-	Code int
+	Run    reports.Run
+	Result string // reports.RunPass, RunFail, RunIncomplete or RunInterrupted
+	OK     bool   // Result == PASS
+	Why    []string
+	Code   int
 }
 
 // SetupError marks failures to bring the run up (exit 2), as opposed to
@@ -85,6 +107,9 @@ func setupErr(format string, args ...any) error {
 // Run executes the suite and writes the report.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	started := time.Now().UTC()
+	if cfg.Level != "" && !reports.ValidLevel(cfg.Level) {
+		return Outcome{Code: ExitSetup}, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
+	}
 	entries, err := catalog.Load(features.FS)
 	if err != nil {
 		return Outcome{Code: ExitSetup}, setupErr("load features: %w", err)
@@ -100,35 +125,15 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	defer closeAll()
 	env.Catalog = catalog.ByID(entries)
 
-	tags := cfg.Tags
-	if len(cfg.IDs) > 0 {
-		var ids []string
-		for _, id := range cfg.IDs {
-			if _, ok := env.Catalog[id]; !ok {
-				return Outcome{Code: ExitSetup}, setupErr("no scenario with ID %q (see mcpconform list)", id)
-			}
-			ids = append(ids, "@"+id)
-		}
-		sel := strings.Join(ids, ",")
-		if tags != "" {
-			tags = "(" + tags + ") && (" + sel + ")"
-		} else {
-			tags = sel
-		}
+	tags, err := selection(cfg, env.Catalog)
+	if err != nil {
+		return Outcome{Code: ExitSetup}, err
 	}
-	format := "progress"
-	if cfg.Progress == nil {
-		format = "pretty"
-	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	if cfg.Out != "" {
-		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-			return Outcome{Code: ExitSetup}, setupErr("make report directory: %w", err)
-		}
-		format += ",junit:" + filepath.Join(cfg.Out, "junit.xml") + ",cucumber:" + filepath.Join(cfg.Out, "cucumber.json")
+	// The harness prints its own line per scenario and writes JUnit from its
+	// own model; godog's formatters would count INCOMPLETE scenarios as passed.
+	format := "progress:" + os.DevNull
+	if cfg.Progress != nil {
+		env.OnResult = func(s reports.Scenario) { reports.PrintLine(cfg.Progress, s) }
 	}
 	suite := godog.TestSuite{
 		Name: "mcpconform",
@@ -137,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		},
 		Options: &godog.Options{
 			Format:         format,
-			Output:         progress,
+			Output:         io.Discard,
 			FS:             features.FS,
 			Paths:          []string{"."},
 			Tags:           tags,
@@ -151,24 +156,26 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	}
 	suite.Run()
 
+	level := cfg.Level
+	if level == "" {
+		level = reports.HighestLevel(env.Caps)
+	}
 	run := reports.Run{
 		Tool: "mcpconform", Version: Version, Target: tgt, Seed: cfg.Seed, Tags: tags,
-		Strict: cfg.Strict, Started: started, Finished: time.Now().UTC(),
+		Strict: cfg.Strict, Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
+		Started: started, Finished: time.Now().UTC(),
 	}
 	run.Scenarios = env.Results()
 	applyExpected(run.Scenarios, expected)
 	sort.Slice(run.Scenarios, func(i, j int) bool { return run.Scenarios[i].ID < run.Scenarios[j].ID })
-	if len(run.Scenarios) == 0 {
+	if len(run.Scenarios) == 0 && !run.Interrupted {
 		return Outcome{Run: run, Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
 	}
 	if len(cfg.Bugs) > 0 {
 		run.CatchTable = Catches(run, cfg.Bugs)
 	}
-	ok, why := reports.Verdict(run)
-	out := Outcome{Run: run, OK: ok, Why: why, Code: ExitOK}
-	if !ok {
-		out.Code = ExitFailed
-	}
+	result, why := reports.Judge(run)
+	out := Outcome{Run: run, Result: result, OK: result == reports.RunPass, Why: why, Code: ExitCode(result)}
 	if cfg.Out != "" {
 		if err := reports.Write(cfg.Out, run); err != nil {
 			return out, fmt.Errorf("write report: %w", err)
@@ -177,8 +184,30 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	return out, nil
 }
 
-// bringUp starts the probe, the identity provider and the target, and reads
-// the target's capabilities.
+// selection is the godog tag expression for the run: --tags, narrowed to
+// the --id scenarios.
+func selection(cfg Config, known map[string]catalog.Entry) (string, error) {
+	tags := cfg.Tags
+	if len(cfg.IDs) == 0 {
+		return tags, nil
+	}
+	var ids []string
+	for _, id := range cfg.IDs {
+		if _, ok := known[id]; !ok {
+			return "", setupErr("no scenario with ID %q (see mcpconform list)", id)
+		}
+		ids = append(ids, "@"+id)
+	}
+	sel := strings.Join(ids, ",")
+	if tags != "" {
+		return "(" + tags + ") && (" + sel + ")", nil
+	}
+	return sel, nil
+}
+
+// bringUp starts the probe, the identity provider and the target, reads the
+// target's capabilities and checks, before any scenario, that it answers
+// MCP with the credentials it was given.
 func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Target, error) {
 	var closers []func()
 	closeAll := func() {
@@ -190,11 +219,28 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 		closeAll()
 		return nil, func() {}, reports.Target{}, err
 	}
-	pr, err := probe.Start(probe.Options{Addr: cfg.ProbeAddr})
-	if err != nil {
-		return fail(setupErr("start upstream probe: %w", err))
+	var up steps.Upstream
+	runID := "r" + uuid.NewString()[:8]
+	if cfg.ProbeURL != "" {
+		remote, err := probe.Dial(ctx, cfg.ProbeURL)
+		if err != nil {
+			return fail(setupErr("use the running probe at %s: %w", cfg.ProbeURL, err))
+		}
+		closers = append(closers, func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = remote.Forget(fctx, runID)
+			remote.Close()
+		})
+		up = remote
+	} else {
+		pr, err := probe.Start(probe.Options{Addr: cfg.ProbeAddr})
+		if err != nil {
+			return fail(setupErr("start upstream probe: %w", err))
+		}
+		closers = append(closers, func() { pr.Close() })
+		up = probe.Local(pr)
 	}
-	closers = append(closers, func() { pr.Close() })
 	idOpts := idp.Options{Addr: cfg.IdPAddr}
 	if cfg.IdPKey != "" {
 		key, err := idp.Load(cfg.IdPKey)
@@ -209,7 +255,12 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	}
 	closers = append(closers, func() { id.Close() })
 
-	env := &steps.Env{Probe: pr, IdP: id, Seed: cfg.Seed, MaxConcurrency: cfg.Concurrency, CallTimeout: 30 * time.Second}
+	settle := cfg.Settle
+	if settle == 0 {
+		settle = 50 * time.Millisecond
+	}
+	env := &steps.Env{Probe: up, IdP: id, Seed: cfg.Seed, MaxConcurrency: cfg.Concurrency,
+		CallTimeout: 30 * time.Second, RunID: runID, Settle: settle}
 	var t *target.Target
 	switch {
 	case cfg.Target == "" || cfg.Target == "reference":
@@ -252,12 +303,14 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	for i := range t.ControlURLs {
 		env.Controls = append(env.Controls, t.Control(i))
 	}
-	caps, err := capabilities(ctx, env)
+	caps, err := capabilities(ctx, env, t.Kind == "reference")
 	if err != nil {
 		return fail(setupErr("read target capabilities: %w", err))
 	}
 	env.Caps = caps
 	tgt := t.Report()
+	tgt.Profile = t.Profile.Name
+	tgt.UnkeyedPolicy = env.Policy
 	tgt.Capabilities = nil
 	for c, on := range caps {
 		if on {
@@ -265,18 +318,34 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 		}
 	}
 	sort.Strings(tgt.Capabilities)
+	pre, err := Preflight(ctx, env)
+	if err != nil {
+		return fail(err)
+	}
+	tgt.ServerName, tgt.ServerVersion, tgt.Protocol = pre.ServerName, pre.ServerVersion, pre.Protocol
 	return env, closeAll, tgt, nil
 }
 
-// capabilities maps what the target offers onto the scenarios' @needs- tags.
-func capabilities(ctx context.Context, env *steps.Env) (map[string]bool, error) {
-	caps := map[string]bool{steps.CapTwoURLs: len(env.URLs) >= 2}
+// capabilities says what the target offers, as reports.Cap* names: read
+// from its control API when it has one (which makes every fixture on
+// demand), else from the profile (the operator's tools, keys and trust).
+func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[string]bool, error) {
+	p := env.Profile
+	caps := map[string]bool{reports.CapWire: true, reports.CapTwoURLs: len(env.URLs) >= 2}
+	env.Policy = p.UnkeyedPolicy
+	_, write := p.Tool(target.RoleWrite)
+	_, other := p.Tool(target.RoleWriteOther)
+	_, ro := p.Tool(target.RoleReadOnly)
+	_, appr := p.Tool(target.RoleApproval)
+	caps[reports.CapUpstream] = write && env.Probe != nil
+	caps[reports.CapToolWriteOther] = other && caps[reports.CapUpstream]
+	caps[reports.CapToolReadOnly] = ro && env.Probe != nil
+	caps[reports.CapToolApproval] = appr && caps[reports.CapUpstream]
+	caps[reports.CapSecondKey] = len(p.Credentials.APIKeys) >= 2
+	caps[reports.CapOtherWallet] = p.Credentials.OtherWallet != nil && p.Credentials.OtherWallet.APIKey != ""
+	caps[reports.CapPrincipalTokens] = (p.Identity.HarnessIdP && len(p.Identity.Subjects) > 0 && env.IdP != nil) || len(p.Credentials.PrincipalTokens) > 0
 	c := env.Control()
 	if c == nil {
-		for _, name := range env.Profile.Capabilities {
-			caps[name] = true
-		}
-		caps[steps.CapUpstream] = env.Profile.UpstreamTool != ""
 		return caps, nil
 	}
 	got, err := c.Capabilities(ctx)
@@ -288,18 +357,38 @@ func capabilities(ctx context.Context, env *steps.Env) (map[string]bool, error) 
 		has[name] = true
 	}
 	env.Settings = got.Settings
-	caps[steps.CapLedger] = has["ledger"]
-	caps[steps.CapClock] = has["clock"]
-	caps[steps.CapFaults] = has["faults"]
-	caps[steps.CapPrincipals] = has["principals"] && env.IdP != nil
-	caps[steps.CapSettings] = has["settings"]
-	caps[steps.CapUpstream] = has["upstream"] && has["fixtures"] && env.Probe != nil
+	if reference {
+		// The reference's policy is its setting: window 0 refuses.
+		env.Policy = steps.PolicyDerived
+		if got.Settings.EffectiveWindowSeconds == 0 {
+			env.Policy = steps.PolicyRefuse
+		}
+	}
+	fixtures := has["fixtures"]
+	caps[reports.CapFixtures] = fixtures
+	caps[reports.CapLedger] = has["ledger"]
+	caps[reports.CapClock] = has["clock"]
+	caps[reports.CapFaults] = has["faults"]
+	caps[reports.CapSettings] = has["settings"]
+	caps[reports.CapPrincipals] = has["principals"] && env.IdP != nil
+	if fixtures {
+		up := has["upstream"] && env.Probe != nil
+		caps[reports.CapUpstream] = caps[reports.CapUpstream] || up
+		for _, k := range []string{reports.CapToolWriteOther, reports.CapToolReadOnly, reports.CapToolApproval} {
+			caps[k] = caps[k] || up
+		}
+		caps[reports.CapSecondKey], caps[reports.CapOtherWallet] = true, true
+	}
+	caps[reports.CapPrincipalTokens] = caps[reports.CapPrincipalTokens] || caps[reports.CapPrincipals]
 	return caps, nil
 }
 
-// readExpected reads a file of scenario IDs (one a line, # comments).
-func readExpected(path string, known map[string]catalog.Entry) (map[string]bool, error) {
-	out := map[string]bool{}
+// readExpected reads a waiver file: one scenario ID a line, then the reason
+// it is accepted (after whitespace or a #); blank lines and # comments are
+// skipped. A waiver without a reason is refused: a known gap is accepted
+// on the record, never silently.
+func readExpected(path string, known map[string]catalog.Entry) (map[string]string, error) {
+	out := map[string]string{}
 	if path == "" {
 		return out, nil
 	}
@@ -311,33 +400,42 @@ func readExpected(path string, known map[string]catalog.Entry) (map[string]bool,
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		if line == "" {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if _, ok := known[line]; !ok {
-			return nil, fmt.Errorf("expected failures %s:%d: no scenario %q", path, n, line)
+		id, reason, _ := strings.Cut(line, " ")
+		if i := strings.IndexByte(id, '#'); i >= 0 {
+			id, reason = id[:i], id[i:]+" "+reason
 		}
-		out[line] = true
+		reason = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(reason), "#"))
+		if _, ok := known[id]; !ok {
+			return nil, fmt.Errorf("expected failures %s:%d: no scenario %q", path, n, id)
+		}
+		if reason == "" {
+			return nil, fmt.Errorf("expected failures %s:%d: %s has no reason (write it after the ID)", path, n, id)
+		}
+		out[id] = reason
 	}
 	return out, sc.Err()
 }
 
-// applyExpected turns listed failures into expected-failure, and listed
-// scenarios that passed into unexpected-pass, which fails the run.
-func applyExpected(ss []reports.Scenario, expected map[string]bool) {
+// applyExpected waives the listed scenarios that failed, were skipped or
+// are incomplete (expected-failure, with the reason and what happened), and
+// turns a listed scenario that passed into unexpected-pass, which fails the
+// run: a waiver must be dropped once the gap is closed.
+func applyExpected(ss []reports.Scenario, expected map[string]string) {
 	for i := range ss {
-		if !expected[ss[i].ID] {
+		reason, ok := expected[ss[i].ID]
+		if !ok {
 			continue
 		}
 		switch ss[i].Verdict {
-		case reports.Failed:
+		case reports.Failed, reports.Skipped, reports.Incomplete:
+			ss[i].Reason = fmt.Sprintf("waived (%s); was %s: %s", reason, ss[i].Verdict, ss[i].Reason)
 			ss[i].Verdict = reports.ExpectedFailure
 		case reports.Passed:
 			ss[i].Verdict = reports.UnexpectedPass
-			ss[i].Reason = "listed as an expected failure but passed"
+			ss[i].Reason = "listed as an expected failure (" + reason + ") but passed"
 		}
 	}
 }

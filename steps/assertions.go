@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/cucumber/godog"
+
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 func registerAssertions(sc *godog.ScenarioContext) {
@@ -26,7 +28,11 @@ func registerAssertions(sc *godog.ScenarioContext) {
 		return replays(ctx, who, other, ordinal(nth))
 	})
 	sc.Step(`^the probe saw "([^"]*)" dispatched (\d+) times?$`, probeSaw)
+	sc.Step(`^the probe saw "([^"]*)" dispatched at most (\d+) times?$`, probeSawAtMost)
 	sc.Step(`^the probe saw (\d+) dispatch(?:es)? in all$`, probeSawAll)
+	sc.Step(`^the last answer of "([^"]*)" is its own operation or a refusal, never the (first|second|third) answer of "([^"]*)"$`, func(ctx context.Context, who, nth, other string) error {
+		return ownOperation(ctx, who, other, ordinal(nth))
+	})
 	sc.Step(`^the ledger has (\d+) debits? and (\d+) refunds?$`, ledgerHas)
 	sc.Step(`^the wallet balance changed by (-?\d+)$`, balanceChanged)
 	sc.Step(`^"([^"]*)" lost the connection without an answer$`, lostConnection)
@@ -78,7 +84,7 @@ func getsResult(ctx context.Context, who string) error {
 	if ok {
 		w.noteReceipt(a.Receipt())
 	}
-	return w.check(fmt.Sprintf("%s gets a result", who), ok, "a tools/call result with a receipt", w.describe(a))
+	return w.check(fmt.Sprintf("%s gets a result", who), reports.CapWire, ok, "a tools/call result with a receipt", w.describe(a))
 }
 
 func (w *world) noteReceipt(r string) {
@@ -110,22 +116,22 @@ func getsNewReceipt(ctx context.Context, who string) error {
 	if fresh {
 		w.noteReceipt(a.Receipt())
 	}
-	return w.check(fmt.Sprintf("%s gets a result with a new receipt", who), fresh,
+	return w.check(fmt.Sprintf("%s gets a result with a new receipt", who), reports.CapWire, fresh,
 		fmt.Sprintf("a result whose receipt is none of %v (a new operation)", seen), w.describe(a))
 }
 
 // isReason says whether an answer is the refusal named by one of our reason
-// names, through the profile's mapping for gateways that name it otherwise.
+// names, through the profile's mapping for gateways that spell it otherwise
+// (a data.reason, a JSON-RPC code, or an HTTP status for a refusal made
+// before any JSON-RPC). A 5xx is never an acceptable refusal.
 func (w *world) isReason(a *answer, reason string) bool {
-	if a == nil || !a.IsRefusal() {
+	if a == nil || a.IsResult() || a.TransportError != "" || a.Status >= 500 {
 		return false
 	}
-	for _, want := range w.env.Profile.ReasonsFor(reason) {
-		if a.ErrorReason() == want || fmt.Sprint(a.ErrorCode()) == want {
-			return true
-		}
+	if a.IsRefusal() {
+		return w.env.Profile.Matches(reason, a.ErrorReason(), int(a.ErrorCode()), a.Status)
 	}
-	return false
+	return a.Status >= 400 && w.env.Profile.Matches(reason, "", 0, a.Status)
 }
 
 func isRefused(ctx context.Context, who, reason string, retryable bool) error {
@@ -135,11 +141,11 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 		return err
 	}
 	ok := w.isReason(a, reason) && (!retryable || a.Retryable())
-	want := fmt.Sprintf("a JSON-RPC error with data.reason %q", reason)
+	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
 	if retryable {
-		want += " marked retryable"
+		want += ", marked retryable"
 	}
-	return w.check(fmt.Sprintf("%s is refused with %s", who, reason), ok, want, w.describe(a))
+	return w.check(fmt.Sprintf("%s is refused with %s", who, reason), reports.CapWire, ok, want, w.describe(a))
 }
 
 // replays checks that an answer is the stored outcome served again whole:
@@ -157,18 +163,18 @@ func replays(ctx context.Context, who, other string, n int) error {
 	orig := oc.answers[n]
 	step := fmt.Sprintf("the last answer of %s replays answer %d of %s", who, n+1, other)
 	if !orig.IsResult() {
-		return w.check(step, false, "the original answer to be a result", w.describe(orig))
+		return w.check(step, reports.CapWire, false, "the original answer to be a result", w.describe(orig))
 	}
 	if !a.IsResult() || a.Receipt() != orig.Receipt() {
-		return w.check(step, false, fmt.Sprintf("a result with receipt %q", orig.Receipt()), w.describe(a))
+		return w.check(step, reports.CapWire, false, fmt.Sprintf("a result with receipt %q", orig.Receipt()), w.describe(a))
 	}
 	for _, field := range []string{"content", "structuredContent", "isError"} {
 		x, y := orig.ResultField(field), a.ResultField(field)
 		if !jsonEqual(x, y) {
-			return w.check(step, false, fmt.Sprintf("%s %s", field, x), fmt.Sprintf("%s %s", field, y))
+			return w.check(step, reports.CapWire, false, fmt.Sprintf("%s %s", field, x), fmt.Sprintf("%s %s", field, y))
 		}
 	}
-	return w.check(step, true, fmt.Sprintf("receipt %q with the same content", orig.Receipt()), fmt.Sprintf("receipt %q with the same content", a.Receipt()))
+	return w.check(step, reports.CapWire, true, fmt.Sprintf("receipt %q with the same content", orig.Receipt()), fmt.Sprintf("receipt %q with the same content", a.Receipt()))
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
@@ -188,10 +194,109 @@ func probeSaw(ctx context.Context, tok string, n int) error {
 		return err
 	}
 	token := w.expand(tok)
-	got := w.env.Probe.Count(token)
-	return w.check(fmt.Sprintf("the probe saw %s dispatched %d times", token, n), got == n,
-		fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token),
-		fmt.Sprintf("%d dispatch(es)", got))
+	step := fmt.Sprintf("the probe saw %s dispatched %d times", token, n)
+	expected := fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token)
+	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(step, reports.CapUpstream, expected)
+	}
+	got, err := w.env.Probe.Count(ctx, token)
+	if err != nil {
+		return fmt.Errorf("read the probe: %w", err)
+	}
+	w.mu.Lock()
+	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
+	w.mu.Unlock()
+	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
+}
+
+// dispatchWitness lists the times the probe saw a token, for a failure.
+func (w *world) dispatchWitness(ctx context.Context, token string) string {
+	ds, err := w.env.Probe.Dispatches(ctx, token)
+	if err != nil || len(ds) == 0 {
+		return ""
+	}
+	var at []string
+	for _, d := range ds {
+		if d.Token == token {
+			at = append(at, d.At.Format("15:04:05.000000"))
+		}
+	}
+	return " at " + strings.Join(at, ", ")
+}
+
+func probeSawAtMost(ctx context.Context, tok string, n int) error {
+	w := getWorld(ctx)
+	if err := w.settleAll(); err != nil {
+		return err
+	}
+	token := w.expand(tok)
+	step := fmt.Sprintf("the probe saw %s dispatched at most %d times", token, n)
+	expected := fmt.Sprintf("at most %d dispatch(es) of token %s at the upstream probe", n, token)
+	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(step, reports.CapUpstream, expected)
+	}
+	got, err := w.env.Probe.Count(ctx, token)
+	if err != nil {
+		return fmt.Errorf("read the probe: %w", err)
+	}
+	w.mu.Lock()
+	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
+	w.mu.Unlock()
+	return w.check(step, reports.CapUpstream, got <= n, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
+}
+
+// ownOperation holds that a call reusing another call's key (on another
+// tool, or from another caller) was not served that call's stored result:
+// it is a result with a receipt of its own whose token the probe saw
+// dispatched once more, or a refusal that dispatched nothing. The earlier
+// call is the token's only dispatch before it.
+func ownOperation(ctx context.Context, who, other string, n int) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	oc := w.clientFor(other)
+	if n >= len(oc.answers) {
+		return fmt.Errorf("%s has %d answers; no answer number %d", other, len(oc.answers), n+1)
+	}
+	orig := oc.answers[n]
+	step := fmt.Sprintf("the last answer of %s is not answer %d of %s", who, n+1, other)
+	if !orig.IsResult() {
+		return w.check(step, reports.CapWire, false, "the earlier answer to be a result", w.describe(orig))
+	}
+	result := a.IsResult()
+	refused := !result && a.TransportError == "" && (a.IsRefusal() || a.Status >= 400) && a.Status < 500
+	switch {
+	case result && a.Receipt() == orig.Receipt():
+		return w.check(step, reports.CapWire, false,
+			fmt.Sprintf("a result with a receipt other than %q, or a refusal", orig.Receipt()),
+			"the earlier call's stored result: "+w.describe(a))
+	case !result && !refused:
+		return w.check(step, reports.CapWire, false, "a result of its own or a refusal", w.describe(a))
+	}
+	if err := w.check(step, reports.CapWire, true, "a result of its own or a refusal", w.describe(a)); err != nil {
+		return err
+	}
+	c := w.clientFor(who)
+	token := tokenOf(c.last)
+	want, what := 2, "a result of its own: the token dispatched again"
+	if refused {
+		want, what = 1, "a refusal: nothing dispatched for it"
+	}
+	dstep := fmt.Sprintf("the probe saw %s dispatched %d times after %s", token, want, what)
+	expected := fmt.Sprintf("%d dispatch(es) of token %s (%s)", want, token, what)
+	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(dstep, reports.CapUpstream, expected)
+	}
+	got, err := w.env.Probe.Count(ctx, token)
+	if err != nil {
+		return fmt.Errorf("read the probe: %w", err)
+	}
+	w.mu.Lock()
+	w.counted = append(w.counted, countedCheck{step: dstep, token: token, seen: got})
+	w.mu.Unlock()
+	return w.check(dstep, reports.CapUpstream, got == want, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
 }
 
 func probeSawAll(ctx context.Context, n int) error {
@@ -199,16 +304,22 @@ func probeSawAll(ctx context.Context, n int) error {
 	if err := w.settleAll(); err != nil {
 		return err
 	}
+	step := fmt.Sprintf("the probe saw %d dispatches in all", n)
+	expected := fmt.Sprintf("%d dispatch(es) of this scenario's tokens", n)
+	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(step, reports.CapUpstream, expected)
+	}
 	got := 0
 	var per []string
 	for _, tok := range w.tokens {
-		c := w.env.Probe.Count(tok)
+		c, err := w.env.Probe.Count(ctx, tok)
+		if err != nil {
+			return fmt.Errorf("read the probe: %w", err)
+		}
 		got += c
 		per = append(per, fmt.Sprintf("%s=%d", tok, c))
 	}
-	return w.check(fmt.Sprintf("the probe saw %d dispatches in all", n), got == n,
-		fmt.Sprintf("%d dispatch(es) of this scenario's tokens", n),
-		fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
+	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
 }
 
 // settleAll lets every background call finish before effects are counted.
@@ -225,6 +336,11 @@ func ledgerHas(ctx context.Context, debits, refunds int) error {
 	w := getWorld(ctx)
 	if err := w.settleAll(); err != nil {
 		return err
+	}
+	step := fmt.Sprintf("the ledger has %d debits and %d refunds", debits, refunds)
+	expected := fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds)
+	if !w.has(reports.CapLedger) {
+		return w.unobserved(step, reports.CapLedger, expected)
 	}
 	l, err := w.ledger(ctx)
 	if err != nil {
@@ -243,8 +359,7 @@ func ledgerHas(ctx context.Context, debits, refunds int) error {
 		}
 		rows = append(rows, fmt.Sprintf("%s %d %s", e.Kind, e.Amount, e.Receipt))
 	}
-	return w.check(fmt.Sprintf("the ledger has %d debits and %d refunds", debits, refunds), d == debits && r == refunds,
-		fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds),
+	return w.check(step, reports.CapLedger, d == debits && r == refunds, expected,
 		fmt.Sprintf("%d debit(s) and %d refund(s): [%s]", d, r, strings.Join(rows, "; ")))
 }
 
@@ -253,23 +368,30 @@ func balanceChanged(ctx context.Context, delta int64) error {
 	if err := w.settleAll(); err != nil {
 		return err
 	}
+	step := fmt.Sprintf("the wallet balance changed by %d", delta)
+	if !w.has(reports.CapLedger) {
+		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("a balance change of %+d", delta))
+	}
 	wallet, err := w.env.Control().Wallet(ctx, w.walletID)
 	if err != nil {
 		return fmt.Errorf("read balance: %w", err)
 	}
 	bal := wallet.Balance
 	got := bal - w.baseline
-	return w.check(fmt.Sprintf("the wallet balance changed by %d", delta), got == delta,
+	return w.check(step, reports.CapLedger, got == delta,
 		fmt.Sprintf("balance %d (%+d from %d)", w.baseline+delta, delta, w.baseline),
 		fmt.Sprintf("balance %d (%+d)", bal, got))
 }
 
+// lostConnection holds that the connection really closed without an answer:
+// a client that gave up waiting (a gateway that hangs) is not a drop.
 func lostConnection(ctx context.Context, who string) error {
 	w := getWorld(ctx)
 	a, err := w.lastAnswer(who)
 	if err != nil {
 		return err
 	}
-	ok := (a.TransportError != "" || a.Status == 0) && !a.IsResult() && !a.IsRefusal()
-	return w.check(fmt.Sprintf("%s lost the connection", who), ok, "the connection closed with no answer", w.describe(a))
+	timedOut := a != nil && (strings.Contains(a.TransportError, "deadline exceeded") || strings.Contains(a.TransportError, "Client.Timeout"))
+	ok := a != nil && (a.TransportError != "" || a.Status == 0) && !a.IsResult() && !a.IsRefusal() && !timedOut
+	return w.check(fmt.Sprintf("%s lost the connection", who), reports.CapWire, ok, "the connection closed by the gateway with no answer (not a client timeout)", w.describe(a))
 }

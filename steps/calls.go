@@ -10,7 +10,9 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 func registerCalls(sc *godog.ScenarioContext) {
@@ -34,7 +36,7 @@ func registerCalls(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" sends the raw body (.+)$`, func(ctx context.Context, who, body string) error {
 		return sendRaw(ctx, who, []byte(body))
 	})
-	sc.Step(`^"([^"]*)" sends a tools/call body of (\d+) MiB$`, sendOversized)
+	sc.Step(`^"([^"]*)" sends a tools/call body over the gateway's body limit$`, sendOversized)
 }
 
 // newCall builds a call with the scenario's variables filled in.
@@ -107,9 +109,12 @@ func callInBackground(ctx context.Context, who, tool, args, key string) error {
 	if err != nil {
 		return err
 	}
+	// The id is chosen now, so a cancellation can name the request.
+	call.ID = c.wire.NextID()
 	c.last = call
 	c.pending = make(chan callOutcome, 1)
-	bg := context.WithoutCancel(ctx)
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
 	go func(out chan<- callOutcome) {
 		a, err := w.do(bg, c, call)
 		out <- callOutcome{a, err}
@@ -177,8 +182,8 @@ func retryUntilDecided(ctx context.Context, who string) error {
 // drops the connection: the client never learns the outcome.
 func callAndDrop(ctx context.Context, who, tool, args, key string) error {
 	w := getWorld(ctx)
-	if w.env.Probe == nil {
-		return fmt.Errorf("no upstream probe: %w", godog.ErrSkip)
+	if w.env.Probe == nil || !w.has(reports.CapUpstream) {
+		return w.cannot(reports.CapUpstream, "the drop waits until the probe sees the tool run")
 	}
 	c := w.clientFor(who)
 	call, err := w.newCall(who, tool, args, key)
@@ -211,16 +216,42 @@ func tokenOf(call *wire.Call) string {
 	return v.Token
 }
 
-func sendBatch(ctx context.Context, who string) error {
-	body := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{}}},` +
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"partner.echo","arguments":{}}}]`)
-	return sendRaw(ctx, who, body)
+// bodyTool is the tool a raw body names: the scenario's "write" tool, else
+// the profile's, so a refusal is for the body and never for an unknown tool.
+func (w *world) bodyTool() string {
+	if n, ok := w.tools["write"]; ok {
+		return n
+	}
+	if t, ok := w.env.Profile.Tool(target.RoleWrite); ok {
+		return t.Name
+	}
+	return "mcpconform.body-test"
 }
 
-func sendOversized(ctx context.Context, who string, mib int) error {
+func sendBatch(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	one := func(id int) string {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
+			"params": map[string]any{"name": w.bodyTool(), "arguments": map[string]any{"token": w.expand("$op1")}}})
+		return string(b)
+	}
+	return sendRaw(ctx, who, []byte("["+one(1)+","+one(2)+"]"))
+}
+
+// sendOversized sends a call just over the gateway's body limit (the
+// profile's body_limit_bytes, 1 MiB by default).
+func sendOversized(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	limit := w.env.Profile.BodyLimit
+	if limit <= 0 {
+		limit = 1 << 20
+	}
 	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{"pad":"`)
-	b.WriteString(strings.Repeat("x", mib<<20))
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":`)
+	name, _ := json.Marshal(w.bodyTool())
+	b.Write(name)
+	b.WriteString(`,"arguments":{"token":"` + w.expand("$op1") + `","pad":"`)
+	b.WriteString(strings.Repeat("x", int(limit)+(64<<10)))
 	b.WriteString(`"}}}`)
 	return sendRaw(ctx, who, b.Bytes())
 }

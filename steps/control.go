@@ -8,6 +8,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 func registerControl(sc *godog.ScenarioContext) {
@@ -42,6 +43,9 @@ func registerControl(sc *godog.ScenarioContext) {
 	})
 	sc.Step(`^the unkeyed retry window is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
 		w := getWorld(ctx)
+		if !w.has(reports.CapSettings) {
+			return w.cannot(reports.CapSettings, "the window is changed through the control API")
+		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
 			if _, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: &secs}); err != nil {
@@ -52,6 +56,9 @@ func registerControl(sc *godog.ScenarioContext) {
 	})
 	sc.Step(`^the stale-lock threshold is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
 		w := getWorld(ctx)
+		if !w.has(reports.CapSettings) {
+			return w.cannot(reports.CapSettings, "the stale-lock threshold is changed through the control API")
+		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
 			if _, err := c.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: &secs}); err != nil {
@@ -75,23 +82,39 @@ func registerControl(sc *godog.ScenarioContext) {
 	sc.Step(`^principal "([^"]*)" is revoked$`, func(ctx context.Context, name string) error {
 		w := getWorld(ctx)
 		id, ok := w.principal[name]
-		if !ok {
-			return fmt.Errorf("no principal %q in this scenario", name)
+		if !ok || !w.has(reports.CapPrincipals) {
+			return w.cannot(reports.CapPrincipals, "principals are revoked through the control API")
 		}
 		return w.env.Control().Revoke(ctx, id)
 	})
 	sc.Step(`^the tool "([^"]*)" is removed$`, func(ctx context.Context, alias string) error {
 		w := getWorld(ctx)
+		if !w.env.fixtures() {
+			return w.cannot(reports.CapFixtures, "tools are removed through the control API")
+		}
 		return w.env.Control().DeleteTool(ctx, w.toolName(alias))
 	})
 	sc.Step(`^the probe stalls "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		w.env.Probe.Stall(w.expand(tok))
-		return nil
+		if !w.has(reports.CapUpstream) {
+			return w.cannot(reports.CapUpstream, "only calls that reach the probe can be stalled")
+		}
+		return w.env.Probe.Stall(ctx, w.expand(tok))
 	})
 	sc.Step(`^the probe releases "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		w.env.Probe.Unstall(w.expand(tok))
+		return w.env.Probe.Unstall(ctx, w.expand(tok))
+	})
+	sc.Step(`^the probe sees "([^"]*)" dispatched$`, func(ctx context.Context, tok string) error {
+		w := getWorld(ctx)
+		if !w.has(reports.CapUpstream) {
+			return w.cannot(reports.CapUpstream, "the step waits until the probe sees the tool run")
+		}
+		wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
+		defer cancel()
+		if err := w.env.Probe.WaitFor(wctx, w.expand(tok), 1); err != nil {
+			return fmt.Errorf("the tool never ran: %w", err)
+		}
 		return nil
 	})
 }
@@ -101,6 +124,9 @@ func registerControl(sc *godog.ScenarioContext) {
 // known and no real time passes between steps.
 func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 	w := getWorld(ctx)
+	if !w.has(reports.CapClock) {
+		return w.cannot(reports.CapClock, "the gateway clock is moved through the control API")
+	}
 	win := seconds(w.env.Settings.EffectiveWindowSeconds)
 	if win <= 0 {
 		return fmt.Errorf("target advertises no positive effective window (%v)", win)
@@ -118,6 +144,9 @@ func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 
 func advance(ctx context.Context, by time.Duration) error {
 	w := getWorld(ctx)
+	if !w.has(reports.CapClock) {
+		return w.cannot(reports.CapClock, "the gateway clock is moved through the control API")
+	}
 	w.clockMoved = true
 	for _, c := range w.env.Controls {
 		if _, err := c.AdvanceClock(ctx, by); err != nil {
@@ -129,6 +158,9 @@ func advance(ctx context.Context, by time.Duration) error {
 
 func arm(ctx context.Context, point, action, alias string) error {
 	w := getWorld(ctx)
+	if !w.has(reports.CapFaults) {
+		return w.cannot(reports.CapFaults, "fault points are armed through the control API")
+	}
 	w.faultsArmed = true
 	id, err := w.env.Control().ArmFault(ctx, control.Fault{
 		Point: point, Action: action, Count: 1,
@@ -174,7 +206,7 @@ func waitsAt(ctx context.Context, who, point string) error {
 			a = out.answer
 			c.answers = append(c.answers, a)
 		}
-		return w.check(fmt.Sprintf("%s reaches %s", who, point), false,
+		return w.check(fmt.Sprintf("%s reaches %s", who, point), reports.CapFaults, false,
 			fmt.Sprintf("the call waits at fault point %s", point),
 			"it answered without reaching the point: "+w.describe(a))
 	}

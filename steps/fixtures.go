@@ -10,23 +10,38 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
 func registerFixtures(sc *godog.ScenarioContext) {
 	sc.Step(`^a wallet with (\d+) credits and an API key$`, aWallet)
 	sc.Step(`^an upstream tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
-		return anUpstreamTool(ctx, alias, price, false, false)
+		return anUpstreamTool(ctx, alias, price, target.RoleWrite)
+	})
+	sc.Step(`^an upstream tool "([^"]*)" priced (\d+) credits?, more than the wallet holds$`, func(ctx context.Context, alias string, price int64) error {
+		w := getWorld(ctx)
+		if !w.env.fixtures() {
+			// The operator's wallet holds what it holds: a price above it
+			// is a fixture only a control API can make.
+			return w.cannot(reports.CapFixtures, "a tool priced above the wallet's balance")
+		}
+		return anUpstreamTool(ctx, alias, price, target.RoleWrite)
+	})
+	sc.Step(`^a second upstream tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
+		return anUpstreamTool(ctx, alias, price, target.RoleWriteOther)
 	})
 	sc.Step(`^an upstream read-only tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
-		return anUpstreamTool(ctx, alias, price, true, false)
+		return anUpstreamTool(ctx, alias, price, target.RoleReadOnly)
 	})
 	sc.Step(`^an upstream approval-gated tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
-		return anUpstreamTool(ctx, alias, price, false, true)
+		return anUpstreamTool(ctx, alias, price, target.RoleApproval)
 	})
 	sc.Step(`^an explicit permit "([^"]*)" for "([^"]*)" with a budget of (\d+) credits?, valid for (\S+)$`, anExplicitPermit)
 	sc.Step(`^client "([^"]*)" acts as principal "([^"]*)"$`, actsAsPrincipal)
 	sc.Step(`^client "([^"]*)" presents a forged principal token$`, forgedPrincipal)
+	sc.Step(`^client "([^"]*)" uses another API key of the same wallet$`, anotherKey)
+	sc.Step(`^client "([^"]*)" uses an API key of another wallet$`, otherWalletKey)
 	sc.Step(`^"([^"]*)" speaks protocol (\S+)$`, speaksProtocol)
 }
 
@@ -34,15 +49,15 @@ func registerFixtures(sc *godog.ScenarioContext) {
 // takes the operator's credentials from the profile when there is none.
 func aWallet(ctx context.Context, balance int64) error {
 	w := getWorld(ctx)
-	c := w.env.Control()
-	if c == nil {
+	if !w.env.fixtures() {
 		cr := w.env.Profile.Credentials
 		if len(cr.APIKeys) == 0 {
-			return fmt.Errorf("the target has no control API and the profile names no api_keys: %w", godog.ErrSkip)
+			return w.cannot(reports.CapFixtures, "no control API makes a wallet and the profile names no api_keys")
 		}
 		w.walletID, w.apiKey = cr.WalletID, cr.APIKeys[0]
-		return nil
+		return w.readBaseline(ctx)
 	}
+	c := w.env.Control()
 	wallet, err := c.CreateWallet(ctx, balance)
 	if err != nil {
 		return fmt.Errorf("create wallet: %w", err)
@@ -52,41 +67,110 @@ func aWallet(ctx context.Context, balance int64) error {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.walletID, w.keyID, w.apiKey, w.baseline = wallet.WalletID, key.KeyID, key.APIKey, balance
-	if w.env.Caps[CapLedger] {
-		if l, err := w.ledger(ctx); err == nil {
-			w.evidence.LedgerBefore = l
-			w.baseline = l.Balance
-		}
+	return w.readBaseline(ctx)
+}
+
+// readBaseline reads the wallet as the scenario starts, where a ledger can
+// be read: balance checks are changes from here.
+func (w *world) readBaseline(ctx context.Context) error {
+	if !w.has(reports.CapLedger) || w.walletID == "" {
+		return nil
 	}
+	l, err := w.ledger(ctx)
+	if err != nil {
+		return err
+	}
+	w.evidence.LedgerBefore = l
+	w.baseline = l.Balance
 	return nil
 }
 
+// roleCapability is what a tool role needs from a target without fixtures.
+var roleCapability = map[string]string{
+	target.RoleWrite:      reports.CapUpstream,
+	target.RoleWriteOther: reports.CapToolWriteOther,
+	target.RoleReadOnly:   reports.CapToolReadOnly,
+	target.RoleApproval:   reports.CapToolApproval,
+}
+
 // anUpstreamTool registers a tool that forwards to the harness's probe, so
-// dispatches are counted by the harness, not reported by the gateway.
-func anUpstreamTool(ctx context.Context, alias string, price int64, readOnly, approval bool) error {
+// dispatches are counted by the harness, not reported by the gateway; a
+// target without fixtures names its own, routed to the probe by its operator.
+func anUpstreamTool(ctx context.Context, alias string, price int64, role string) error {
 	w := getWorld(ctx)
-	c := w.env.Control()
-	if c == nil {
-		name := w.env.Profile.UpstreamTool
-		if name == "" || readOnly || approval {
-			return fmt.Errorf("no control API and no matching operator tool for %q: %w", alias, godog.ErrSkip)
+	if !w.env.fixtures() {
+		t, ok := w.env.Profile.Tool(role)
+		if !ok {
+			return w.cannot(roleCapability[role], fmt.Sprintf("the profile names no %s tool for %q", role, alias))
 		}
-		w.tools[alias], w.prices[alias] = name, price
+		w.tools[alias], w.prices[alias] = t.Name, t.Price
+		if t.Price == 0 {
+			w.prices[alias] = price
+		}
 		return nil
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
 	upstream := "probe.write"
-	if readOnly {
+	if role == target.RoleReadOnly {
 		upstream = "probe.read"
 	}
-	_, err := c.CreateTool(ctx, control.Tool{
-		Name: name, Price: price, ReadOnly: readOnly, Approval: approval,
+	_, err := w.env.Control().CreateTool(ctx, control.Tool{
+		Name: name, Price: price, ReadOnly: role == target.RoleReadOnly, Approval: role == target.RoleApproval,
 		UpstreamURL: w.env.Probe.URL(), UpstreamTool: upstream,
 	})
 	if err != nil {
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
 	w.tools[alias], w.prices[alias] = name, price
+	return nil
+}
+
+// anotherKey gives a client a second API key of the scenario's wallet.
+func anotherKey(ctx context.Context, name string) error {
+	w := getWorld(ctx)
+	if !w.env.fixtures() {
+		keys := w.env.Profile.Credentials.APIKeys
+		if len(keys) < 2 {
+			return w.cannot(reports.CapSecondKey, "the profile names one API key")
+		}
+		return w.useKey(name, keys[1])
+	}
+	key, err := w.env.Control().CreateKey(ctx, w.walletID)
+	if err != nil {
+		return fmt.Errorf("create a second api key: %w", err)
+	}
+	return w.useKey(name, key.APIKey)
+}
+
+// otherWalletKey gives a client an API key of a wallet of its own.
+func otherWalletKey(ctx context.Context, name string) error {
+	w := getWorld(ctx)
+	if !w.env.fixtures() {
+		o := w.env.Profile.Credentials.OtherWallet
+		if o == nil || o.APIKey == "" {
+			return w.cannot(reports.CapOtherWallet, "the profile names no other_wallet")
+		}
+		return w.useKey(name, o.APIKey)
+	}
+	c := w.env.Control()
+	wallet, err := c.CreateWallet(ctx, 1000)
+	if err != nil {
+		return fmt.Errorf("create another wallet: %w", err)
+	}
+	key, err := c.CreateKey(ctx, wallet.WalletID)
+	if err != nil {
+		return fmt.Errorf("create a key of another wallet: %w", err)
+	}
+	return w.useKey(name, key.APIKey)
+}
+
+// useKey sets a client's API key before its first call.
+func (w *world) useKey(name, key string) error {
+	c := w.clientFor(name)
+	if len(c.answers) > 0 || c.pending != nil {
+		return fmt.Errorf("client %s already called with another key", name)
+	}
+	c.wire.APIKey = key
 	return nil
 }
 
@@ -108,42 +192,60 @@ func (w *world) ensureTrust(ctx context.Context) error {
 	return nil
 }
 
+// actsAsPrincipal gives a client a principal token: registered through the
+// control API, else signed by the harness's identity provider for a subject
+// the gateway knows, else the operator's token from the profile.
 func actsAsPrincipal(ctx context.Context, name, principal string) error {
 	w := getWorld(ctx)
-	c := w.env.Control()
-	if c == nil || w.env.IdP == nil {
-		return fmt.Errorf("principals need the control API: %w", godog.ErrSkip)
+	if w.has(reports.CapPrincipals) && w.env.IdP != nil && w.env.Control() != nil {
+		if err := w.ensureTrust(ctx); err != nil {
+			return err
+		}
+		subject := principal + "-" + uuid.NewString()[:8]
+		id, err := w.env.Control().CreatePrincipal(ctx, control.Principal{Provider: "harness", Issuer: w.env.IdP.Issuer(), Subject: subject})
+		if err != nil {
+			return fmt.Errorf("create principal %s: %w", principal, err)
+		}
+		tok, err := w.env.IdP.Token(subject, 10*time.Minute)
+		if err != nil {
+			return fmt.Errorf("sign token for %s: %w", principal, err)
+		}
+		w.principal[principal] = id
+		w.clientFor(name).wire.PrincipalToken = tok
+		return nil
 	}
-	if err := w.ensureTrust(ctx); err != nil {
-		return err
+	id := w.env.Profile.Identity
+	if id.HarnessIdP && w.env.IdP != nil {
+		subject, ok := id.Subjects[principal]
+		if !ok {
+			return w.cannot(reports.CapPrincipalTokens, fmt.Sprintf("the profile's identity.subjects names no %q", principal))
+		}
+		tok, err := w.env.IdP.Token(subject, 10*time.Minute)
+		if err != nil {
+			return fmt.Errorf("sign token for %s: %w", principal, err)
+		}
+		w.clientFor(name).wire.PrincipalToken = tok
+		return nil
 	}
-	subject := principal + "-" + uuid.NewString()[:8]
-	id, err := c.CreatePrincipal(ctx, control.Principal{Provider: "harness", Issuer: w.env.IdP.Issuer(), Subject: subject})
-	if err != nil {
-		return fmt.Errorf("create principal %s: %w", principal, err)
+	if tok, ok := w.env.Profile.PrincipalToken(principal); ok {
+		w.clientFor(name).wire.PrincipalToken = tok
+		return nil
 	}
-	tok, err := w.env.IdP.Token(subject, 10*time.Minute)
-	if err != nil {
-		return fmt.Errorf("sign token for %s: %w", principal, err)
-	}
-	w.principal[principal] = id
-	w.clientFor(name).wire.PrincipalToken = tok
-	return nil
+	return w.cannot(reports.CapPrincipalTokens, fmt.Sprintf("no way to act as principal %q", principal))
 }
 
 // anExplicitPermit grants a permit for the scenario's wallet, key and tool
 // through the control API; calls name it with X-Permit-Id.
 func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl string) error {
 	w := getWorld(ctx)
-	c := w.env.Control()
-	if c == nil {
-		return fmt.Errorf("explicit permits are granted through the control API: %w", godog.ErrSkip)
+	if !w.env.fixtures() {
+		return w.cannot(reports.CapFixtures, "explicit permits are granted through the control API")
 	}
 	d, err := time.ParseDuration(ttl)
 	if err != nil {
 		return fmt.Errorf("permit %s: validity %q: %w", alias, ttl, err)
 	}
-	pm, err := c.CreatePermit(ctx, control.PermitRequest{WalletID: w.walletID, KeyID: w.keyID, Tool: w.toolName(tool),
+	pm, err := w.env.Control().CreatePermit(ctx, control.PermitRequest{WalletID: w.walletID, KeyID: w.keyID, Tool: w.toolName(tool),
 		Budget: budget, TTL: control.Duration(d)})
 	if err != nil {
 		return fmt.Errorf("create permit %s: %w", alias, err)
@@ -155,10 +257,18 @@ func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl
 func forgedPrincipal(ctx context.Context, name string) error {
 	w := getWorld(ctx)
 	if w.env.IdP == nil {
-		return fmt.Errorf("no identity provider: %w", godog.ErrSkip)
+		return w.cannot(reports.CapPrincipalTokens, "no identity provider")
 	}
-	if err := w.ensureTrust(ctx); err != nil {
-		return err
+	switch {
+	case w.has(reports.CapPrincipals) && w.env.Control() != nil:
+		if err := w.ensureTrust(ctx); err != nil {
+			return err
+		}
+	case w.has(reports.CapPrincipalTokens):
+		// The gateway verifies principal tokens against its own trust: a
+		// token signed by a key nobody trusts must fail there too.
+	default:
+		return w.cannot(reports.CapPrincipalTokens, "the target is not known to verify principal tokens")
 	}
 	tok, err := w.env.IdP.ForgedToken(name + "-" + uuid.NewString()[:8])
 	if err != nil {
@@ -172,8 +282,8 @@ func speaksProtocol(ctx context.Context, name, version string) error {
 	w := getWorld(ctx)
 	c := w.clientFor(name)
 	c.wire.ProtocolVersion = version
-	if err := c.wire.Initialize(ctx); err != nil {
-		return fmt.Errorf("initialize %s on %s: %w", name, version, err)
+	if err := c.wire.Connect(ctx); err != nil {
+		return fmt.Errorf("connect %s on %s: %w", name, version, err)
 	}
 	return nil
 }

@@ -58,19 +58,20 @@ func (w *world) recordEffects(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	if w.env.Probe != nil {
-		mine := map[string]bool{}
-		for _, tok := range w.tokens {
-			mine[tok] = true
+	if w.env.Probe != nil && w.has(reports.CapUpstream) {
+		mine := w.tokenSet()
+		ds, err := w.env.Probe.Dispatches(ctx, w.env.RunID)
+		if err != nil {
+			return fmt.Errorf("read the probe for the history: %w", err)
 		}
-		for _, d := range w.env.Probe.Dispatches() {
+		for _, d := range ds {
 			if mine[d.Token] {
 				w.record(reports.Op{Process: "upstream", Type: "ok", F: reports.FDispatch, Time: d.At,
 					Value: mustJSON(reports.EffectValue{Token: d.Token})})
 			}
 		}
 	}
-	if w.walletID == "" || !w.env.Caps[CapLedger] {
+	if w.walletID == "" || !w.has(reports.CapLedger) {
 		return nil
 	}
 	l, err := w.ledger(ctx)

@@ -42,14 +42,18 @@ type world struct {
 	baseline     int64             // wallet balance right after the fixture
 	receipts     []string          // every receipt seen, in order
 	tokens       []string          // every probe token used
-	crowd        []*answer
+	crowd        []*answer // answers of the last concurrent step
 	workloadTool string
-	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one // answers of the last concurrent step
+	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
 	history      []reports.Op
 	evidence     reports.Scenario
+	// counted are the probe-count checks, recounted once the probe settled:
+	// a dispatch that arrives after the check still fails the scenario.
+	counted []countedCheck
 
 	clockMoved, settingsMoved, faultsArmed bool
 	effectsRecorded                        bool
+	stepErr                                error // the first step error or skip
 }
 
 func getWorld(ctx context.Context) *world {
@@ -64,6 +68,12 @@ type client struct {
 	answers []*answer
 	last    *wire.Call
 	pending chan callOutcome
+	cancel  context.CancelFunc // abandons the call in flight (pending)
+}
+
+type countedCheck struct {
+	step, token string
+	seen        int
 }
 
 type callOutcome struct {
@@ -83,6 +93,9 @@ func (w *world) expand(s string) string {
 			return v
 		}
 		v := strings.TrimPrefix(ref, "$") + "-" + uuid.NewString()[:8]
+		if strings.HasPrefix(ref, "$op") && w.env.RunID != "" {
+			v = w.env.RunID + "-" + v
+		}
 		w.vars[ref] = v
 		if strings.HasPrefix(ref, "$op") {
 			w.tokens = append(w.tokens, v)
@@ -107,19 +120,75 @@ func (w *world) addExchange(ex reports.Exchange) {
 	w.evidence.Exchanges = append(w.evidence.Exchanges, ex)
 }
 
-// check records an observed assertion and turns a mismatch into the step's
-// error: expected next to actual, and the exchange to look at.
-func (w *world) check(step string, ok bool, expected, actual string) error {
-	w.mu.Lock()
-	w.evidence.Checks = append(w.evidence.Checks, reports.Check{Step: step, OK: ok, Expected: expected, Actual: actual})
-	if !ok && w.evidence.Expected == "" {
-		w.evidence.Expected, w.evidence.Actual = expected, actual
+// check records an observed assertion and turns a violation into the
+// step's error: expected next to what was observed, and the evidence file.
+func (w *world) check(step, capability string, ok bool, expected, actual string) error {
+	state := reports.Held
+	if !ok {
+		state = reports.Violated
 	}
-	w.mu.Unlock()
+	w.addCheck(reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual})
 	if ok {
 		return nil
 	}
-	return fmt.Errorf("%s\n  expected: %s\n  actual:   %s\n  evidence: evidence/%s.json", step, expected, actual, reports.SafeName(w.entry.ID))
+	return fmt.Errorf("%s\n  expected: %s\n  observed: %s\n  evidence: evidence/%s.json", step, expected, actual, reports.SafeName(w.entry.ID))
+}
+
+// unobserved records a check the target gives no way to observe; the
+// scenario goes on, and cannot pass.
+func (w *world) unobserved(step, capability, expected string) error {
+	w.addCheck(reports.Check{Step: step, State: reports.NotObserved, Capability: capability, Expected: expected,
+		Actual: "not observed: " + capabilityHint(capability)})
+	return nil
+}
+
+func (w *world) addCheck(c reports.Check) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.evidence.Checks = append(w.evidence.Checks, c)
+	if c.State == reports.Violated && w.evidence.Expected == "" {
+		w.evidence.Expected, w.evidence.Actual = c.Expected, c.Actual
+	}
+}
+
+// has reports whether the target offers a capability.
+func (w *world) has(capability string) bool { return w.env.Caps[capability] }
+
+// skipNeed is why a situation could not be created: the capability that
+// would have let the harness create it.
+type skipNeed struct{ capability, why string }
+
+func (s *skipNeed) Error() string { return s.why }
+
+// cannot skips the scenario: its situation needs a capability the target
+// lacks. Checks recorded before stay, and make the scenario incomplete.
+func (w *world) cannot(capability, why string) error {
+	return fmt.Errorf("%w (needs %s: %s): %w", &skipNeed{capability: capability, why: why}, capability, capabilityHint(capability), godog.ErrSkip)
+}
+
+// capabilityHint says what would give the harness a capability.
+func capabilityHint(capability string) string {
+	switch capability {
+	case reports.CapUpstream:
+		return "the target's tools must reach the harness's upstream probe (profile tools, or a control API with fixtures)"
+	case reports.CapLedger:
+		return "a control API with ledger (docs/control-api.md) would show debits, refunds and balances"
+	case reports.CapPrincipalTokens:
+		return "the profile's identity (harness_idp with subjects, or principal_tokens) would let the harness act as distinct principals"
+	case reports.CapSecondKey:
+		return "a second API key of the same wallet in the profile's credentials.api_keys"
+	case reports.CapOtherWallet:
+		return "an API key of another wallet in the profile's credentials.other_wallet"
+	case reports.CapToolWriteOther:
+		return "a second mutating tool routed to the probe (profile tools.write_other)"
+	case reports.CapToolReadOnly:
+		return "a metered read-only tool routed to the probe (profile tools.read_only)"
+	case reports.CapToolApproval:
+		return "an approval-gated tool routed to the probe (profile tools.approval)"
+	case reports.CapTwoURLs:
+		return "two gateway URLs on one store (profile urls, or --workers 2 for the reference)"
+	}
+	return fmt.Sprintf("a control API offering %q (docs/control-api.md)", capability)
 }
 
 // Register installs the hooks and steps for one scenario.
@@ -127,12 +196,18 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
-		if missing := env.missing(w.entry.Needs); len(missing) > 0 {
-			w.evidence.Verdict = reports.Skipped
-			w.evidence.Reason = "target lacks capability " + strings.Join(missing, ", ")
+		if policy := w.policyTag(); policy != "" && policy != env.Policy {
+			w.evidence.Verdict = reports.NotApplicable
+			w.evidence.Reason = fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy)
 			return ctx, fmt.Errorf("%s: %w", w.evidence.Reason, godog.ErrSkip)
 		}
 		return ctx, nil
+	})
+	sc.StepContext().After(func(ctx context.Context, st *godog.Step, status godog.StepResultStatus, err error) (context.Context, error) {
+		if w := getWorld(ctx); w != nil {
+			w.noteStep(st, status, err)
+		}
+		return ctx, err
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
 		w := getWorld(ctx)
@@ -147,6 +222,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerControl(sc)
 	registerAssertions(sc)
 	registerCrowds(sc)
+	registerCancel(sc)
 }
 
 func newWorld(env *Env, p *godog.Scenario) *world {
@@ -171,22 +247,37 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	return w
 }
 
-// missing lists the needed capabilities the target lacks.
-func (e *Env) missing(needs []string) []string {
-	var out []string
-	for _, n := range needs {
-		if !e.Caps[n] {
-			out = append(out, n)
+// policyTag is the unkeyed policy a scenario is written for, "" for both.
+func (w *world) policyTag() string {
+	for _, t := range w.entry.Tags {
+		if p, ok := strings.CutPrefix(t, "@unkeyed-"); ok {
+			return p
 		}
 	}
-	sort.Strings(out)
-	return out
+	return ""
+}
+
+// noteStep keeps each step's outcome for the report, and the first skip or
+// step error: godog hands the After hook a nil error after a skip, so the
+// verdict cannot rely on it.
+func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := reports.StepResult{Text: st.Text, Status: status.String()}
+	if err != nil {
+		r.Error = err.Error()
+		if w.stepErr == nil {
+			w.stepErr = err
+		}
+	}
+	w.evidence.Steps = append(w.evidence.Steps, r)
 }
 
 // finish settles the verdict from what was observed, collects the effects and
 // puts the shared target back as it was (clock, faults, settings).
 func (w *world) finish(ctx context.Context, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	interrupted := ctx.Err() != nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second+w.env.Settle)
 	defer cancel()
 	// Put the target back first: resetting the faults releases any call a
 	// failed step left paused, so it ends now instead of at its timeout.
@@ -203,16 +294,26 @@ func (w *world) finish(ctx context.Context, err error) {
 			}
 			c.pending = nil
 		}
+		if c.cancel != nil {
+			c.cancel()
+		}
 	}
-	if w.walletID != "" && w.env.Caps[CapLedger] {
+	if w.env.Probe != nil && w.has(reports.CapUpstream) && w.env.Settle > 0 {
+		// Effects are final before they are judged: wait for the probe to
+		// stay quiet, then recount what each probe check saw.
+		_ = w.env.Probe.Quiet(ctx, w.env.RunID, w.env.Settle)
+		w.recount(ctx)
+	}
+	if w.walletID != "" && w.has(reports.CapLedger) {
 		if l, lerr := w.ledger(ctx); lerr == nil {
 			w.evidence.LedgerAfter = l
 		}
 	}
-	if w.env.Probe != nil {
-		for _, d := range w.env.Probe.Dispatches() {
-			for _, tok := range w.tokens {
-				if d.Token == tok {
+	if w.env.Probe != nil && w.has(reports.CapUpstream) {
+		if ds, derr := w.env.Probe.Dispatches(ctx, w.env.RunID); derr == nil {
+			mine := w.tokenSet()
+			for _, d := range ds {
+				if mine[d.Token] {
 					w.evidence.Dispatches = append(w.evidence.Dispatches, d)
 				}
 			}
@@ -221,21 +322,89 @@ func (w *world) finish(ctx context.Context, err error) {
 	_ = w.recordEffects(ctx)
 	w.evidence.History = w.history
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
-	switch {
-	case w.evidence.Verdict == reports.Skipped:
-	case err == nil && len(w.evidence.Checks) == 0:
-		// A scenario that observed nothing has not passed.
-		w.evidence.Verdict, w.evidence.Reason = reports.Failed, "no check was observed"
-	case err == nil:
-		w.evidence.Verdict = reports.Passed
-	case errors.Is(err, godog.ErrSkip):
-		w.evidence.Verdict, w.evidence.Reason = reports.Skipped, err.Error()
-	case errors.Is(err, godog.ErrUndefined) || strings.Contains(err.Error(), "step is undefined"):
-		w.evidence.Verdict, w.evidence.Reason = reports.Undefined, err.Error()
-	default:
-		w.evidence.Verdict, w.evidence.Reason = reports.Failed, err.Error()
-	}
+	w.decide(err, interrupted)
 	w.env.addResult(w.evidence)
+}
+
+// recount compares each probe count a check saw with the count once the
+// probe settled; a dispatch that came later is a violation of its own.
+func (w *world) recount(ctx context.Context) {
+	for _, c := range w.counted {
+		n, err := w.env.Probe.Count(ctx, c.token)
+		if err != nil || n == c.seen {
+			continue
+		}
+		_ = w.check(c.step+" (still, once the probe settled)", reports.CapUpstream, false,
+			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
+			fmt.Sprintf("%d dispatch(es) after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, w.env.Settle))
+	}
+}
+
+func (w *world) tokenSet() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := make(map[string]bool, len(w.tokens))
+	for _, t := range w.tokens {
+		m[t] = true
+	}
+	return m
+}
+
+// decide derives the verdict from the checks and how the steps ended:
+// failed on any violated check or step error, skipped when the situation
+// could not be created, incomplete when a check was not observed (or a skip
+// came after checks), passed only when every check held.
+func (w *world) decide(err error, interrupted bool) {
+	ev := &w.evidence
+	if ev.Verdict == reports.NotApplicable {
+		return
+	}
+	if err == nil {
+		err = w.stepErr
+	}
+	var violated, unobserved []string
+	for _, c := range ev.Checks {
+		switch c.Status() {
+		case reports.Violated:
+			violated = append(violated, c.Step)
+		case reports.NotObserved:
+			unobserved = append(unobserved, fmt.Sprintf("%s (needs %s)", c.Step, c.Capability))
+		}
+	}
+	var skip *skipNeed
+	switch {
+	case err != nil && (errors.Is(err, godog.ErrUndefined) || strings.Contains(err.Error(), "step is undefined")):
+		ev.Verdict, ev.Reason = reports.Undefined, err.Error()
+	case interrupted:
+		// Whatever the steps saw after the stop is not the target's doing.
+		ev.Verdict, ev.Reason = reports.Interrupted, "the run was interrupted"
+	case len(violated) > 0:
+		ev.Verdict = reports.Failed
+		if err != nil && !errors.Is(err, godog.ErrSkip) {
+			ev.Reason = err.Error()
+		} else {
+			ev.Reason = "violated: " + strings.Join(violated, "; ")
+		}
+	case err != nil && errors.As(err, &skip):
+		ev.Missing = skip.capability
+		if len(ev.Checks) > 0 {
+			ev.Verdict = reports.Incomplete
+			ev.Reason = "a later step was skipped: " + err.Error()
+		} else {
+			ev.Verdict, ev.Reason = reports.Skipped, err.Error()
+		}
+	case err != nil && errors.Is(err, godog.ErrSkip):
+		ev.Verdict, ev.Reason = reports.Skipped, err.Error()
+	case err != nil:
+		ev.Verdict, ev.Reason = reports.Failed, err.Error()
+	case len(ev.Checks) == 0:
+		// A scenario that observed nothing has not passed.
+		ev.Verdict, ev.Reason = reports.Failed, "no check was recorded"
+	case len(unobserved) > 0:
+		ev.Verdict, ev.Reason = reports.Incomplete, "not observed: "+strings.Join(unobserved, "; ")
+	default:
+		ev.Verdict = reports.Passed
+	}
 }
 
 func (w *world) restore(ctx context.Context) {
@@ -251,8 +420,8 @@ func (w *world) restore(ctx context.Context) {
 		}
 	}
 	if w.env.Probe != nil {
-		for _, tok := range w.tokens {
-			w.env.Probe.Unstall(tok)
+		for tok := range w.tokenSet() {
+			_ = w.env.Probe.Unstall(ctx, tok)
 		}
 	}
 }

@@ -16,6 +16,7 @@ const usage = `mcpconform: conformance harness for metered MCP gateways (is tool
 
 Usage:
   mcpconform run     [flags]      run the scenarios against a target and write a report
+  mcpconform doctor  [flags]      check a target's wiring and say what its missing capabilities cost
   mcpconform list    [flags]      list scenario IDs, levels, tags and requirements
   mcpconform gateway [flags]      run the bundled reference gateway
   mcpconform bugs                 list the reference gateway's bug switches
@@ -26,7 +27,8 @@ Usage:
 
 Run 'mcpconform <command> -h' for a command's flags.
 
-Exit codes: 0 every required scenario passed, 1 a scenario failed, 2 usage or set-up error.
+Exit codes of run: 0 PASS, 1 FAIL, 2 usage or set-up error, 3 INCOMPLETE (a @must check
+of the claimed level was not observed), 130 interrupted.
 `
 
 func main() {
@@ -52,6 +54,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return bugsCmd(args[1:], stdout, stderr)
 	case "repro":
 		return reproCmd(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCmd(ctx, args[1:], stdout, stderr)
 	case "recheck":
 		return recheckCmd(args[1:], stdout, stderr)
 	case "selftest":

@@ -27,21 +27,24 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target: key placement, reasons, credentials, capabilities")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL, else dockertest)")
-	fs.IntVar(&cfg.Workers, "workers", 1, "reference target: gateway processes sharing one store (2 splits twins across processes; postgres)")
+	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	fs.StringVar(&cfg.Tags, "tags", "", "godog tag expression selecting scenarios, e.g. \"@must && ~@needs-clock\"")
 	fs.Var(&ids, "id", "run only this scenario ID (repeatable)")
-	fs.BoolVar(&cfg.Strict, "strict", false, "fail the run on any skipped or undefined @must scenario")
+	fs.BoolVar(&cfg.Strict, "strict", false, "accepted for older scripts; a run with a @must check of its level not observed is never exit 0 anyway")
+	fs.StringVar(&cfg.Level, "level", "", "certification level claimed: wire, metered or full (default: the highest the target's capabilities allow)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed for scenario order and random workloads (0 keeps file order)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")
-	fs.StringVar(&cfg.ExpectedFailures, "expected-failures", "", "file of scenario IDs expected to fail (one a line); one that passes fails the run")
+	fs.StringVar(&cfg.ExpectedFailures, "expected-failures", "", "waiver file: a scenario ID and its reason a line; a waived scenario that passes fails the run")
 	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, report.html and evidence")
 	fs.StringVar(&cfg.ProbeAddr, "probe-addr", "127.0.0.1:0", "listen address of the upstream probe (pin it so a gateway's upstream can point at it)")
+	fs.StringVar(&cfg.ProbeURL, "probe-url", "", "use a running probe (mcpconform probe) at this base URL instead of starting one")
+	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
 	fs.StringVar(&cfg.IdPAddr, "idp-addr", "127.0.0.1:0", "listen address of the harness identity provider (JWKS)")
 	fs.StringVar(&cfg.IdPKey, "idp-key", "", "PEM file holding the identity provider's signing key (created if missing)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpconform run [flags]\n\nRuns the conformance scenarios against a target and writes a report.\n\n")
+		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -52,6 +55,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpconform run: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if cfg.Concurrency < 2 {
+		fmt.Fprintf(stderr, "mcpconform run: --concurrency %d: twin scenarios need at least 2 concurrent clients\n", cfg.Concurrency)
 		return 2
 	}
 	if cfg.Target != "reference" && cfg.Profile == "" {
@@ -73,10 +80,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out, err := runner.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform run: %v\n", err)
-		if runner.IsSetup(err) {
-			return 2
+		if ctx.Err() != nil {
+			return runner.ExitInterrupted
 		}
-		return 1
+		return runner.ExitSetup
 	}
 	fmt.Fprintln(stdout)
 	reports.PrintSummary(stdout, out.Run)
@@ -85,3 +92,27 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return out.Code
 }
+
+const runUsage = `Usage: mcpconform run [flags]
+
+Runs the conformance scenarios against a target and writes a report.
+
+  mcpconform run                                    the bundled reference gateway (SQLite, 2 processes)
+  mcpconform run --target URL --profile FILE        your gateway, described by a profile (docs/profile.md)
+
+Every check names the capability that observes it (the upstream probe, the
+ledger, ...). What the target does not let the harness observe is reported
+as not observed, never as passed: the scenario is INCOMPLETE (or SKIPPED
+when its situation could not be created). A run is judged at a level:
+wire (the MCP endpoint and the probe), metered (plus the ledger) or full
+(plus clock, faults, settings, principals and two processes).
+
+Exit codes:
+  0    PASS         every @must check of the claimed level held
+  1    FAIL         a check was violated
+  2    ERROR        bad flags or profile, unreachable target, refused credentials
+  3    INCOMPLETE   nothing failed, but a @must check of the level was not observed
+  130  INTERRUPTED  stopped by SIGINT or SIGTERM (the partial report says so)
+
+Flags:
+`

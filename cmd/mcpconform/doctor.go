@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+const doctorUsage = `Usage: mcpconform doctor --target URL --profile FILE [flags]
+       mcpconform doctor                          (the bundled reference gateway)
+
+Checks a target before a run: reachable, credentials accepted, MCP initialize
+works, the profile's tools are listed, one call through the gateway reaches the
+harness's upstream probe, and what the control API offers. Then, for each
+capability the target lacks, which scenarios it leaves SKIPPED (their
+situation cannot be created) or INCOMPLETE (a check cannot be observed).
+
+Exit codes: 0 every check fine, 1 a wiring problem was found, 2 set-up error
+(bad flags or profile, unreachable target, refused credentials).
+
+Flags:
+`
+
+func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg runner.Config
+	fs.StringVar(&cfg.Target, "target", "reference", "\"reference\" or a gateway URL")
+	fs.StringVar(&cfg.Profile, "profile", "", "profile file describing a URL target (docs/profile.md)")
+	fs.StringVar(&cfg.ProbeAddr, "probe-addr", "127.0.0.1:0", "listen address of the upstream probe")
+	fs.StringVar(&cfg.ProbeURL, "probe-url", "", "use a running probe (mcpconform probe) instead of starting one")
+	fs.StringVar(&cfg.IdPAddr, "idp-addr", "127.0.0.1:0", "listen address of the harness identity provider")
+	fs.StringVar(&cfg.IdPKey, "idp-key", "", "PEM file of the identity provider's signing key")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, doctorUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if cfg.Target != "reference" && cfg.Profile == "" {
+		fmt.Fprintln(stderr, "mcpconform doctor: a URL target needs --profile")
+		return 2
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform doctor: %v\n", err)
+		return 2
+	}
+	cfg.Binary, cfg.Workers = exe, 2
+	d, err := runner.Doctor(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform doctor: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "target: %s %s (profile %q)\n", d.Target.Kind, strings.Join(d.Target.URLs, " "), d.Target.Profile)
+	for _, f := range d.Findings {
+		mark := "ok  "
+		if !f.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(stdout, "  %s %s", mark, f.Check)
+		if f.Detail != "" {
+			fmt.Fprintf(stdout, ": %s", f.Detail)
+		}
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stdout, "capabilities: %s\n", strings.Join(d.Target.Capabilities, ", "))
+	fmt.Fprintf(stdout, "highest level it can claim: %s\n", d.Level)
+	for _, g := range d.Gaps {
+		fmt.Fprintf(stdout, "missing %s (level %s):\n", g.Capability, g.Level)
+		if len(g.Skipped) > 0 {
+			fmt.Fprintf(stdout, "  SKIPPED:    %s\n", strings.Join(g.Skipped, " "))
+		}
+		if len(g.Incomplete) > 0 {
+			fmt.Fprintf(stdout, "  INCOMPLETE: %s\n", strings.Join(g.Incomplete, " "))
+		}
+	}
+	if !d.OK() {
+		return 1
+	}
+	return 0
+}

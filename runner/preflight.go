@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcpconform/mcpconform/steps"
+)
+
+// Preflighted is what the first contact with the target found.
+type Preflighted struct {
+	ServerName, ServerVersion string
+	Protocol                  string // the MCP version negotiated (or pinned)
+}
+
+// Preflight connects to the target once with the credentials scenarios
+// will use, before any scenario runs: an unreachable target or refused
+// credentials are a set-up error (exit 2), never nonconformance. The
+// protocol version it negotiates is pinned for the run, so every client
+// speaks what the first did.
+func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c := env.Profile.Client(env.URLs[0])
+	if ctl := env.Control(); ctl != nil && len(env.Profile.Credentials.APIKeys) == 0 {
+		w, err := ctl.CreateWallet(ctx, 0)
+		if err != nil {
+			return Preflighted{}, setupErr("preflight: create a wallet through the control API: %w", err)
+		}
+		k, err := ctl.CreateKey(ctx, w.WalletID)
+		if err != nil {
+			return Preflighted{}, setupErr("preflight: create an API key through the control API: %w", err)
+		}
+		c.APIKey = k.APIKey
+	}
+	if err := c.Connect(ctx); err != nil {
+		var nerr net.Error
+		switch {
+		case errors.As(err, &nerr), errors.Is(err, context.DeadlineExceeded):
+			return Preflighted{}, setupErr("preflight: target %s unreachable: %w", env.URLs[0], err)
+		}
+		return Preflighted{}, setupErr("preflight: target %s refused the MCP connection (check the URL, the API key and auth settings of the profile): %w", env.URLs[0], err)
+	}
+	a, err := c.ListTools(ctx)
+	if err != nil {
+		return Preflighted{}, setupErr("preflight: tools/list on %s: %w", env.URLs[0], err)
+	}
+	if a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden {
+		return Preflighted{}, setupErr("preflight: %s refused the credentials (HTTP %d on tools/list)", env.URLs[0], a.Status)
+	}
+	name, version := c.ServerInfo()
+	env.Profile.ProtocolVersion = c.Version()
+	return Preflighted{ServerName: name, ServerVersion: version, Protocol: c.Version()}, nil
+}

@@ -1,0 +1,34 @@
+package steps
+
+import (
+	"regexp"
+
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// observedBy maps Then-step texts to the capability their checks need;
+// a step not listed is observed on the wire itself.
+var observedBy = []struct {
+	re         *regexp.Regexp
+	capability string
+}{
+	{regexp.MustCompile(`^the probe saw `), reports.CapUpstream},
+	{regexp.MustCompile(` is its own operation or a refusal`), reports.CapUpstream},
+	{regexp.MustCompile(`^no operation was dispatched twice$`), reports.CapUpstream},
+	{regexp.MustCompile(`^the ledger has `), reports.CapLedger},
+	{regexp.MustCompile(`^the wallet balance changed by `), reports.CapLedger},
+	{regexp.MustCompile(`^every dispatched operation was charged exactly once$`), reports.CapLedger},
+}
+
+// ObservedBy is the capability a step's checks need to be observed, "" for
+// a step that checks nothing beyond the wire (or is no check at all). The
+// doctor uses it to tell which scenarios a missing capability leaves
+// incomplete without running them.
+func ObservedBy(stepText string) string {
+	for _, o := range observedBy {
+		if o.re.MatchString(stepText) {
+			return o.capability
+		}
+	}
+	return ""
+}
