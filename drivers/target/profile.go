@@ -327,10 +327,14 @@ func checkMembers(v any, t reflect.Type, at string, bad func(string, ...any)) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			f, ok := jsonField(t, k)
 			if !ok {
+				where := ""
+				if at != "" {
+					where = at + ": "
+				}
 				if f, ok := jsonFieldFold(t, k); ok {
-					bad("%s: unknown field %q (member names are case-sensitive: %q)", name, k, f)
+					bad("%sunknown field %q (member names are case-sensitive: %q)", where, k, f)
 				} else {
-					bad("%s: unknown field %q", name, k)
+					bad("%sunknown field %q", where, k)
 				}
 				continue
 			}
