@@ -274,3 +274,28 @@ func TestSchemaHasEveryMember(t *testing.T) {
 	compare("", root, reflect.TypeFor[Profile]())
 
 }
+
+// TestGuideExample: the complete example of docs/profile.md is a valid
+// profile for the parser and for the schema.
+func TestGuideExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/profile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(b, []byte("## A complete example"))
+	_, rest, ok2 := bytes.Cut(rest, []byte("```json\n"))
+	example, _, ok3 := bytes.Cut(rest, []byte("```"))
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/profile.md has no json block under \"## A complete example\"")
+	}
+	p, err := ParseProfile(example)
+	if err != nil {
+		t.Fatalf("the guide's example: %v", err)
+	}
+	if err := schemaCheck(loadSchema(t), example); err != nil {
+		t.Fatalf("the guide's example against the schema: %v", err)
+	}
+	if p.ControlURL != "" || !p.Has("upstream") || !p.Has(CapPrincipalTokens) || p.Credentials.OtherWallet == nil {
+		t.Fatalf("the guide's example no longer shows a gateway without a control API using tools, keys and identities: %+v", p)
+	}
+}
