@@ -23,6 +23,7 @@ Usage:
   mcpconform repro ID --out DIR   run one scenario; write its evidence and repro.sh (curl)
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
+  mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
   mcpconform help                 this text
 
 Run 'mcpconform <command> -h' for a command's flags.
@@ -58,6 +59,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return doctorCmd(ctx, args[1:], stdout, stderr)
 	case "recheck":
 		return recheckCmd(args[1:], stdout, stderr)
+	case "profile":
+		return profileCmd(args[1:], stdout, stderr)
 	case "selftest":
 		return selftestCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

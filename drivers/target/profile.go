@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,17 +20,20 @@ import (
 )
 
 // Profile describes an external gateway: where its endpoints are, where the
-// key goes, how it spells refusals, what it offers, and the credentials the
-// operator created when it has no control API. See
-// testdata/profile.example.json.
+// key goes, how it spells refusals, what it offers, and the credentials and
+// tools the operator set up when it has no control API. See
+// testdata/profile.example.json and docs/profile.md; docs/profile.schema.json
+// states the same rules as JSON Schema.
 type Profile struct {
-	Name            string              `json:"name,omitempty"`
-	Comment         string              `json:"comment,omitempty"`
-	URLs            []string            `json:"urls,omitempty"`
-	ProtocolVersion string              `json:"protocol_version,omitempty"` // default 2025-11-25
-	KeyPlacement    string              `json:"key_placement,omitempty"`    // "header" (default) | "meta"
-	KeyMetaField    string              `json:"key_meta_field,omitempty"`   // default "idempotencyKey"
-	ReceiptPath     string              `json:"receipt_path,omitempty"`     // wire.Path syntax
+	Name    string   `json:"name,omitempty"`
+	Comment string   `json:"comment,omitempty"`
+	URLs    []string `json:"urls,omitempty"`
+	// ProtocolVersion pins the MCP revision ("2025-11-25" or "2026-07-28");
+	// "" means negotiate the newest the target supports.
+	ProtocolVersion string              `json:"protocol_version,omitempty"`
+	KeyPlacement    string              `json:"key_placement,omitempty"`  // "header" (default) | "meta"
+	KeyMetaField    string              `json:"key_meta_field,omitempty"` // default "idempotencyKey"
+	ReceiptPath     string              `json:"receipt_path,omitempty"`   // wire.Path syntax
 	Reasons         map[string][]Reason `json:"reasons,omitempty"`
 	Auth            Auth                `json:"auth,omitzero"`
 	ControlURL      string              `json:"control_url,omitempty"`
@@ -36,9 +42,77 @@ type Profile struct {
 	// from GET /capabilities (Target.ResolveCapabilities).
 	Capabilities []string    `json:"capabilities,omitempty"`
 	Credentials  Credentials `json:"credentials,omitzero"`
-	// UpstreamTool is a tool the operator pointed at the harness probe
-	// (--probe-addr); setting it implies the "upstream" capability.
+	// UpstreamTool is the legacy spelling of Tools.Write.Name; after
+	// validation the two agree, so callers may read either.
 	UpstreamTool string `json:"upstream_tool,omitempty"`
+	// UnkeyedPolicy is what the gateway does with a mutating call that has
+	// no idempotency key: UnkeyedDerived (default) or UnkeyedRefuse.
+	UnkeyedPolicy string `json:"unkeyed_policy,omitempty"`
+	Tools         Tools  `json:"tools,omitzero"`
+	// BodyLimit is the gateway's request body limit in bytes; default
+	// DefaultBodyLimit.
+	BodyLimit int64    `json:"body_limit_bytes,omitempty"`
+	Identity  Identity `json:"identity,omitzero"`
+}
+
+// Unkeyed policies: a gateway derives a key for an unkeyed mutating call
+// (so a retry inside its window replays), or refuses the call.
+const (
+	UnkeyedDerived = "derived"
+	UnkeyedRefuse  = "refuse"
+)
+
+// DefaultBodyLimit is the reference gateway's request body limit (1 MiB).
+const DefaultBodyLimit int64 = 1 << 20
+
+// Tools are the gateway's tools the scenarios use, by role; each routes to
+// the harness's upstream probe (probe.write for write, write_other and
+// approval, probe.read for read_only), so the harness counts dispatches
+// itself.
+type Tools struct {
+	Write      *ToolRef `json:"write,omitempty"`       // a mutating tool
+	WriteOther *ToolRef `json:"write_other,omitempty"` // a second mutating tool (key-scope scenarios)
+	ReadOnly   *ToolRef `json:"read_only,omitempty"`   // a read-only tool the gateway meters
+	Approval   *ToolRef `json:"approval,omitempty"`    // an approval-gated mutating tool
+}
+
+// ToolRef is one gateway tool.
+type ToolRef struct {
+	Name  string `json:"name"`
+	Price int64  `json:"price,omitempty"` // credits per call, when the operator knows it
+}
+
+// Tool roles, the JSON names of Tools' fields.
+const (
+	RoleWrite      = "write"
+	RoleWriteOther = "write_other"
+	RoleReadOnly   = "read_only"
+	RoleApproval   = "approval"
+)
+
+// roles pairs each role with its slot, in the order of Tools.
+func (t *Tools) roles() []struct {
+	role string
+	ref  **ToolRef
+} {
+	return []struct {
+		role string
+		ref  **ToolRef
+	}{{RoleWrite, &t.Write}, {RoleWriteOther, &t.WriteOther}, {RoleReadOnly, &t.ReadOnly}, {RoleApproval, &t.Approval}}
+}
+
+// Tool is the operator's tool for role (RoleWrite, ...). RoleWrite falls
+// back to UpstreamTool for a profile built in Go without validation.
+func (p *Profile) Tool(role string) (ToolRef, bool) {
+	for _, r := range p.Tools.roles() {
+		if r.role == role && *r.ref != nil {
+			return **r.ref, true
+		}
+	}
+	if role == RoleWrite && p.UpstreamTool != "" {
+		return ToolRef{Name: p.UpstreamTool}, true
+	}
+	return ToolRef{}, false
 }
 
 // Auth says how the API key and principal token are sent.
@@ -50,24 +124,68 @@ type Auth struct {
 
 // Credentials are fixtures the operator made by hand.
 type Credentials struct {
+	// APIKeys all belong to WalletID; a second one enables the same-wallet
+	// key-scope scenario.
 	APIKeys  []string `json:"api_keys,omitempty"`
 	WalletID string   `json:"wallet_id,omitempty"`
-	// PrincipalTokens maps a subject to a token the gateway accepts.
+	// PrincipalTokens maps a scenario principal name ("alice") to a token
+	// the gateway accepts for it.
 	PrincipalTokens map[string]string `json:"principal_tokens,omitempty"`
+	// OtherWallet is a key of a second wallet (key-scope scenarios).
+	OtherWallet *WalletCredentials `json:"other_wallet,omitempty"`
 }
 
-// Reason is one way a gateway spells a refusal: its data.reason string, or
-// a JSON-RPC error code (written as a JSON number).
+// WalletCredentials is an API key and the wallet it belongs to.
+type WalletCredentials struct {
+	WalletID string `json:"wallet_id,omitempty"`
+	APIKey   string `json:"api_key"`
+}
+
+// Identity says where principal tokens come from besides
+// credentials.principal_tokens.
+type Identity struct {
+	// HarnessIdP: the gateway trusts the harness's identity provider
+	// (started with a pinned --idp-addr and --idp-key), so the harness signs
+	// principal tokens itself for the subjects below.
+	HarnessIdP bool `json:"harness_idp,omitempty"`
+	// Subjects maps a scenario principal name ("alice") to the subject the
+	// gateway knows.
+	Subjects map[string]string `json:"subjects,omitempty"`
+}
+
+// PrincipalToken is the operator's token for scenario principal name, from
+// credentials.principal_tokens.
+func (p *Profile) PrincipalToken(name string) (string, bool) {
+	t, ok := p.Credentials.PrincipalTokens[name]
+	return t, ok && t != ""
+}
+
+// Subject is the subject the harness signs into principal name's token
+// under identity.harness_idp: its identity.subjects entry, else the name.
+func (p *Profile) Subject(name string) string {
+	if s, ok := p.Identity.Subjects[name]; ok {
+		return s
+	}
+	return name
+}
+
+// Reason is one way a gateway spells a refusal: its data.reason string, a
+// JSON-RPC error code (written as a JSON number), or an HTTP status
+// (written {"http": 400}) for refusals a gateway's HTTP stack answers before
+// any JSON-RPC, such as a batch or malformed JSON.
 type Reason struct {
-	Reason string
-	Code   int
-	IsCode bool
+	Reason     string
+	Code       int
+	IsCode     bool
+	HTTPStatus int
 }
 
-// UnmarshalJSON accepts a string (a reason) or an integer (a code).
+// UnmarshalJSON accepts a string (a reason), an integer (a code) or
+// {"http": status}.
 func (r *Reason) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
+	switch {
+	case len(b) > 0 && b[0] == '"':
 		if err := json.Unmarshal(b, &r.Reason); err != nil {
 			return err
 		}
@@ -75,9 +193,25 @@ func (r *Reason) UnmarshalJSON(b []byte) error {
 			return errors.New("empty reason")
 		}
 		return nil
+	case len(b) > 0 && b[0] == '{':
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		raw, ok := m["http"]
+		if len(m) != 1 || !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			return fmt.Errorf("reason %s: want {\"http\": status} and nothing else", b)
+		}
+		if err := json.Unmarshal(raw, &r.HTTPStatus); err != nil {
+			return fmt.Errorf("reason %s: http status: want an integer", b)
+		}
+		return nil
+	case bytes.Equal(b, []byte("null")):
+		// encoding/json would leave a zero code behind, which matches nothing.
+		return errors.New("reason null: want a string, an integer code or {\"http\": status}")
 	}
 	if err := json.Unmarshal(b, &r.Code); err != nil {
-		return fmt.Errorf("reason %s: want a string or an integer code", b)
+		return fmt.Errorf("reason %s: want a string, an integer code or {\"http\": status}", b)
 	}
 	r.IsCode = true
 	return nil
@@ -85,8 +219,11 @@ func (r *Reason) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the reason back as it was read.
 func (r Reason) MarshalJSON() ([]byte, error) {
-	if r.IsCode {
+	switch {
+	case r.IsCode:
 		return json.Marshal(r.Code)
+	case r.Reason == "":
+		return json.Marshal(map[string]int{"http": r.HTTPStatus})
 	}
 	return json.Marshal(r.Reason)
 }
@@ -116,8 +253,13 @@ var controlCaps = []string{
 	control.CapFaults, control.CapPrincipals, control.CapLocks, control.CapSettings,
 }
 
+// CapPrincipalTokens: the harness holds principal tokens the gateway
+// accepts (credentials.principal_tokens, or identity.harness_idp), so
+// scenarios with several principals can run without a control API.
+const CapPrincipalTokens = "principal-tokens"
+
 // KnownCapabilities are every capability name a profile may list.
-var KnownCapabilities = append(slices.Clone(controlCaps), control.CapUpstream)
+var KnownCapabilities = append(slices.Clone(controlCaps), control.CapUpstream, CapPrincipalTokens)
 
 // LoadProfile reads and validates a profile file; an unknown field is an
 // error, so a typo cannot silently drop a setting.
@@ -133,7 +275,8 @@ func LoadProfile(path string) (*Profile, error) {
 	return p, nil
 }
 
-// ParseProfile decodes, validates and fills the defaults of a profile.
+// ParseProfile decodes, validates and fills the defaults of a profile. A
+// profile with several problems gets them all, joined (errors.Join).
 func ParseProfile(b []byte) (*Profile, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -144,26 +287,128 @@ func ParseProfile(b []byte) (*Profile, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode: data after the profile object")
 	}
-	if err := p.validate(); err != nil {
-		return nil, err
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	checkMembers(doc, reflect.TypeFor[Profile](), "", bad)
+	given, _ := doc.(map[string]any)
+	p.validate(given, bad)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return &p, nil
 }
 
-func (p *Profile) validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+// checkMembers walks the document beside the Go type it filled, for what
+// encoding/json forgives and the schema does not: a member name in another
+// case ("URLS" fills urls) and null (it leaves a field unset, so a template
+// left half filled in would pass).
+func checkMembers(v any, t reflect.Type, at string, bad func(string, ...any)) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	name := at
+	if name == "" {
+		name = "profile"
+	}
+	if v == nil {
+		bad("%s: null (leave the member out instead)", name)
+		return
+	}
+	if t == reflect.TypeFor[Reason]() {
+		return // its UnmarshalJSON reads it strictly
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := v.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			f, ok := jsonField(t, k)
+			if !ok {
+				where := ""
+				if at != "" {
+					where = at + ": "
+				}
+				if f, ok := jsonFieldFold(t, k); ok {
+					bad("%sunknown field %q (member names are case-sensitive: %q)", where, k, f)
+				} else {
+					bad("%sunknown field %q", where, k)
+				}
+				continue
+			}
+			checkMembers(m[k], f.Type, join(at, k), bad)
+		}
+	case reflect.Map:
+		m, _ := v.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			checkMembers(m[k], t.Elem(), join(at, k), bad)
+		}
+	case reflect.Slice:
+		s, _ := v.([]any)
+		for i, e := range s {
+			checkMembers(e, t.Elem(), fmt.Sprintf("%s[%d]", name, i), bad)
+		}
+	}
+}
+
+func join(at, k string) string {
+	if at == "" {
+		return k
+	}
+	return at + "." + k
+}
+
+// jsonField is the field of struct t whose JSON name is exactly name.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for f := range fields(t) {
+		if jsonName(f) == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func jsonFieldFold(t reflect.Type, name string) (string, bool) {
+	for f := range fields(t) {
+		if strings.EqualFold(jsonName(f), name) {
+			return jsonName(f), true
+		}
+	}
+	return "", false
+}
+
+func fields(t reflect.Type) func(func(reflect.StructField) bool) {
+	return func(yield func(reflect.StructField) bool) {
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && jsonName(f) != "-" && !yield(f) {
+				return
+			}
+		}
+	}
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+// validate checks the profile and fills its defaults; given is the decoded
+// document, to tell a member written as 0 from one left out.
+func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 	for i, u := range p.URLs {
 		if err := checkURL(u); err != nil {
 			bad("urls[%d]: %v", i, err)
 		}
 	}
 	switch p.ProtocolVersion {
-	case "":
-		p.ProtocolVersion = wire.V20251125
-	case wire.V20251125, wire.V20260728:
+	case "", wire.V20251125, wire.V20260728: // "": negotiated
 	default:
-		bad("protocol_version %q: want %q or %q", p.ProtocolVersion, wire.V20251125, wire.V20260728)
+		bad("protocol_version %q: want %q or %q, or leave it out to negotiate", p.ProtocolVersion, wire.V20251125, wire.V20260728)
 	}
 	switch p.KeyPlacement {
 	case "":
@@ -180,12 +425,33 @@ func (p *Profile) validate() error {
 	} else if _, err := wire.ParsePath(p.ReceiptPath); err != nil {
 		bad("receipt_path: %v", err)
 	}
-	for name, rs := range p.Reasons {
+	switch p.UnkeyedPolicy {
+	case "":
+		p.UnkeyedPolicy = UnkeyedDerived
+	case UnkeyedDerived, UnkeyedRefuse:
+	default:
+		bad("unkeyed_policy %q: want %q or %q", p.UnkeyedPolicy, UnkeyedDerived, UnkeyedRefuse)
+	}
+	if _, ok := given["body_limit_bytes"]; ok && p.BodyLimit <= 0 {
+		bad("body_limit_bytes %d: want a positive number of bytes", p.BodyLimit)
+	} else if p.BodyLimit == 0 {
+		p.BodyLimit = DefaultBodyLimit
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Reasons)) {
+		rs := p.Reasons[name]
 		if !slices.Contains(KnownReasons, name) {
 			bad("reasons: unknown reason %q (known: %s)", name, strings.Join(KnownReasons, ", "))
 		}
 		if len(rs) == 0 {
 			bad("reasons.%s: empty list", name)
+		}
+		for i, r := range rs {
+			switch {
+			case r.IsCode && (r.Code < math.MinInt32 || r.Code > math.MaxInt32):
+				bad("reasons.%s[%d]: code %d: want a 32-bit integer", name, i, r.Code)
+			case !r.IsCode && r.Reason == "" && (r.HTTPStatus < 400 || r.HTTPStatus > 599):
+				bad("reasons.%s[%d]: http status %d: want 400..599", name, i, r.HTTPStatus)
+			}
 		}
 	}
 	if p.Auth.Header != "" && !isToken(p.Auth.Header) {
@@ -201,39 +467,129 @@ func (p *Profile) validate() error {
 	} else if p.ControlToken != "" {
 		bad("control_token without control_url")
 	}
+	p.validateTools(bad)
+	p.validateCredentials(bad)
 	for _, c := range p.Capabilities {
 		switch {
 		case !slices.Contains(KnownCapabilities, c):
 			bad("capabilities: unknown capability %q (known: %s)", c, strings.Join(KnownCapabilities, ", "))
 		case p.ControlURL == "" && slices.Contains(controlCaps, c):
 			bad("capabilities: %q needs a control_url", c)
-		case c == control.CapUpstream && p.ControlURL == "" && p.UpstreamTool == "":
-			bad("capabilities: \"upstream\" without a control API needs upstream_tool")
+		case c == control.CapUpstream && p.ControlURL == "" && p.Tools.Write == nil:
+			bad("capabilities: \"upstream\" without a control API needs tools.write (or upstream_tool)")
+		case c == CapPrincipalTokens && !p.Identity.HarnessIdP && len(p.Credentials.PrincipalTokens) == 0:
+			bad("capabilities: %q needs identity.harness_idp or credentials.principal_tokens", c)
 		}
 	}
-	if p.ControlURL == "" && len(p.Credentials.APIKeys) == 0 {
+}
+
+// validateTools fills tools.write from the legacy upstream_tool (and back)
+// and checks every role names a tool of its own.
+func (p *Profile) validateTools(bad func(string, ...any)) {
+	switch {
+	case p.UpstreamTool != "" && strings.TrimSpace(p.UpstreamTool) == "":
+		bad("upstream_tool: blank")
+	case p.UpstreamTool != "" && p.Tools.Write == nil:
+		p.Tools.Write = &ToolRef{Name: p.UpstreamTool}
+	case p.UpstreamTool != "" && p.Tools.Write.Name != p.UpstreamTool:
+		bad("upstream_tool %q and tools.write.name %q differ (upstream_tool is the old spelling of tools.write.name; keep one)",
+			p.UpstreamTool, p.Tools.Write.Name)
+	case p.UpstreamTool == "" && p.Tools.Write != nil:
+		p.UpstreamTool = p.Tools.Write.Name
+	}
+	roleOf := map[string]string{}
+	for _, r := range p.Tools.roles() {
+		t := *r.ref
+		if t == nil {
+			continue
+		}
+		if strings.TrimSpace(t.Name) == "" {
+			bad("tools.%s.name: empty", r.role)
+			continue
+		}
+		if t.Price < 0 {
+			bad("tools.%s.price %d: want >= 0", r.role, t.Price)
+		}
+		// One tool in two roles would let a scenario that needs two
+		// different tools (or a read-only and a mutating one) pass on one.
+		if other, ok := roleOf[t.Name]; ok {
+			bad("tools.%s: %q is tools.%s already; every role needs a tool of its own", r.role, t.Name, other)
+			continue
+		}
+		roleOf[t.Name] = r.role
+	}
+}
+
+func (p *Profile) validateCredentials(bad func(string, ...any)) {
+	cr := &p.Credentials
+	if p.ControlURL == "" && len(cr.APIKeys) == 0 {
 		bad("credentials.api_keys: needed when the gateway has no control_url (nothing could call it)")
 	}
-	for i, k := range p.Credentials.APIKeys {
-		if strings.TrimSpace(k) == "" {
+	for i, k := range cr.APIKeys {
+		switch {
+		case strings.TrimSpace(k) == "":
 			bad("credentials.api_keys[%d]: empty", i)
+		case slices.Index(cr.APIKeys, k) < i:
+			bad("credentials.api_keys[%d]: the same key as api_keys[%d]", i, slices.Index(cr.APIKeys, k))
 		}
 	}
-	return errors.Join(errs...)
+	if o := cr.OtherWallet; o != nil {
+		switch {
+		case strings.TrimSpace(o.APIKey) == "":
+			bad("credentials.other_wallet.api_key: empty")
+		case slices.Contains(cr.APIKeys, o.APIKey):
+			bad("credentials.other_wallet.api_key: also in credentials.api_keys; it must be a key of another wallet")
+		}
+		if o.WalletID != "" && o.WalletID == cr.WalletID {
+			bad("credentials.other_wallet.wallet_id %q: the same as credentials.wallet_id; it must be another wallet", o.WalletID)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cr.PrincipalTokens)) {
+		switch {
+		case name == "":
+			bad("credentials.principal_tokens: empty principal name")
+		case strings.TrimSpace(cr.PrincipalTokens[name]) == "":
+			bad("credentials.principal_tokens.%s: empty token", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Identity.Subjects)) {
+		switch {
+		case name == "":
+			bad("identity.subjects: empty principal name")
+		case strings.TrimSpace(p.Identity.Subjects[name]) == "":
+			bad("identity.subjects.%s: empty subject", name)
+		}
+	}
+	if len(p.Identity.Subjects) > 0 && !p.Identity.HarnessIdP {
+		bad("identity.subjects without identity.harness_idp (only tokens the harness signs use them)")
+	}
+	// An empty map is written back as nothing; keep it nil so a profile
+	// round-trips through JSON unchanged.
+	if len(cr.PrincipalTokens) == 0 {
+		cr.PrincipalTokens = nil
+	}
+	if len(p.Identity.Subjects) == 0 {
+		p.Identity.Subjects = nil
+	}
 }
 
 // DefaultProfile is the reference gateway's wire: key in the Idempotency-Key
 // header, receipt at DefaultReceiptPath, reasons as in docs/wire.md,
-// protocol 2025-11-25. It has no URLs or credentials; Reference fills them.
+// protocol 2025-11-25, derived keys for unkeyed calls, a 1 MiB body limit.
+// It has no URLs or credentials; Reference fills them.
 func DefaultProfile() *Profile {
 	return &Profile{
 		Name: "reference", ProtocolVersion: wire.V20251125, KeyPlacement: "header",
 		KeyMetaField: "idempotencyKey", ReceiptPath: wire.DefaultReceiptPath,
+		UnkeyedPolicy: UnkeyedDerived, BodyLimit: DefaultBodyLimit,
 	}
 }
 
 // ReasonsFor lists how the gateway spells our reason name: its reasons, and
 // its codes as decimal strings ("-32005"); without a mapping, just name.
+// HTTP status forms are left out.
+//
+// Deprecated: use Matches, which also knows HTTP statuses.
 func (p *Profile) ReasonsFor(name string) []string {
 	rs, ok := p.Reasons[name]
 	if !ok {
@@ -241,33 +597,60 @@ func (p *Profile) ReasonsFor(name string) []string {
 	}
 	out := make([]string, 0, len(rs))
 	for _, r := range rs {
-		if r.IsCode {
+		switch {
+		case r.IsCode:
 			out = append(out, strconv.Itoa(r.Code))
-		} else {
+		case r.Reason != "":
 			out = append(out, r.Reason)
 		}
 	}
 	return out
 }
 
-// Has reports whether the profile offers capability name.
+// Has reports whether the profile offers capability name, listed or implied
+// (upstream by tools.write, principal-tokens by identity.harness_idp or
+// credentials.principal_tokens).
 func (p *Profile) Has(name string) bool {
-	if name == control.CapUpstream && p.UpstreamTool != "" {
+	switch {
+	case name == control.CapUpstream && (p.Tools.Write != nil || p.UpstreamTool != ""):
+		return true
+	case name == CapPrincipalTokens && (p.Identity.HarnessIdP || len(p.Credentials.PrincipalTokens) > 0):
 		return true
 	}
 	return slices.Contains(p.Capabilities, name)
 }
 
 // ReasonMatches reports whether a refusal with data.reason got and code
-// means our reason want. Without a mapping, the reason must be want itself.
+// means our reason want.
+//
+// Deprecated: use Matches, which also takes the HTTP status.
 func (p *Profile) ReasonMatches(want, got string, code int) bool {
+	return p.Matches(want, got, code, 0)
+}
+
+// Matches reports whether an answer means our reason want, given its
+// data.reason, JSON-RPC code and HTTP status as received (0 when absent).
+// Without a mapping for want only data.reason == want matches; a mapping
+// replaces that default (list want in it to keep it).
+func (p *Profile) Matches(want, reason string, code, httpStatus int) bool {
 	rs, ok := p.Reasons[want]
 	if !ok {
-		return got == want
+		return want != "" && reason == want
 	}
 	for _, r := range rs {
-		if r.IsCode && r.Code == code && code != 0 || !r.IsCode && r.Reason == got && got != "" {
-			return true
+		switch {
+		case r.IsCode:
+			if code != 0 && r.Code == code {
+				return true
+			}
+		case r.Reason != "":
+			if r.Reason == reason {
+				return true
+			}
+		default:
+			if httpStatus != 0 && r.HTTPStatus == httpStatus {
+				return true
+			}
 		}
 	}
 	return false
@@ -295,7 +678,7 @@ func checkURL(s string) error {
 	if err != nil {
 		return err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return fmt.Errorf("%q: want an absolute http(s) URL", s)
 	}
 	return nil
