@@ -216,11 +216,7 @@ func actsAsPrincipal(ctx context.Context, name, principal string) error {
 	}
 	id := w.env.Profile.Identity
 	if id.HarnessIdP && w.env.IdP != nil {
-		subject, ok := id.Subjects[principal]
-		if !ok {
-			return w.cannot(reports.CapPrincipalTokens, fmt.Sprintf("the profile's identity.subjects names no %q", principal))
-		}
-		tok, err := w.env.IdP.Token(subject, 10*time.Minute)
+		tok, err := w.env.IdP.Token(w.env.Profile.Subject(principal), 10*time.Minute)
 		if err != nil {
 			return fmt.Errorf("sign token for %s: %w", principal, err)
 		}

@@ -36,6 +36,10 @@ type Options struct {
 	// removed on Close.
 	StateDir  string
 	ExtraArgs []string
+	// NoControl starts the gateway without its control API, as a vendor's
+	// gateway without one: it is then set up by its own flags (--fixtures)
+	// and tested through a profile.
+	NoControl bool
 	Env       []string  // added to the harness's environment
 	Log       io.Writer // children's stdout and stderr; nil keeps only the tail
 	// ProtocolVersion for the profile's wire clients; default 2025-11-25.
@@ -63,7 +67,10 @@ func Reference(ctx context.Context, o Options) (*Target, error) {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = 10 * time.Second
 	}
-	t := &Target{Kind: "reference", Bugs: o.Bugs, ControlToken: randomToken()}
+	t := &Target{Kind: "reference", Bugs: o.Bugs}
+	if !o.NoControl {
+		t.ControlToken = randomToken()
+	}
 	if o.StateDir == "" {
 		dir, err := os.MkdirTemp("", "mcpconform-state-*")
 		if err != nil {
@@ -101,7 +108,14 @@ func Reference(ctx context.Context, o Options) (*Target, error) {
 		}
 		t.procs = append(t.procs, p)
 		t.URLs = append(t.URLs, "http://"+p.addr+"/mcp")
-		t.ControlURLs = append(t.ControlURLs, "http://"+p.addr+"/control")
+		if !o.NoControl {
+			t.ControlURLs = append(t.ControlURLs, "http://"+p.addr+"/control")
+		}
+	}
+	if o.NoControl {
+		t.Profile = DefaultProfile()
+		t.Profile.URLs = t.URLs
+		return t, nil
 	}
 	caps, err := t.Control(0).Capabilities(ctx)
 	if err != nil {
@@ -129,7 +143,7 @@ func startWorker(ctx context.Context, o Options, store, token string, i int) (*p
 		if err != nil {
 			return nil, err
 		}
-		args := []string{"gateway", "--addr", addr, "--store", store, "--control-token", token}
+		args := gatewayArgs(addr, store, token)
 		for _, b := range o.Bugs {
 			args = append(args, "--bug", b)
 		}
@@ -199,7 +213,7 @@ func (t *Target) Restart(ctx context.Context, i int) error {
 			return fmt.Errorf("restart worker %d: %w", i, err)
 		}
 	}
-	args := []string{"gateway", "--addr", old.addr, "--store", t.storeArg, "--control-token", t.ControlToken}
+	args := gatewayArgs(old.addr, t.storeArg, t.ControlToken)
 	for _, b := range t.opts.Bugs {
 		args = append(args, "--bug", b)
 	}
@@ -230,6 +244,15 @@ func (t *Target) Restart(ctx context.Context, i int) error {
 		}
 	}
 	return fmt.Errorf("restart worker %d: %w", i, lastErr)
+}
+
+// gatewayArgs are a worker's first arguments; no token, no control API.
+func gatewayArgs(addr, store, token string) []string {
+	args := []string{"gateway", "--addr", addr, "--store", store}
+	if token != "" {
+		args = append(args, "--control-token", token)
+	}
+	return args
 }
 
 func freeAddr() (string, error) {
@@ -297,7 +320,11 @@ func (p *proc) waitReady(ctx context.Context, token string, timeout time.Duratio
 	defer tick.Stop()
 	var last error
 	for {
-		_, last = c.Capabilities(ctx)
+		if token == "" {
+			last = getRoot(ctx, c.HTTP, "http://"+p.addr+"/")
+		} else {
+			_, last = c.Capabilities(ctx)
+		}
 		if last == nil {
 			return nil
 		}
@@ -312,6 +339,23 @@ func (p *proc) waitReady(ctx context.Context, token string, timeout time.Duratio
 		case <-tick.C:
 		}
 	}
+}
+
+// getRoot asks a gateway without a control API whether it serves yet.
+func getRoot(ctx context.Context, hc *http.Client, u string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", u, resp.StatusCode)
+	}
+	return nil
 }
 
 // stop sends SIGTERM, waits for the grace period, then kills. An exit caused
