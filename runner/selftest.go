@@ -15,6 +15,15 @@ import (
 // A row is OK when every catcher failed and every failure is a catcher or the
 // bug's known collateral: nothing failed for another reason.
 func Catches(run reports.Run, names []string) []reports.Catch {
+	var rows []reports.Catch
+	for _, b := range names {
+		rows = append(rows, catchRow(run, b, bugmap.Catchers[b], bugmap.Collateral[b]))
+	}
+	return rows
+}
+
+// catchRow holds one bug's run to its listed catchers and collateral.
+func catchRow(run reports.Run, bug string, catchers, collateral []string) reports.Catch {
 	var failed []string
 	for _, s := range run.Scenarios {
 		if s.Verdict == reports.Failed || s.Verdict == reports.Undefined {
@@ -22,20 +31,16 @@ func Catches(run reports.Run, names []string) []reports.Catch {
 		}
 	}
 	sort.Strings(failed)
-	var rows []reports.Catch
-	for _, b := range names {
-		want := slices.Clone(bugmap.Catchers[b])
-		sort.Strings(want)
-		ok := true
-		for _, id := range want {
-			ok = ok && slices.Contains(failed, id)
-		}
-		for _, id := range failed {
-			ok = ok && (slices.Contains(want, id) || slices.Contains(bugmap.Collateral[b], id))
-		}
-		rows = append(rows, reports.Catch{Bug: b, Expected: want, CaughtBy: failed, OK: ok})
+	want := slices.Clone(catchers)
+	sort.Strings(want)
+	ok := true
+	for _, id := range want {
+		ok = ok && slices.Contains(failed, id)
 	}
-	return rows
+	for _, id := range failed {
+		ok = ok && (slices.Contains(want, id) || slices.Contains(collateral, id))
+	}
+	return reports.Catch{Bug: bug, Expected: want, CaughtBy: failed, OK: ok}
 }
 
 // SelfTest runs the suite once per bug switch, each on the store where its
