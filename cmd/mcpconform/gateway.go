@@ -31,9 +31,15 @@ SIGINT or SIGTERM.
 Unkeyed mutating calls get a derived idempotency key valid for the effective
 window, min(--window, --permit-ttl); --window 0 refuses unkeyed calls.
 
+--fixtures FILE sets up wallets (with API keys given whole), tools, trusted
+issuers and principals at start-up, for a harness that drives the gateway
+over MCP only (docs/fixtures.md). Applying the same file again on the same
+store writes nothing new: a restart is safe.
+
 Examples:
   mcpconform gateway
   mcpconform gateway --store postgres://user:pass@localhost:5432/mcpconform --control-token secret
+  mcpconform gateway --fixtures fixtures.json --window 0
   mcpconform gateway --bug random-unkeyed-key     (deliberately wrong; see mcpconform bugs)
 
 Flags:
@@ -63,6 +69,7 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8719", "listen address (host:port; port 0 picks one)")
 	fs.StringVar(&cfg.Store, "store", "sqlite:./mcpconform-state/gateway.db", "store: sqlite:PATH (a file, created with its directory) or postgres://user:pass@host:port/db")
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "turn the control API on at /control/, guarded by this bearer token (loopback clients only)")
+	fs.StringVar(&cfg.Fixtures, "fixtures", "", "apply this fixtures file (JSON: wallets, tools, trust, principals; docs/fixtures.md) at start-up")
 	fs.Func("bug", "run with this bug switch on (repeatable; names: mcpconform bugs)", func(v string) error {
 		if bugs.Lookup(v) == nil {
 			return fmt.Errorf("unknown bug switch %q (known: %s)", v, strings.Join(bugs.Names(), ", "))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,12 +30,13 @@ func TestGatewayFlags(t *testing.T) {
 	}
 
 	cfg, verbose, err := gatewayConfig([]string{"--addr", "127.0.0.1:0", "--store", "postgres://u@h/db", "--control-token", "T",
-		"--bug", "random-unkeyed-key", "--bug", "replay-debits", "--window", "0", "--permit-ttl", "30s", "--stale-lock", "2s", "--lock-timeout", "1s", "-v"}, io.Discard)
+		"--bug", "random-unkeyed-key", "--bug", "replay-debits", "--window", "0", "--permit-ttl", "30s", "--stale-lock", "2s", "--lock-timeout", "1s", "-v",
+		"--fixtures", "fx.json"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := gateway.Settings{Window: 0, PermitTTL: 30 * time.Second, StaleLock: 2 * time.Second, LockTimeout: time.Second}
-	if cfg.Settings != want || cfg.ControlToken != "T" || strings.Join(cfg.Bugs, ",") != "random-unkeyed-key,replay-debits" || !verbose {
+	if cfg.Settings != want || cfg.ControlToken != "T" || strings.Join(cfg.Bugs, ",") != "random-unkeyed-key,replay-debits" || !verbose || cfg.Fixtures != "fx.json" {
 		t.Fatalf("parsed %+v", cfg)
 	}
 
@@ -49,6 +51,11 @@ func TestGatewayFlags(t *testing.T) {
 
 func TestGatewayCmdRefusals(t *testing.T) {
 	t.Setenv(envWindow, "")
+	dir := t.TempDir()
+	badFixtures := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(badFixtures, []byte(`{"wallets": [{"id": "w-1", "balanse": 3}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -72,6 +79,8 @@ func TestGatewayCmdRefusals(t *testing.T) {
 		{"bad store", []string{"--store", "redis://x"}, "", 2, "want sqlite:PATH or postgres://"},
 		{"extra arguments", []string{"serve"}, "", 2, "unexpected arguments"},
 		{"unknown flag", []string{"--nope"}, "", 2, "flag provided but not defined"},
+		{"bad fixtures file", []string{"--fixtures", badFixtures, "--store", "sqlite:" + filepath.Join(dir, "f.db")}, "", 2, `fixtures ` + badFixtures + `: json: unknown field "balanse"`},
+		{"missing fixtures file", []string{"--fixtures", filepath.Join(dir, "none.json"), "--store", "sqlite:" + filepath.Join(dir, "f.db")}, "", 2, "fixtures: open"},
 		{"port in use or bad", []string{"--addr", "127.0.0.1:99999", "--store", "sqlite:" + filepath.Join(t.TempDir(), "g.db")}, "", 2, "listen"},
 	}
 	for _, c := range cases {
@@ -88,6 +97,9 @@ func TestGatewayCmdRefusals(t *testing.T) {
 		})
 	}
 }
+
+// fixtureKey is an API key a fixtures file gives in clear.
+const fixtureKey = "mcpk_k-ext-1_0123456789abcdef0123456789abcdef"
 
 // syncBuffer is a goroutine-safe stdout.
 type syncBuffer struct {
@@ -107,10 +119,14 @@ func TestGatewayCmdRunsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errb syncBuffer
+	fx := filepath.Join(t.TempDir(), "fixtures.json")
+	if err := os.WriteFile(fx, []byte(`{"wallets": [{"id": "w-ext-1", "balance": 50, "api_keys": ["`+fixtureKey+`"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan int, 1)
 	go func() {
 		done <- gatewayCmd(ctx, []string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "s", "g.db"),
-			"--control-token", "tok", "--window", "60s", "--permit-ttl", "90s"}, &out, &errb)
+			"--control-token", "tok", "--window", "60s", "--permit-ttl", "90s", "--fixtures", fx}, &out, &errb)
 	}()
 	var base string
 	deadline := time.Now().Add(20 * time.Second)
@@ -130,7 +146,7 @@ func TestGatewayCmdRunsAndStops(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, w := range []string{"dev wallet:", "dev API key:  mcpk_", "curl -s " + base + "/mcp"} {
+	for _, w := range []string{"dev wallet:", "dev API key:  mcpk_", "curl -s " + base + "/mcp", "fixtures:     " + fx + " applied: 1 wallet (1 new, 1 credited), 1 API key (1 new)"} {
 		if !strings.Contains(out.String(), w) {
 			t.Fatalf("quickstart lacks %q:\n%s", w, out.String())
 		}
@@ -148,6 +164,18 @@ func TestGatewayCmdRunsAndStops(t *testing.T) {
 	resp.Body.Close()
 	if caps.Settings["window_seconds"] != 60.0 || caps.Settings["effective_window_seconds"] != 60.0 || caps.Settings["permit_ttl_seconds"] != 90.0 {
 		t.Fatalf("settings %v", caps.Settings)
+	}
+	// The fixtures file's key calls a tool, without the control API.
+	req, _ = http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{}}}`))
+	req.Header.Set("Authorization", "Bearer "+fixtureKey)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), `"charged":1`) {
+		t.Fatalf("call with the fixtures key: %d %s", resp.StatusCode, raw)
 	}
 	cancel()
 	select {

@@ -27,6 +27,10 @@ const (
 	// PermitExpiryBlocksReplay: the reference gateway's own behaviour until
 	// December 2026, kept as a switch since a scenario holds gateways to the fix.
 	PermitExpiryBlocksReplay = "permit-expiry-blocks-replay"
+	NoIdempotency            = "no-idempotency"
+	KeyScopeTool             = "key-scope-tool"
+	KeyScopeAPIKey           = "key-scope-apikey"
+	KeyScopeWallet           = "key-scope-wallet"
 )
 
 // Bug describes one switch.
@@ -54,6 +58,10 @@ var All = []Bug{
 	{Name: WindowIgnoresTTL, Description: "the advertised window is used though auto permits expire sooner"},
 	{Name: PermitExpiryBlocksReplay, Description: "an expired explicit permit is refused before the stored outcome of the operation it already ran is looked at: a retry after a lost response never learns what it paid for"},
 	{Name: TakeoverCharged, Description: "a naive lease: a retry runs again any in-progress operation older than the stale-lock threshold, even one already charged whose holder then dispatches too"},
+	{Name: NoIdempotency, Description: "a naive proxy: every tools/call is a new operation, dispatched and charged (client keys, permits and derived keys ignored; unkeyed read-only and approval-gated calls run); refusals that need no key (auth, principal, funds, unknown tool, bad arguments) stay"},
+	{Name: KeyScopeTool, Description: "a client key's record leaves out the tool: the same key and arguments on another tool replay the first tool's result"},
+	{Name: KeyScopeAPIKey, Description: "a client key's record leaves out the API key: another key of the same wallet with the same key and arguments gets the first caller's result"},
+	{Name: KeyScopeWallet, Description: "a client key's record leaves out the wallet and the API key: a caller of another wallet with the same key and arguments gets the first caller's result"},
 }
 
 // Set is the switches a gateway runs with.

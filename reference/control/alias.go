@@ -17,11 +17,6 @@ import (
 // upstream: the MCP server that tools registered with "local_tool" forward to.
 const LocalUpstreamPath = "/control/local/mcp"
 
-// aliasable lists the local tools a "local_tool" alias may name. Only echo:
-// it needs nothing of the caller (the notes tools need the wallet, which an
-// upstream call does not carry).
-var aliasable = []string{tools.Echo}
-
 // localUpstream is a stateless MCP server offering partner.echo, served on
 // the gateway's own listener. An alias is an ordinary upstream tool pointing
 // here, so its calls take the gateway's upstream path (the one scenarios test

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,9 +24,9 @@ import (
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/faults"
+	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/store"
-	"github.com/mcpconform/mcpconform/reference/tools"
 )
 
 // Gateway is what the control API needs from the core (*gateway.Gateway).
@@ -58,13 +57,10 @@ const Version = "mcpconform/1"
 var Capabilities = []string{"fixtures", "ledger", "dispatch_log", "clock", "faults", "principals", "upstream", "locks", "settings"}
 
 // MaxAmount bounds one fixture credit (a new wallet's balance included) and
-// MaxBalance the balance credits may reach, far below the int64 a balance
-// is: an overflowing balance turns into a float in SQLite and the wallet
-// could no longer be read. Concurrent credits overshoot MaxBalance by at
-// most MaxAmount each.
+// MaxBalance the balance credits may reach (see package fixtures).
 const (
-	MaxAmount  = 1 << 50
-	MaxBalance = 1 << 60
+	MaxAmount  = fixtures.MaxAmount
+	MaxBalance = fixtures.MaxBalance
 )
 
 // MaxBodyBytes bounds a request body.
@@ -212,6 +208,11 @@ func (a *api) answerErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeErr(w, ae)
 		return
 	}
+	var inv *fixtures.Invalid
+	if errors.As(err, &inv) {
+		writeErr(w, fail(http.StatusBadRequest, inv.Reason, "%s", inv.Msg))
+		return
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeErr(w, fail(http.StatusNotFound, "not_found", "%v", err))
@@ -356,19 +357,10 @@ func (a *api) createWallet(w http.ResponseWriter, r *http.Request, _ []string) e
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Balance < 0 || req.Balance > MaxAmount {
-		return badRequest("balance %d: must be 0 to %d", req.Balance, int64(MaxAmount))
-	}
 	ctx := r.Context()
-	now := a.c.Clock.Now()
 	id := newID("w-")
-	if err := a.c.Store.CreateWallet(ctx, store.Wallet{ID: id, CreatedAt: now}); err != nil {
+	if _, _, err := fixtures.OpenWallet(ctx, a.c.Store, id, req.Balance, a.c.Clock.Now()); err != nil {
 		return err
-	}
-	if req.Balance > 0 {
-		if err := a.c.Store.Credit(ctx, store.LedgerEntry{ID: newID("le-"), WalletID: id, Kind: store.EntryCredit, Amount: req.Balance, At: now}); err != nil {
-			return err
-		}
 	}
 	wl, err := a.c.Store.Wallet(ctx, id)
 	if err != nil {
@@ -394,8 +386,8 @@ func (a *api) credit(w http.ResponseWriter, r *http.Request, args []string) erro
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Amount <= 0 || req.Amount > MaxAmount {
-		return badRequest("amount %d: must be 1 to %d", req.Amount, int64(MaxAmount))
+	if err := fixtures.CheckAmount("amount", req.Amount, false); err != nil {
+		return err
 	}
 	ctx := r.Context()
 	cur, err := a.c.Store.Wallet(ctx, args[0])
@@ -456,68 +448,26 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request, _ []string) erro
 }
 
 func (a *api) putTrust(w http.ResponseWriter, r *http.Request, _ []string) error {
-	var req struct {
-		Provider string `json:"provider"`
-		Issuer   string `json:"issuer"`
-		JWKSURL  string `json:"jwks_url"`
-		Audience string `json:"audience"`
-	}
+	var req fixtures.Trust
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Provider == "" || req.Issuer == "" || req.JWKSURL == "" || req.Audience == "" {
-		return badRequest("provider, issuer, jwks_url and audience are required")
-	}
-	if err := httpURL(req.JWKSURL); err != nil {
-		return badRequest("jwks_url: %v", err)
-	}
-	if err := a.c.Store.PutTrust(r.Context(), store.Trust{Provider: req.Provider, Issuer: req.Issuer, JWKSURL: req.JWKSURL, Audience: req.Audience}); err != nil {
+	if err := fixtures.PutTrust(r.Context(), a.c.Store, req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func httpURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
-	}
-	return nil
-}
-
-// createPrincipal registers a principal. One that already has the provider,
-// issuer and subject is updated in place (its tools set, un-revoked) and
-// keeps its id, so a harness may declare the same principal in every scenario.
+// createPrincipal registers a principal, or updates the one with the same
+// provider, issuer and subject in place (fixtures.PutPrincipal).
 func (a *api) createPrincipal(w http.ResponseWriter, r *http.Request, _ []string) error {
-	var req struct {
-		Provider string   `json:"provider"`
-		Issuer   string   `json:"issuer"`
-		Subject  string   `json:"subject"`
-		Tools    []string `json:"tools"`
-	}
+	var req fixtures.Principal
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Provider == "" || req.Issuer == "" || req.Subject == "" {
-		return badRequest("provider, issuer and subject are required")
-	}
-	if req.Tools == nil {
-		req.Tools = []string{}
-	}
-	ctx := r.Context()
-	p := store.Principal{ID: newID("p-"), Provider: req.Provider, Issuer: req.Issuer, Subject: req.Subject, Tools: req.Tools}
-	old, err := a.c.Store.Principal(ctx, req.Provider, req.Issuer, req.Subject)
-	switch {
-	case err == nil:
-		p.ID = old.ID
-	case !errors.Is(err, store.ErrNotFound):
-		return err
-	}
-	if err := a.c.Store.PutPrincipal(ctx, p); err != nil {
+	p, err := fixtures.PutPrincipal(r.Context(), a.c.Store, req)
+	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"principal_id": p.ID})
@@ -536,86 +486,16 @@ func (a *api) revokePrincipal(w http.ResponseWriter, r *http.Request, args []str
 	return nil
 }
 
-// putTool registers an upstream tool, or re-prices and re-flags a local one.
-// Fields left out keep the tool's current value (a local tool's built-in
-// value if it was never changed); an upstream tool's price defaults to 1.
+// putTool registers an upstream tool or an alias, or re-prices and
+// re-flags a local one (fixtures.PutTool). An alias forwards to the echo
+// upstream this API serves on the address the request came in on.
 func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error {
-	var req struct {
-		Name         string  `json:"name"`
-		Description  *string `json:"description"`
-		Price        *int64  `json:"price"`
-		ReadOnly     *bool   `json:"read_only"`
-		Approval     *bool   `json:"approval"`
-		UpstreamURL  string  `json:"upstream_url"`
-		UpstreamTool string  `json:"upstream_tool"`
-		LocalTool    string  `json:"local_tool"`
-	}
+	var req fixtures.Tool
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Name == "" {
-		return badRequest("name is required")
-	}
-	var t store.Tool
-	switch {
-	case req.LocalTool != "":
-		// An alias: another name for a local tool, with its own price and
-		// flags, served by the loopback echo upstream.
-		if req.UpstreamURL != "" || req.UpstreamTool != "" {
-			return badRequest("local_tool excludes upstream_url and upstream_tool")
-		}
-		if tools.IsLocal(req.Name) {
-			return badRequest("%q is a built-in local tool; an alias needs another name", req.Name)
-		}
-		lt, ok := tools.LocalTool(req.LocalTool)
-		if !ok || !slices.Contains(aliasable, req.LocalTool) {
-			return fail(http.StatusBadRequest, "unknown_local_tool", "local_tool %q: only %s can be aliased", req.LocalTool, strings.Join(aliasable, ", "))
-		}
-		t = store.Tool{Name: req.Name, Description: lt.Description, Price: lt.Price, ReadOnly: lt.ReadOnly,
-			UpstreamURL: localUpstreamURL(r), UpstreamTool: lt.Name}
-	case req.UpstreamURL == "":
-		if req.UpstreamTool != "" {
-			return badRequest("upstream_tool needs upstream_url")
-		}
-		lt, ok := tools.LocalTool(req.Name)
-		if !ok {
-			return fail(http.StatusBadRequest, "unknown_local_tool", "%q is not a local tool (%s, %s, %s); give upstream_url for an upstream tool",
-				req.Name, tools.Echo, tools.NotesWrite, tools.NotesCount)
-		}
-		t = lt
-		cur, err := a.c.Store.Tool(r.Context(), req.Name)
-		switch {
-		case err == nil && cur.UpstreamURL == "":
-			t = cur
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return err
-		}
-	default:
-		if err := httpURL(req.UpstreamURL); err != nil {
-			return badRequest("upstream_url: %v", err)
-		}
-		t = store.Tool{Name: req.Name, Price: 1, UpstreamURL: req.UpstreamURL, UpstreamTool: req.UpstreamTool}
-		if t.UpstreamTool == "" {
-			t.UpstreamTool = req.Name
-		}
-	}
-	if req.Description != nil {
-		t.Description = *req.Description
-	}
-	if req.Price != nil {
-		t.Price = *req.Price
-	}
-	if req.ReadOnly != nil {
-		t.ReadOnly = *req.ReadOnly
-	}
-	if req.Approval != nil {
-		t.Approval = *req.Approval
-	}
-	if t.Price < 0 {
-		return badRequest("price %d: must not be negative", t.Price)
-	}
-	t.Removed = false
-	if err := a.c.Store.PutTool(r.Context(), t); err != nil {
+	t, err := fixtures.PutTool(r.Context(), a.c.Store, req, localUpstreamURL(r))
+	if err != nil {
 		return err
 	}
 	out := map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval,

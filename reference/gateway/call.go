@@ -139,6 +139,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if err := g.entitled(ctx, r.Caller, tool.Name); err != nil {
 		return CallResponse{}, err
 	}
+	if g.bugs.On(bugs.NoIdempotency) {
+		return g.naiveCall(ctx, c) // BUG no-idempotency
+	}
 
 	// Step 3: which record this call runs under.
 	p, err := g.resolveKey(ctx, c)
@@ -185,10 +188,33 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	return g.run(ctx, c, rec) // step 7
 }
 
+// naiveCall is the no-idempotency bug: a proxy with no idempotency at all.
+// Every call is reserved under a record key of its own, so no call ever
+// finds another: no replay, no in-progress answer, no refusal of an unkeyed
+// call; each is charged and dispatched. A client key is only echoed in the
+// receipt, and a permit is not looked at.
+func (g *Gateway) naiveCall(ctx context.Context, c *callState) (CallResponse, error) {
+	k := c.r.ClientKey
+	if k == "" {
+		k = randomKeyPrefix + uuid.NewString()
+	}
+	p := keyPlan{kind: store.KindClient, clientKey: k,
+		key: recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name, uuid.NewString())}
+	rec, _, err := g.reserveKeyed(ctx, c, p)
+	if err != nil {
+		return CallResponse{}, err
+	}
+	g.hit(ctx, faults.ReserveDone, c)
+	return g.run(ctx, c, rec)
+}
+
 // missingTool is step 1 for a removed or unknown tool: serve a stored
 // outcome of this very call (after the replay authorisation), else unknown_tool.
 func (g *Gateway) missingTool(ctx context.Context, c *callState) (CallResponse, error) {
 	unknown := Refuse(ReasonUnknownTool, "no tool %q", c.r.Tool)
+	if g.bugs.On(bugs.NoIdempotency) {
+		return CallResponse{}, unknown // BUG no-idempotency: nothing is ever stored to serve
+	}
 	p, err := g.resolveKey(ctx, c)
 	var ref *Refusal
 	if errors.As(err, &ref) && ref.Reason == ReasonKeyRequired {
@@ -286,7 +312,13 @@ func (g *Gateway) authoriseReplay(ctx context.Context, c *callState, rec store.R
 	if g.bugs.On(bugs.ReplayBeforeIGA) {
 		return nil // BUG replay-before-iga
 	}
-	if rec.WalletID != c.r.Caller.WalletID || rec.APIKeyID != c.r.Caller.APIKeyID {
+	// A record key is scoped to its caller, so another caller reaching this
+	// record is a broken key, not a replay. The key-scope switches leave
+	// that scope out of the key and, as a gateway built that way would,
+	// never look at it here either.
+	walletOK := rec.WalletID == c.r.Caller.WalletID || g.bugs.On(bugs.KeyScopeWallet)                                // BUG key-scope-wallet
+	keyOK := rec.APIKeyID == c.r.Caller.APIKeyID || g.bugs.On(bugs.KeyScopeWallet) || g.bugs.On(bugs.KeyScopeAPIKey) // BUG key-scope-apikey
+	if !walletOK || !keyOK {
 		return fmt.Errorf("gateway: record %s scope does not match the caller", rec.Key)
 	}
 	// With principal-unbound the record's principal is not compared either:

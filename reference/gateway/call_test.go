@@ -612,6 +612,25 @@ func TestAuthenticate(t *testing.T) {
 		if _, _, err := e.g.IssueAPIKey(e.ctx, "w-"+uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("IssueAPIKey for a missing wallet: %v", err)
 		}
+
+		// An imported key: only its hash is kept, it authenticates like an
+		// issued one, and importing it again changes nothing.
+		imported := "mcpk_k-imp-" + uuid.NewString()[:8] + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		for i, wantCreated := range []bool{true, false} {
+			id, created, err := e.g.ImportAPIKey(e.ctx, e.wallet, imported)
+			if err != nil || created != wantCreated || !strings.HasPrefix(imported, "mcpk_"+id+"_") {
+				t.Fatalf("import %d: %q, %v, %v", i, id, created, err)
+			}
+		}
+		if c, err := e.g.Authenticate(e.ctx, imported); err != nil || c.WalletID != e.wallet {
+			t.Fatalf("Authenticate(imported) = %+v, %v", c, err)
+		}
+		if _, _, err := e.g.ImportAPIKey(e.ctx, "w-"+uuid.NewString(), "mcpk_k-x_"+strings.Repeat("a", 32)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("ImportAPIKey for a missing wallet: %v", err)
+		}
+		if _, _, err := e.g.ImportAPIKey(e.ctx, e.wallet, "mcpk_k-x_short"); err == nil || strings.Contains(err.Error(), "short") {
+			t.Errorf("ImportAPIKey of a short secret: %v (must be refused without quoting it)", err)
+		}
 	})
 }
 

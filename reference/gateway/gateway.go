@@ -163,21 +163,96 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 // IssueAPIKey creates an API key for an existing wallet. The whole key is
 // returned once; only the hash of its secret is stored.
 func (g *Gateway) IssueAPIKey(ctx context.Context, walletID string) (keyID, apiKey string, err error) {
-	if _, err := g.store.Wallet(ctx, walletID); err != nil {
-		return "", "", fmt.Errorf("issue api key: wallet %q: %w", walletID, err)
-	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", "", fmt.Errorf("issue api key: %w", err)
 	}
 	secret := hex.EncodeToString(raw[:])
-	sum := sha256.Sum256([]byte(secret))
 	keyID = "k-" + uuid.NewString()
-	err = g.store.CreateAPIKey(ctx, store.APIKey{ID: keyID, WalletID: walletID, SecretHash: sum[:], CreatedAt: g.clock.Now()})
-	if err != nil {
+	if err := g.putAPIKey(ctx, walletID, keyID, secret); err != nil {
 		return "", "", fmt.Errorf("issue api key: %w", err)
 	}
 	return keyID, apiKeyPrefix + keyID + "_" + secret, nil
+}
+
+// Bounds of an imported key's parts. An issued key has a 38-character id
+// and a 64-character hex secret; the secret's floor keeps an operator from
+// importing a guessable one.
+const (
+	maxKeyIDLen     = 64
+	minKeySecretLen = 32
+	maxKeySecretLen = 128
+)
+
+// ParseAPIKey checks a whole API key in the gateway's format,
+// "mcpk_<key id>_<secret>": a key id of 1 to 64 letters, digits and '-', and
+// a secret of 32 to 128 letters and digits. Its errors never quote the
+// secret.
+func ParseAPIKey(apiKey string) (keyID, secret string, err error) {
+	rest, ok := strings.CutPrefix(apiKey, apiKeyPrefix)
+	if !ok {
+		return "", "", fmt.Errorf("api key: want %s<key id>_<secret>", apiKeyPrefix)
+	}
+	keyID, secret, ok = strings.Cut(rest, "_")
+	switch {
+	case !ok:
+		return "", "", fmt.Errorf("api key: want %s<key id>_<secret>, found no '_' after the key id", apiKeyPrefix)
+	case keyID == "" || len(keyID) > maxKeyIDLen || !alnum(keyID, '-'):
+		return "", "", fmt.Errorf("api key: the key id must be 1 to %d letters, digits or '-'", maxKeyIDLen)
+	case len(secret) < minKeySecretLen || len(secret) > maxKeySecretLen || !alnum(secret, 0):
+		return "", "", fmt.Errorf("api key %s%s_…: the secret must be %d to %d letters or digits (it has %d characters)",
+			apiKeyPrefix, keyID, minKeySecretLen, maxKeySecretLen, len(secret))
+	}
+	return keyID, secret, nil
+}
+
+// alnum reports whether s holds only ASCII letters, digits and extra.
+func alnum(s string, extra byte) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || extra != 0 && c == extra) {
+			return false
+		}
+	}
+	return true
+}
+
+// ImportAPIKey stores a key an operator chose (a fixtures file) for an
+// existing wallet, keeping only the hash of its secret, as for an issued
+// key. Importing the same key again for the same wallet changes nothing
+// (created false), so a restart may import it again; a key id already
+// stored with another secret or for another wallet is refused.
+func (g *Gateway) ImportAPIKey(ctx context.Context, walletID, apiKey string) (keyID string, created bool, err error) {
+	keyID, secret, err := ParseAPIKey(apiKey)
+	if err != nil {
+		return "", false, err
+	}
+	err = g.putAPIKey(ctx, walletID, keyID, secret)
+	if !errors.Is(err, store.ErrExists) {
+		if err != nil {
+			return "", false, fmt.Errorf("import api key %s: %w", keyID, err)
+		}
+		return keyID, true, nil
+	}
+	k, err := g.store.APIKey(ctx, keyID)
+	if err != nil {
+		return "", false, fmt.Errorf("import api key %s: %w", keyID, err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if k.WalletID != walletID || subtle.ConstantTimeCompare(sum[:], k.SecretHash) != 1 {
+		return "", false, fmt.Errorf("import api key %s: the key id is already stored with another secret or wallet", keyID)
+	}
+	return keyID, false, nil
+}
+
+// putAPIKey stores a key of an existing wallet: its id and the sha256 of
+// its secret. store.ErrExists when the key id is taken.
+func (g *Gateway) putAPIKey(ctx context.Context, walletID, keyID, secret string) error {
+	if _, err := g.store.Wallet(ctx, walletID); err != nil {
+		return fmt.Errorf("wallet %q: %w", walletID, err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return g.store.CreateAPIKey(ctx, store.APIKey{ID: keyID, WalletID: walletID, SecretHash: sum[:], CreatedAt: g.clock.Now()})
 }
 
 // LockIdentityPrefix is the start of every lock identity of one wallet and

@@ -73,6 +73,23 @@ func recordKey(kind, walletID, apiKeyID, principal, tool, key string) string {
 	return digest("mcpconform/record/v1", kind, walletID, apiKeyID, principal, tool, key)
 }
 
+// clientRecordKey is the record key of a call under a client key: the key
+// scoped to the wallet, the API key, the principal and the tool, so the same
+// key string from another caller or on another tool is another operation.
+func (g *Gateway) clientRecordKey(c *callState, key string) string {
+	wallet, apiKey, tool := c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.tool.Name
+	switch {
+	case g.bugs.On(bugs.KeyScopeWallet):
+		wallet, apiKey = "", "" // BUG key-scope-wallet: any caller's key lands on the same record
+	case g.bugs.On(bugs.KeyScopeAPIKey):
+		apiKey = "" // BUG key-scope-apikey: every key of a wallet shares its records
+	}
+	if g.bugs.On(bugs.KeyScopeTool) {
+		tool = "" // BUG key-scope-tool: the same key on every tool is one record
+	}
+	return recordKey(store.KindClient, wallet, apiKey, c.principalKey, tool, key)
+}
+
 // slotKey is the derived key of one slot: the identity, the window it was
 // cut with, the bucket and the attempt. W is in it so a changed window never
 // lands on a slot cut with another one.
@@ -102,8 +119,7 @@ func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error)
 		if err := idemkey.Validate(r.ClientKey); err != nil {
 			return keyPlan{}, Refuse(ReasonKeyInvalid, "%v", err)
 		}
-		p := keyPlan{kind: store.KindClient, clientKey: r.ClientKey,
-			key: recordKey(store.KindClient, wallet, keyID, c.principalKey, c.tool.Name, r.ClientKey)}
+		p := keyPlan{kind: store.KindClient, clientKey: r.ClientKey, key: g.clientRecordKey(c, r.ClientKey)}
 		if r.PermitID != "" {
 			pm, expired, err := g.explicitPermit(ctx, c)
 			if err != nil {

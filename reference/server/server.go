@@ -22,6 +22,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/control"
 	"github.com/mcpconform/mcpconform/reference/faults"
+	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/principal"
 	"github.com/mcpconform/mcpconform/reference/store"
@@ -51,6 +52,9 @@ type Config struct {
 	Logger      *slog.Logger
 	// DevBalance is the quickstart wallet's balance; zero means 1000.
 	DevBalance int64
+	// Fixtures is a fixtures file (docs/fixtures.md) applied at start-up,
+	// before the gateway listens; "" applies none.
+	Fixtures string
 }
 
 // StartupError is an error of Run before the gateway served anything: bad
@@ -129,6 +133,15 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	if err != nil {
 		return err
 	}
+	// A bad file is refused before the store is touched.
+	var fx *fixtures.File
+	if cfg.Fixtures != "" {
+		f, err := fixtures.Load(cfg.Fixtures)
+		if err != nil {
+			return err
+		}
+		fx = &f
+	}
 
 	st, err := openStore(ctx, kind, target, settings.LockTimeout)
 	if err != nil {
@@ -152,6 +165,15 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	})
 	if err != nil {
 		return err
+	}
+	var applied string
+	if fx != nil {
+		counts, err := fx.Apply(ctx, st, gw, clk.Now())
+		if err != nil {
+			return fmt.Errorf("fixtures %s: %w", cfg.Fixtures, err)
+		}
+		applied = fmt.Sprintf("%s applied: %s", cfg.Fixtures, counts)
+		log.Info("fixtures applied", "file", cfg.Fixtures, "counts", counts.String())
 	}
 	verifier := principal.New(st, principal.Options{Now: clk.Now})
 
@@ -189,6 +211,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	printQuickstart(stdout, quickstart{
 		addr: addr, kind: kind, target: target, wallet: wallet, keyID: keyID, apiKey: apiKey,
 		balance: devBalance(cfg.DevBalance), control: cfg.ControlToken != "", bugs: bugSet.List(), settings: settings,
+		fixtures: applied,
 	})
 
 	srv := &http.Server{
@@ -253,13 +276,9 @@ func devBalance(b int64) int64 {
 
 // devWallet creates the quickstart wallet and its API key.
 func devWallet(ctx context.Context, st store.Store, gw *gateway.Gateway, clk *clock.Clock, balance int64) (wallet, keyID, apiKey string, err error) {
-	now := clk.Now()
 	wallet = "w-" + uuid.NewString()
-	if err := st.CreateWallet(ctx, store.Wallet{ID: wallet, CreatedAt: now}); err != nil {
+	if _, _, err := fixtures.OpenWallet(ctx, st, wallet, devBalance(balance), clk.Now()); err != nil {
 		return "", "", "", fmt.Errorf("dev wallet: %w", err)
-	}
-	if err := st.Credit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: wallet, Kind: store.EntryCredit, Amount: devBalance(balance), At: now}); err != nil {
-		return "", "", "", fmt.Errorf("dev wallet credit: %w", err)
 	}
 	keyID, apiKey, err = gw.IssueAPIKey(ctx, wallet)
 	if err != nil {
@@ -274,6 +293,7 @@ type quickstart struct {
 	control                                   bool
 	bugs                                      []string
 	settings                                  gateway.Settings
+	fixtures                                  string // "" when no fixtures file was applied
 }
 
 func printQuickstart(w io.Writer, q quickstart) {
@@ -288,6 +308,9 @@ func printQuickstart(w io.Writer, q quickstart) {
 	fmt.Fprintf(w, "  dev API key:  %s (key id %s)\n", q.apiKey, q.keyID)
 	fmt.Fprintf(w, "  window:       %v unkeyed retry window, %v permit TTL (effective %v), stale lock %v\n",
 		q.settings.Window, q.settings.PermitTTL, q.settings.EffectiveWindow(), q.settings.StaleLock)
+	if q.fixtures != "" {
+		fmt.Fprintf(w, "  fixtures:     %s\n", q.fixtures)
+	}
 	if q.control {
 		fmt.Fprintf(w, "  control API:  http://%s/control/ (loopback only, Authorization: Bearer <control token>)\n", q.addr)
 	} else {

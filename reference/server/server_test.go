@@ -136,6 +136,20 @@ type rpcAnswer struct {
 
 func (g *gatewayProc) mcp(t *testing.T, hdr map[string]string, body string) (*http.Response, rpcAnswer) {
 	t.Helper()
+	resp, raw, err := g.post(hdr, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a rpcAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("mcp answer %d %q: %v", resp.StatusCode, raw, err)
+	}
+	return resp, a
+}
+
+// post POSTs body to /mcp with the headers an MCP client sends and hdr, and
+// reads the whole answer. Safe off the test's goroutine.
+func (g *gatewayProc) post(hdr map[string]string, body string) (*http.Response, []byte, error) {
 	req, _ := http.NewRequest("POST", g.base+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -144,15 +158,11 @@ func (g *gatewayProc) mcp(t *testing.T, hdr map[string]string, body string) (*ht
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var a rpcAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("mcp answer %d %q: %v", resp.StatusCode, raw, err)
-	}
-	return resp, a
+	raw, err := io.ReadAll(resp.Body)
+	return resp, raw, err
 }
 
 type toolResult struct {
@@ -232,16 +242,8 @@ func seedRetest(t *testing.T, kind, storeArg string) {
 		t.Fatalf("initialize: %+v", a)
 	}
 	sess := map[string]string{"Authorization": "Bearer " + key, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-	req, _ := http.NewRequest("POST", g.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	for k, v := range sess {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 202 {
-		t.Fatalf("initialized: %v %v", r, err)
-	} else {
-		r.Body.Close()
+	if st := g.notify(t, sess, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); st != 202 {
+		t.Fatalf("initialized: HTTP %d", st)
 	}
 
 	_, a = g.mcp(t, sess, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)

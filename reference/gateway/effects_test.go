@@ -1,0 +1,175 @@
+package gateway_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// An effect is what one bug switch changes, observed on a fresh env: what
+// the observation reads with the switch off and with it on. Each effect is
+// also a scenario of the catch table (its observation must read off), so
+// TestScenariosCatchBugs holds every switch to it as well.
+type effect struct {
+	bug     string
+	name    string
+	observe func(e *env) string
+	off, on string
+}
+
+var effects = []effect{
+	{
+		bug:  bugs.NoIdempotency,
+		name: "retries replay and unkeyed calls are refused where a key is required; refusals that need no key stay",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			var lines []string
+			for _, r := range []struct {
+				what string
+				req  req
+			}{
+				{"keyed", req{key: key}},
+				{"keyed retry", req{key: key}},
+				{"unkeyed", req{args: `{"text":"u"}`}},
+				{"unkeyed retry", req{args: `{"text":"u"}`}},
+				{"unkeyed read-only", req{tool: e.read}},
+				{"unkeyed approval-gated", req{tool: e.approve}},
+				{"unknown tool", req{tool: "no.such.tool", key: "k-" + uuid.NewString()}},
+				{"bad arguments", req{args: `[1]`, key: "k-" + uuid.NewString()}},
+				{"no caller", req{caller: &gateway.Caller{}, key: "k-" + uuid.NewString()}},
+			} {
+				lines = append(lines, r.what+": "+answer(e.call(r.req)))
+			}
+			poor := e.newCaller(e.newWallet(price - 1))
+			lines = append(lines, "keyed, too little balance: "+answer(e.call(req{caller: &poor, key: "k-" + uuid.NewString()})))
+			l := e.ledger()
+			return strings.Join(append(lines, fmt.Sprintf("runs of the write tool %d, debits %d", e.disp.count(e.write), l.debits)), "\n")
+		},
+		off: strings.Join([]string{
+			"keyed: ran", "keyed retry: replayed", "unkeyed: ran", "unkeyed retry: replayed",
+			"unkeyed read-only: " + gateway.ReasonKeyRequired, "unkeyed approval-gated: " + gateway.ReasonKeyRequired,
+			"unknown tool: " + gateway.ReasonUnknownTool, "bad arguments: " + gateway.ReasonInvalidArguments,
+			"no caller: " + gateway.ReasonUnauthenticated, "keyed, too little balance: " + gateway.ReasonInsufficient,
+			"runs of the write tool 2, debits 2"}, "\n"),
+		on: strings.Join([]string{
+			"keyed: ran", "keyed retry: ran", "unkeyed: ran", "unkeyed retry: ran",
+			"unkeyed read-only: ran", "unkeyed approval-gated: ran",
+			"unknown tool: " + gateway.ReasonUnknownTool, "bad arguments: " + gateway.ReasonInvalidArguments,
+			"no caller: " + gateway.ReasonUnauthenticated, "keyed, too little balance: " + gateway.ReasonInsufficient,
+			"runs of the write tool 4, debits 6"}, "\n"),
+	},
+	{
+		bug:  bugs.KeyScopeTool,
+		name: "the same client key and arguments on another tool is another operation",
+		observe: func(e *env) string {
+			other := e.write + ".other"
+			e.must(e.st.PutTool(e.ctx, store.Tool{Name: other, Price: price}))
+			return sameKeyTwice(e, req{}, req{tool: other}, other)
+		},
+		off: "second caller: ran, own receipt; runs 1 and 1; debits 2",
+		on:  "second caller: replayed, first caller's receipt; runs 1 and 0; debits 1",
+	},
+	{
+		bug:  bugs.KeyScopeAPIKey,
+		name: "the same client key and arguments from another API key of the wallet is another operation",
+		observe: func(e *env) string {
+			other := e.newCaller(e.wallet)
+			return sameKeyTwice(e, req{}, req{caller: &other}, e.write)
+		},
+		off: "second caller: ran, own receipt; runs 2 and 2; debits 2",
+		on:  "second caller: replayed, first caller's receipt; runs 1 and 1; debits 1",
+	},
+	{
+		bug:  bugs.KeyScopeWallet,
+		name: "the same client key and arguments from another wallet is another operation",
+		observe: func(e *env) string {
+			other := e.newCaller(e.newWallet(startFunds))
+			out := sameKeyTwice(e, req{}, req{caller: &other}, e.write)
+			entries, err := e.st.Ledger(e.ctx, other.WalletID)
+			e.must(err)
+			return fmt.Sprintf("%s; other wallet's ledger entries %d", out, len(entries))
+		},
+		off: "second caller: ran, own receipt; runs 2 and 2; debits 1; other wallet's ledger entries 1",
+		on:  "second caller: replayed, first caller's receipt; runs 1 and 1; debits 1; other wallet's ledger entries 0",
+	},
+}
+
+func init() {
+	for _, ef := range effects {
+		scenarios = append(scenarios, scenario{name: ef.name, catches: []string{ef.bug}, run: func(e *env) error {
+			return want(ef.name, ef.observe(e), ef.off)
+		}})
+	}
+}
+
+// answer sums up a call's outcome: ran, replayed, or the refusal's reason.
+func answer(resp gateway.CallResponse, err error) string {
+	if err != nil {
+		return reason(err)
+	}
+	rc, _, rerr := receiptOf(resp)
+	switch {
+	case rerr != nil:
+		return rerr.Error()
+	case rc.Replayed:
+		return "replayed"
+	}
+	return "ran"
+}
+
+// sameKeyTwice makes first, then second, with one client key and the same
+// arguments, and says what second got: its answer, whose receipt, the runs
+// of first's tool and of secondTool, and the env wallet's debits.
+func sameKeyTwice(e *env, first, second req, secondTool string) string {
+	key := "k-" + uuid.NewString()
+	first.key, second.key = key, key
+	a, err := ok(run(e.call(first)))
+	e.must(err)
+	resp, err := e.call(second)
+	got := answer(resp, err)
+	whose := "own receipt"
+	if err == nil {
+		b, _, rerr := receiptOf(resp)
+		e.must(rerr)
+		if b.ID == a.ID {
+			whose = "first caller's receipt"
+		}
+	}
+	return fmt.Sprintf("second caller: %s, %s; runs %d and %d; debits %d", got, whose,
+		e.disp.count(e.write), e.disp.count(secondTool), e.ledger().debits)
+}
+
+// TestBugEffects shows each switch's own effect: the observation reads one
+// way with the switch off and the other with it on.
+func TestBugEffects(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			b.check(t)
+			for _, ef := range effects {
+				for _, c := range []struct {
+					state string
+					on    []string
+					want  string
+				}{{"off", nil, ef.off}, {"on", []string{ef.bug}, ef.on}} {
+					t.Run(ef.bug+"/"+c.state, func(t *testing.T) {
+						t.Parallel()
+						var got string
+						err := runScenario(t, b, func(e *env) error { got = ef.observe(e); return nil }, c.on...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got != c.want {
+							t.Fatalf("with %s %s:\n%s\nwant:\n%s", ef.bug, c.state, got, c.want)
+						}
+					})
+				}
+			}
+		})
+	}
+}
