@@ -98,7 +98,7 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 	}
 	c := cfg
 	c.Target, c.Profile, c.Bugs = gw.URLs[0], profilePath, nil
-	c.ProbeURL = pr.BaseURL()
+	c.ProbeURL = "http://" + pr.Addr()
 	c.IdPAddr, c.IdPKey = idpAddr, filepath.Join(dir, "idp.pem")
 	out, err := Run(ctx, c)
 	if err != nil {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/vendorgw"
+	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/runner"
+)
+
+// vendorRun runs the suite against internal/vendorgw, a gateway the harness
+// did not write: go-sdk's stateful server (sessions required, answers over
+// SSE), its own refusal spellings, no control API, no ledger.
+func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string) runner.Outcome {
+	t.Helper()
+	pr, err := probe.Start(probe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	keys := map[string]string{"vk-alpha-0123456789": "alpha", "vk-beta-0123456789": "alpha", "vk-gamma-0123456789": "gamma"}
+	gw, err := vendorgw.Start(context.Background(), vendorgw.Options{
+		UpstreamURL: pr.URL(), APIKeys: keys, Mode: mode,
+		Tools: []vendorgw.Tool{{Name: "acme.write", Upstream: probe.ToolWrite}, {Name: "acme.write2", Upstream: probe.ToolWrite},
+			{Name: "acme.count", Upstream: probe.ToolRead, ReadOnly: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	prof := writeProfile(t, map[string]any{
+		"name":           "acme vendorgw",
+		"unkeyed_policy": "refuse",
+		"receipt_path":   "result._meta['acme/receipt']",
+		"tools": map[string]any{"write": map[string]any{"name": "acme.write"}, "write_other": map[string]any{"name": "acme.write2"},
+			"read_only": map[string]any{"name": "acme.count"}},
+		"credentials": map[string]any{"api_keys": []string{"vk-alpha-0123456789", "vk-beta-0123456789"},
+			"other_wallet": map[string]any{"api_key": "vk-gamma-0123456789"}},
+		"reasons": map[string]any{
+			"idempotency_key_required": []any{"acme_key_missing"},
+			"idempotency_in_progress":  []any{"acme_busy"},
+			"idempotency_key_reused":   []any{"acme_key_conflict"},
+			"unauthenticated":          []any{"auth_failed"},
+			"invalid_arguments":        []any{"acme_bad_arguments"},
+		},
+	})
+	out, err := runner.Run(context.Background(), runner.Config{Target: gw.URL(), Profile: prof, ProbeURL: "http://" + pr.Addr(),
+		Seed: 3, Concurrency: 16, ExpectedFailures: waivers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Run.Scenarios {
+		t.Logf("%-10s %-16s %s", s.ID, s.Verdict, firstLine(s.Reason))
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// A gateway with no idempotency at all and no control API: the probe sees
+// its double dispatches, so the keyed retry, twins, lost-response,
+// cancellation and refuse-policy scenarios fail, and the run is not exit 0.
+// Every scenario runs on its stateful go-sdk server (none is refused for a
+// missing session or initialize).
+func TestVendorGatewayWithoutIdempotencyFails(t *testing.T) {
+	out := vendorRun(t, vendorgw.Naive, "")
+	v := verdicts(out.Run)
+	for _, id := range []string{"retry-01", "retry-02", "retry-06", "twins-01", "lost-01", "cancel-01", "cancel-02", "refuse-10", "ledger-02"} {
+		if v[id] != reports.Failed {
+			t.Errorf("%s: %s against a gateway with no idempotency, want failed", id, v[id])
+		}
+	}
+	if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
+		t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
+	}
+	for _, s := range out.Run.Scenarios {
+		for _, ex := range s.Exchanges {
+			if ex.Status == 400 && (strings.Contains(ex.ResponseBody, "session") || strings.Contains(ex.ResponseBody, "initializ")) {
+				t.Errorf("%s: %s answered %q: the wire driver did not hold a session", s.ID, ex.Label, ex.ResponseBody)
+			}
+		}
+	}
+}
