@@ -158,4 +158,3 @@ func writeJSON(path string, v any) error {
 	}
 	return os.WriteFile(path, b, 0o600)
 }
-

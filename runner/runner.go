@@ -67,8 +67,8 @@ type Config struct {
 	GatewayArgs      []string
 	Tags             string
 	IDs              []string // run only these scenario IDs
-	Strict           bool   // kept for scripts: incomplete is never a PASS anyway
-	Level            string // claimed level (wire, metered, full); "" = the highest the target allows
+	Strict           bool     // kept for scripts: incomplete is never a PASS anyway
+	Level            string   // claimed level (wire, metered, full); "" = the highest the target allows
 	Seed             int64
 	Concurrency      int
 	ExpectedFailures string // file of scenario IDs expected to fail

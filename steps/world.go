@@ -41,7 +41,7 @@ type world struct {
 	baseline     int64             // wallet balance right after the fixture
 	receipts     []string          // every receipt seen, in order
 	tokens       []string          // every probe token used
-	crowd        []*answer // answers of the last concurrent step
+	crowd        []*answer         // answers of the last concurrent step
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
 	history      []reports.Op
