@@ -36,6 +36,9 @@ func registerCrowds(sc *godog.ScenarioContext) {
 // every request is built, then released together.
 func crowd(ctx context.Context, n int, tool, args, key string, split bool) error {
 	w := getWorld(ctx)
+	if split && !w.has(reports.CapTwoURLs) {
+		return w.cannot(reports.CapTwoURLs, "the twins are split across two gateway processes")
+	}
 	if max := w.env.MaxConcurrency; max > 0 && n > max {
 		// Fewer twins may miss the race the scenario exists to provoke: the
 		// run can still fail, but it cannot pass on this step.
@@ -57,6 +60,11 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 			idx = i % len(w.env.URLs)
 		}
 		clients[i] = w.clientOn(call.Lane, idx)
+		// Each twin opens its session before the barrier, so the calls
+		// themselves, not the handshakes, arrive together.
+		if err := clients[i].wire.Connect(ctx); err != nil {
+			return fmt.Errorf("%s connects: %w", call.Lane, err)
+		}
 	}
 	answers := make([]*answer, n)
 	barrier := make(chan struct{})

@@ -31,7 +31,7 @@ func runConformance(t *testing.T, store, dsn string, seed int64) {
 	dir := t.TempDir()
 	out, err := runner.Run(context.Background(), runner.Config{
 		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
-		Workers: 2, Seed: seed, Concurrency: 32, Out: dir, TestingT: t,
+		Workers: 2, Seed: seed, Concurrency: 64, Out: dir, TestingT: t,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)

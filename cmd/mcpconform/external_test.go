@@ -58,7 +58,7 @@ func verdicts(run reports.Run) map[string]string {
 func TestExternalTargetWithControlAPI(t *testing.T) {
 	ref := startGateway(t)
 	prof := writeProfile(t, map[string]any{"control_url": ref.ControlURLs[0], "control_token": ref.ControlToken})
-	out, err := runner.Run(context.Background(), runner.Config{Target: ref.URLs[0], Profile: prof, Seed: 5, Concurrency: 16})
+	out, err := runner.Run(context.Background(), runner.Config{Target: ref.URLs[0], Profile: prof, Seed: 5, Concurrency: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(beMain, "1")
-	out, err := runner.ExternalRun(context.Background(), runner.Config{Binary: exe, Seed: 5, Concurrency: 16}, bugmap.ModeWire, "")
+	out, err := runner.ExternalRun(context.Background(), runner.Config{Binary: exe, Seed: 5, Concurrency: 64}, bugmap.ModeWire, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
 	}
 	t.Setenv(beMain, "1")
 	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWireRefuse} {
-		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 16}, mode,
+		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode,
 			func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })
 		if err != nil {
 			t.Fatal(err)

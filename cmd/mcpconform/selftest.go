@@ -38,7 +38,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "mcpconform selftest: %v\n", err)
 		return 2
 	}
-	cfg.Binary, cfg.Concurrency = exe, 32
+	cfg.Binary, cfg.Concurrency = exe, 64
 	table, err := runner.SelfTest(ctx, cfg, func(c reports.Catch) {
 		fmt.Fprintf(stderr, "%s: %s\n", c.Bug, strings.Join(c.CaughtBy, " "))
 	})

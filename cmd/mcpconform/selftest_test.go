@@ -23,7 +23,7 @@ func TestSelfTestCatchesEveryBug(t *testing.T) {
 	}
 	t.Setenv(beMain, "1")
 	table, err := runner.SelfTest(context.Background(), runner.Config{
-		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 32,
+		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 64,
 	}, func(c reports.Catch) {
 		t.Logf("%-26s caught by %v", c.Bug, c.CaughtBy)
 	})

@@ -48,7 +48,7 @@ func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string) runner.Outcome 
 		},
 	})
 	out, err := runner.Run(context.Background(), runner.Config{Target: gw.URL(), Profile: prof, ProbeURL: "http://" + pr.Addr(),
-		Seed: 3, Concurrency: 16, ExpectedFailures: waivers})
+		Seed: 3, Concurrency: 64, ExpectedFailures: waivers})
 	if err != nil {
 		t.Fatal(err)
 	}
