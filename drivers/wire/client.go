@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +34,9 @@ const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	// MetaServerInfo is where a 2026-07-28 server names itself in a result's
+	// _meta (server/discover's included).
+	MetaServerInfo = "io.modelcontextprotocol/serverInfo"
 )
 
 // Client is safe for concurrent use once configured; do not copy it after
@@ -42,7 +47,11 @@ type Client struct {
 	// HTTP sends every request except dropped ones; nil uses a client without
 	// proxy or transparent gzip, so recorded bodies are the bytes received.
 	HTTP *http.Client
-	// ProtocolVersion is V20251125 (default) or V20260728.
+	// ProtocolVersion is the version to speak: V20251125 (initialize
+	// handshake, session), V20260728 (stateless, no handshake), or "" to
+	// negotiate the newest of the two the target serves (see Connect). A
+	// version set here is used as is. Changing it between calls makes the
+	// next call connect again for the new version.
 	ProtocolVersion string
 	APIKey          string
 	// AuthHeader carries APIKey as AuthPrefix+APIKey; default
@@ -71,8 +80,37 @@ type Client struct {
 	ClientName string
 
 	nextID atomic.Int64
-	mu     sync.Mutex
-	sessID string
+
+	mu      sync.Mutex
+	conn    *connection // the last connection made; nil before the first
+	dialing *dial       // the handshake under way, if any
+	// onWait, a test hook, runs when a caller starts waiting for another
+	// caller's handshake.
+	onWait func()
+}
+
+// connection is what a handshake established.
+type connection struct {
+	want          string // ProtocolVersion it was made for
+	version       string // the version in use
+	sessionID     string // 2025-11-25 only
+	serverName    string
+	serverVersion string
+}
+
+// dial is one handshake; every caller that arrived while it ran waits for
+// it and gets its outcome, so concurrent first calls handshake once.
+type dial struct {
+	done chan struct{}
+	conn *connection
+	err  error
+}
+
+// wireState is what a request is sent with: the version that shapes its
+// headers and _meta, and the session it belongs to.
+type wireState struct {
+	version   string
+	sessionID string
 }
 
 // Call is one tools/call.
@@ -99,6 +137,8 @@ type Call struct {
 	// the write and the close (e.g. to wait until the probe saw the dispatch).
 	DropAfterSend bool
 	DropWait      func(context.Context) error
+	// NoHandshake sends the call without connecting first (see Post).
+	NoHandshake bool
 }
 
 // RPC is any JSON-RPC request; Call is the tools/call shortcut.
@@ -112,6 +152,8 @@ type RPC struct {
 	DropWait      func(context.Context) error
 	// Notification sends no id and expects no response (202).
 	Notification bool
+	// NoHandshake sends the request without connecting first (see Post).
+	NoHandshake bool
 }
 
 // Post is a raw body, for malformed, batch and oversized requests.
@@ -123,31 +165,194 @@ type Post struct {
 	Label, Lane   string
 	DropAfterSend bool
 	DropWait      func(context.Context) error
+	// NoHandshake sends the body without connecting first: a client that
+	// has not connected sends it with no session and the configured
+	// version's header (V20251125 when negotiating), one that has sends it
+	// on its connection as usual. For tests of what a target does with a
+	// request outside any session.
+	NoHandshake bool
 }
 
-// SessionID is the Mcp-Session-Id from Initialize, "" for none.
+// SessionID is the Mcp-Session-Id of the connection, "" for none (before
+// connecting, and on 2026-07-28).
 func (c *Client) SessionID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sessID
-}
-
-func (c *Client) version() string {
-	if c.ProtocolVersion == "" {
-		return V20251125
+	if c.conn == nil {
+		return ""
 	}
-	return c.ProtocolVersion
+	return c.conn.sessionID
 }
 
-// Initialize runs the 2025-11-25 handshake (initialize, then
-// notifications/initialized) and keeps the session id. Under 2026-07-28
-// there is no handshake and it does nothing.
+// Version is the protocol version in use, "" before connecting.
+func (c *Client) Version() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return ""
+	}
+	return c.conn.version
+}
+
+// ServerInfo is the server's name and version as its initialize result
+// (serverInfo) or server/discover result (_meta serverInfo) gave them; ""
+// when unknown, which includes an explicit V20260728, where no request is
+// made to connect.
+func (c *Client) ServerInfo() (name, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return "", ""
+	}
+	return c.conn.serverName, c.conn.serverVersion
+}
+
+// NextID reserves the next auto-increment JSON-RPC id, so a caller knows a
+// call's id before it is answered (to cancel it, say): put it in Call.ID.
+func (c *Client) NextID() json.RawMessage {
+	return json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10))
+}
+
+// Initialize is Connect, kept as the explicit form of the handshake.
 func (c *Client) Initialize(ctx context.Context) error {
-	v := c.version()
-	if v == V20260728 {
-		return nil
+	return c.Connect(ctx)
+}
+
+// Connect runs the handshake now; every request that is not itself an
+// initialize (and not NoHandshake) runs it first if it has not run yet.
+// Once connected it does nothing, so it runs once per Client; concurrent
+// callers share one handshake and its outcome, and a failed one is tried
+// again by the next caller.
+//
+// V20251125 (or any version other than V20260728) sends initialize and
+// requires the server to answer with that version, keeps Mcp-Session-Id, then
+// sends notifications/initialized. V20260728 has no handshake. With
+// ProtocolVersion "" the client asks server/discover on the 2026-07-28 wire
+// (as go-sdk v1.8.0's client does): a server that serves 2026-07-28
+// statelessly answers with supportedVersions naming it, and that is used.
+// Anything else — a stateful go-sdk server answers supportedVersions without
+// it, one narrowed to older versions refuses with -32022, an older SDK
+// refuses the MCP-Protocol-Version header with a plain 400 or does not know
+// the method — falls back to a 2025-11-25 initialize. Only a transport
+// failure of the probe is an error.
+//
+// A session the server later forgets (HTTP 404) is not re-established: that
+// answer is returned like any other, since the harness must see what the
+// gateway does with a lost session rather than have the client paper over it.
+// Call Reset, or set ProtocolVersion again, to connect anew.
+func (c *Client) Connect(ctx context.Context) error {
+	_, err := c.connect(ctx)
+	return err
+}
+
+// Reset forgets the connection; the next call connects again.
+func (c *Client) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn = nil
+}
+
+func (c *Client) connect(ctx context.Context) (*connection, error) {
+	want := c.ProtocolVersion
+	for {
+		c.mu.Lock()
+		if cn := c.conn; cn != nil && cn.want == want {
+			c.mu.Unlock()
+			return cn, nil
+		}
+		if d := c.dialing; d != nil {
+			c.mu.Unlock()
+			if c.onWait != nil {
+				c.onWait()
+			}
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("connect: %w", ctx.Err())
+			}
+			if d.err != nil {
+				return nil, d.err
+			}
+			continue // it may have been for another version
+		}
+		d := &dial{done: make(chan struct{})}
+		c.dialing = d
+		c.mu.Unlock()
+
+		d.conn, d.err = c.handshake(ctx, want)
+		if d.err != nil {
+			d.err = fmt.Errorf("connect: %w", d.err)
+		}
+		c.mu.Lock()
+		if d.err == nil {
+			c.conn = d.conn
+		}
+		c.dialing = nil
+		c.mu.Unlock()
+		close(d.done)
+		return d.conn, d.err
 	}
-	a, err := c.Do(ctx, RPC{
+}
+
+func (c *Client) handshake(ctx context.Context, want string) (*connection, error) {
+	var cn *connection
+	var err error
+	switch want {
+	case V20260728:
+		cn = &connection{version: want}
+	case "":
+		var refusal string
+		cn, refusal, err = c.discover(ctx)
+		if err == nil && cn == nil {
+			if cn, err = c.initialize(ctx, V20251125); err != nil {
+				err = fmt.Errorf("server/discover %s, then %w", refusal, err)
+			}
+		}
+	default:
+		cn, err = c.initialize(ctx, want)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cn.want = want
+	return cn, nil
+}
+
+// discover probes for 2026-07-28. It returns the connection if the server
+// serves that version, else what the server said instead.
+func (c *Client) discover(ctx context.Context) (*connection, string, error) {
+	st := wireState{version: V20260728}
+	a, err := c.do(ctx, RPC{Method: "server/discover", Label: "server/discover"}, st)
+	if err != nil {
+		return nil, "", fmt.Errorf("server/discover: %w", err)
+	}
+	if a.Status != http.StatusOK || a.Response == nil || a.HasError() {
+		return nil, describe(a), nil
+	}
+	var res struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(a.Response.Result, &res); err != nil || !slices.Contains(res.SupportedVersions, V20260728) {
+		return nil, fmt.Sprintf("answered supportedVersions %q", res.SupportedVersions), nil
+	}
+	cn := &connection{version: V20260728}
+	var info implementation
+	if json.Unmarshal(res.Meta[MetaServerInfo], &info) == nil {
+		cn.serverName, cn.serverVersion = info.Name, info.Version
+	}
+	return cn, "", nil
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// initialize runs the 2025-11-25 handshake for version v.
+func (c *Client) initialize(ctx context.Context, v string) (*connection, error) {
+	st := wireState{version: v}
+	a, err := c.do(ctx, RPC{
 		Method: "initialize",
 		Params: map[string]any{
 			"protocolVersion": v,
@@ -155,38 +360,96 @@ func (c *Client) Initialize(ctx context.Context) error {
 			"clientInfo":      c.clientInfo(),
 		},
 		Label: "initialize",
-	})
+	}, st)
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	if a.Status != http.StatusOK || a.Response == nil || a.HasError() {
-		return fmt.Errorf("initialize: http %d, error %d %q: %s", a.Status, a.ErrorCode(), a.ErrorMessage(), snippet(a.Body))
+		return nil, fmt.Errorf("initialize: %s", describe(a))
 	}
 	var res struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string         `json:"protocolVersion"`
+		ServerInfo      implementation `json:"serverInfo"`
 	}
 	if err := json.Unmarshal(a.Response.Result, &res); err != nil {
-		return fmt.Errorf("initialize: decode result: %w", err)
+		return nil, fmt.Errorf("initialize: decode result: %w", err)
 	}
 	if res.ProtocolVersion != v {
-		return fmt.Errorf("initialize: server negotiated protocol %q, want %q", res.ProtocolVersion, v)
+		return nil, fmt.Errorf("initialize: server negotiated protocol %q, want %q", res.ProtocolVersion, v)
 	}
-	c.mu.Lock()
-	c.sessID = a.Header.Get("Mcp-Session-Id")
-	c.mu.Unlock()
-	n, err := c.Do(ctx, RPC{Method: "notifications/initialized", Notification: true, Label: "initialized"})
+	cn := &connection{
+		version: v, sessionID: a.Header.Get("Mcp-Session-Id"),
+		serverName: res.ServerInfo.Name, serverVersion: res.ServerInfo.Version,
+	}
+	st.sessionID = cn.sessionID
+	n, err := c.do(ctx, RPC{Method: "notifications/initialized", Notification: true, Label: "initialized"}, st)
 	if err != nil {
-		return fmt.Errorf("initialized notification: %w", err)
+		return nil, fmt.Errorf("initialized notification: %w", err)
 	}
 	if n.Status != http.StatusAccepted && n.Status != http.StatusOK && n.Status != http.StatusNoContent {
-		return fmt.Errorf("initialized notification: http %d: %s", n.Status, snippet(n.Body))
+		return nil, fmt.Errorf("initialized notification: http %d: %s", n.Status, snippet(n.Body))
 	}
-	return nil
+	return cn, nil
 }
 
-// CallTool sends one tools/call. HTTP and JSON-RPC errors are answers, not
-// errors: the error is for transport failures, and even then the Answer is
-// returned with its Exchange so the evidence is kept.
+// describe says what a refusing answer was, for errors.
+func describe(a *Answer) string {
+	if a.HasError() {
+		return fmt.Sprintf("answered http %d, error %d %q", a.Status, a.ErrorCode(), a.ErrorMessage())
+	}
+	return fmt.Sprintf("answered http %d: %s", a.Status, snippet(a.Body))
+}
+
+// state is what a request is sent with: the connection's, after connecting
+// unless skip is set.
+func (c *Client) state(ctx context.Context, skip bool) (wireState, error) {
+	if !skip {
+		cn, err := c.connect(ctx)
+		if err != nil {
+			return wireState{}, err
+		}
+		return wireState{version: cn.version, sessionID: cn.sessionID}, nil
+	}
+	want := c.ProtocolVersion
+	c.mu.Lock()
+	cn := c.conn
+	c.mu.Unlock()
+	if cn != nil && cn.want == want {
+		return wireState{version: cn.version, sessionID: cn.sessionID}, nil
+	}
+	if want == "" {
+		want = V20251125
+	}
+	return wireState{version: want}, nil
+}
+
+// Cancel sends notifications/cancelled for requestID (a JSON-RPC id as sent,
+// e.g. from NextID), on the connection like any request: on the session on
+// 2025-11-25, with the version headers and _meta on 2026-07-28. A go-sdk
+// server cancels the handler of a call in flight on that session. On
+// 2026-07-28 every POST is its own request lifecycle, so a go-sdk server
+// cannot match the notification to a call on another POST: there the way
+// to cancel is to cancel the call's context, which closes its connection.
+func (c *Client) Cancel(ctx context.Context, requestID json.RawMessage, reason string) (*Answer, error) {
+	if !json.Valid(requestID) {
+		return nil, fmt.Errorf("cancel: request id %q is not valid JSON", requestID)
+	}
+	params := map[string]any{"requestId": requestID}
+	if reason != "" {
+		params["reason"] = reason
+	}
+	return c.Do(ctx, RPC{
+		Method: "notifications/cancelled", Params: params, Notification: true,
+		Label: "cancel " + string(requestID),
+	})
+}
+
+// CallTool sends one tools/call, connecting first if needed. HTTP and
+// JSON-RPC errors are answers, not errors: the error is for transport
+// failures, and even then the Answer is returned with its Exchange so the
+// evidence is kept. The one exception is a failed handshake: the call was
+// never sent, so there is no Answer, and the handshake's own exchanges went
+// to Record.
 func (c *Client) CallTool(ctx context.Context, call Call) (*Answer, error) {
 	// A json.RawMessage marshals verbatim, so a non-object can be sent.
 	var args any = map[string]any{}
@@ -222,6 +485,7 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*Answer, error) {
 	return c.Do(ctx, RPC{
 		ID: call.ID, Method: "tools/call", Params: params, Header: h,
 		Label: label, Lane: call.Lane, DropAfterSend: call.DropAfterSend, DropWait: call.DropWait,
+		NoHandshake: call.NoHandshake,
 	})
 }
 
@@ -230,14 +494,27 @@ func (c *Client) ListTools(ctx context.Context) (*Answer, error) {
 	return c.Do(ctx, RPC{Method: "tools/list"})
 }
 
-// Do sends any JSON-RPC request, adding the SEP-2575 _meta under 2026-07-28.
+// Do sends any JSON-RPC request, connecting first unless it is an
+// initialize or NoHandshake, and adding the SEP-2575 _meta and headers under
+// 2026-07-28. When connecting fails the request is not sent and the Answer
+// is nil; the handshake's exchanges went to Record.
 func (c *Client) Do(ctx context.Context, r RPC) (*Answer, error) {
+	st, err := c.state(ctx, r.NoHandshake || r.Method == "initialize")
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, r, st)
+}
+
+func (c *Client) do(ctx context.Context, r RPC, st wireState) (*Answer, error) {
 	params := map[string]any{}
 	for k, v := range r.Params {
 		params[k] = v
 	}
 	h := http.Header{}
-	if c.version() == V20260728 && !r.Notification {
+	if st.version == V20260728 {
+		// The SDK reads the _meta triple on calls only; on a notification it
+		// is ignored but keeps every message of this wire alike.
 		meta := map[string]any{}
 		if m, ok := params["_meta"].(map[string]any); ok {
 			for k, v := range m {
@@ -253,6 +530,9 @@ func (c *Client) Do(ctx context.Context, r RPC) (*Answer, error) {
 		h.Set("Mcp-Method", r.Method)
 		if name, ok := params["name"].(string); ok && (r.Method == "tools/call" || r.Method == "prompts/get") {
 			h.Set("Mcp-Name", name)
+		}
+		if uri, ok := params["uri"].(string); ok && r.Method == "resources/read" {
+			h.Set("Mcp-Name", uri)
 		}
 	}
 	for k, vs := range r.Header {
@@ -275,10 +555,10 @@ func (c *Client) Do(ctx context.Context, r RPC) (*Answer, error) {
 	if label == "" {
 		label = r.Method
 	}
-	return c.Post(ctx, Post{
+	return c.post(ctx, Post{
 		Body: body, Header: h, ID: id, Label: label, Lane: r.Lane,
 		DropAfterSend: r.DropAfterSend, DropWait: r.DropWait,
-	})
+	}, st)
 }
 
 // Send posts a raw body with the default headers overridden by header.
@@ -286,8 +566,20 @@ func (c *Client) Send(ctx context.Context, body []byte, header http.Header) (*An
 	return c.Post(ctx, Post{Body: body, Header: header, Label: "raw"})
 }
 
-// Post sends p with the client's default headers and reads the answer.
+// Post sends p with the client's default headers and reads the answer. It
+// connects first, unless p is NoHandshake or its body is an initialize, and
+// sends the body on the connection (Mcp-Session-Id, MCP-Protocol-Version),
+// so a target judges a malformed or batch body rather than a missing
+// session. When connecting fails the body is not sent and the Answer is nil.
 func (c *Client) Post(ctx context.Context, p Post) (*Answer, error) {
+	st, err := c.state(ctx, p.NoHandshake || isInitialize(p.Body))
+	if err != nil {
+		return nil, err
+	}
+	return c.post(ctx, p, st)
+}
+
+func (c *Client) post(ctx context.Context, p Post, st wireState) (*Answer, error) {
 	endpoint, err := c.endpoint()
 	if err != nil {
 		return nil, err
@@ -301,7 +593,7 @@ func (c *Client) Post(ctx context.Context, p Post) (*Answer, error) {
 	// send exactly the requests it records, so it gives the transport no way
 	// to rewind: every attempt is one the scenario made and the evidence shows.
 	req.GetBody = nil
-	c.defaultHeaders(req.Header, isInitialize(p.Body))
+	c.defaultHeaders(req.Header, st, isInitialize(p.Body))
 	for k, vs := range p.Header {
 		k = http.CanonicalHeaderKey(k)
 		if len(vs) == 0 {
@@ -366,16 +658,16 @@ func (c *Client) roundTrip(req *http.Request, id json.RawMessage, a *Answer) err
 	return err
 }
 
-func (c *Client) defaultHeaders(h http.Header, initialize bool) {
+func (c *Client) defaultHeaders(h http.Header, st wireState, initialize bool) {
 	h.Set("Accept", "application/json, text/event-stream")
 	h.Set("Content-Type", "application/json")
 	if !initialize {
 		// The version header goes on every request after initialize
 		// (2025-11-25 transports section), and on every request in 2026-07-28.
-		h.Set("Mcp-Protocol-Version", c.version())
+		h.Set("Mcp-Protocol-Version", st.version)
 	}
-	if sid := c.SessionID(); sid != "" {
-		h.Set("Mcp-Session-Id", sid)
+	if st.sessionID != "" {
+		h.Set("Mcp-Session-Id", st.sessionID)
 	}
 	if c.APIKey != "" {
 		prefix := c.AuthPrefix

@@ -33,8 +33,21 @@ type seen struct {
 // that reports what it received and attaches a receipt like a gateway.
 func sdkServer(t *testing.T, opts *mcp.StreamableHTTPOptions) string {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := mcp.NewServer(&mcp.Implementation{Name: "wire-test", Version: "1"}, &mcp.ServerOptions{Logger: quiet})
+	ts := httptest.NewServer(sdkHandler(nil, opts, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// sdkHandler is the go-sdk Streamable HTTP handler of a server named
+// "wire-test" 1 with the echo tool, and "block" when b is set.
+func sdkHandler(sopts *mcp.ServerOptions, hopts *mcp.StreamableHTTPOptions, b *blocker) http.Handler {
+	if sopts == nil {
+		sopts = &mcp.ServerOptions{}
+	}
+	sopts.Logger = quiet
+	srv := mcp.NewServer(&mcp.Implementation{Name: "wire-test", Version: "1"}, sopts)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s := seen{
@@ -52,14 +65,14 @@ func sdkServer(t *testing.T, opts *mcp.StreamableHTTPOptions) string {
 				Meta:              mcp.Meta{"io.mcpconform/receipt": map[string]any{"id": "rcpt-1"}},
 			}, nil
 		})
-	if opts == nil {
-		opts = &mcp.StreamableHTTPOptions{}
+	if b != nil {
+		srv.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}}, b.handle)
 	}
-	opts.Logger = quiet
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp"
+	if hopts == nil {
+		hopts = &mcp.StreamableHTTPOptions{}
+	}
+	hopts.Logger = quiet
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -187,16 +200,19 @@ func TestStatefulRefuses2026(t *testing.T) {
 	}
 }
 
-// Without Initialize a stateful 2025-11-25 server refuses the call; the
-// harness must be able to see that rather than have it hidden.
+// Without the handshake a stateful 2025-11-25 server refuses the call; a
+// NoHandshake call lets the harness see that rather than have it hidden.
 func TestStatefulNeedsInitialize(t *testing.T) {
 	c := &Client{BaseURL: sdkServer(t, nil)}
-	a, err := c.CallTool(testCtx(t), Call{Tool: "echo"})
+	a, err := c.CallTool(testCtx(t), Call{Tool: "echo", NoHandshake: true})
 	if err != nil {
 		t.Fatalf("CallTool: %v", err)
 	}
-	if a.Status == 200 && !a.HasError() {
-		t.Fatalf("uninitialized call succeeded: %s", a.Body)
+	if !strings.Contains(string(a.Body), "invalid during session initialization") {
+		t.Fatalf("uninitialized call answered %d %s", a.Status, a.Body)
+	}
+	if c.Version() != "" || c.SessionID() != "" {
+		t.Fatalf("a NoHandshake call connected: version %q session %q", c.Version(), c.SessionID())
 	}
 }
 
@@ -239,7 +255,8 @@ func TestSendRawAndHeaderOverrides(t *testing.T) {
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no batches","data":{"reason":"batch_not_supported","retryable":false}}}`)
 	}))
 	defer ts.Close()
-	c := &Client{BaseURL: ts.URL, APIKey: "mcpk_x", AuthHeader: "X-Api-Key", Header: http.Header{"X-Trace": {"t1"}}}
+	// 2026-07-28: no handshake, so this handler sees only the raw bodies.
+	c := &Client{BaseURL: ts.URL, ProtocolVersion: V20260728, APIKey: "mcpk_x", AuthHeader: "X-Api-Key", Header: http.Header{"X-Trace": {"t1"}}}
 	batch := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`)
 	a, err := c.Send(ctx, batch, http.Header{"Accept": nil, "X-Extra": {"e"}})
 	if err != nil {
@@ -299,7 +316,7 @@ func TestDropAfterSend(t *testing.T) {
 	c := &Client{BaseURL: ts.URL, Record: func(e reports.Exchange) { rec = e }}
 	var bodyAtWait []byte
 	a, err := c.CallTool(ctx, Call{
-		Tool: "probe.write", Arguments: map[string]any{"token": "t1"}, DropAfterSend: true,
+		Tool: "probe.write", Arguments: map[string]any{"token": "t1"}, DropAfterSend: true, NoHandshake: true,
 		DropWait: func(ctx context.Context) error {
 			select {
 			case bodyAtWait = <-gotBody:
@@ -328,17 +345,40 @@ func TestDropAfterSend(t *testing.T) {
 	}
 }
 
+// A transport failure keeps its evidence: of the call when it was sent,
+// of the handshake (through Record) when connecting failed and the call was
+// never sent.
 func TestTransportErrorKeepsEvidence(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close() // nothing listens any more
-	c := &Client{BaseURL: url}
-	a, err := c.CallTool(testCtx(t), Call{Tool: "x"})
-	if err == nil {
-		t.Fatal("want a transport error")
+	tests := []struct {
+		name      string
+		call      Call
+		wantAns   bool
+		wantLabel string
+	}{
+		{"lazy handshake", Call{Tool: "x"}, false, "server/discover"},
+		{"no handshake", Call{Tool: "x", NoHandshake: true}, true, "tools/call x"},
 	}
-	if a == nil || a.Exchange.Error == "" || a.Exchange.URL != url+"/mcp" {
-		t.Fatalf("answer %+v", a)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec []reports.Exchange
+			c := &Client{BaseURL: url, Record: func(e reports.Exchange) { rec = append(rec, e) }}
+			a, err := c.CallTool(testCtx(t), tt.call)
+			if err == nil {
+				t.Fatal("want a transport error")
+			}
+			if (a != nil) != tt.wantAns {
+				t.Fatalf("answer %+v, want one: %v", a, tt.wantAns)
+			}
+			if a != nil && (a.Exchange.Error == "" || a.Exchange.URL != url+"/mcp") {
+				t.Fatalf("answer exchange %+v", a.Exchange)
+			}
+			if len(rec) != 1 || rec[0].Label != tt.wantLabel || rec[0].Error == "" || rec[0].URL != url+"/mcp" {
+				t.Fatalf("recorded %+v", rec)
+			}
+		})
 	}
 }
 
