@@ -52,6 +52,16 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 		return Preflighted{}, setupErr("preflight: %s refused the credentials (HTTP %d on tools/list)", env.URLs[0], a.Status)
 	}
 	name, version := c.ServerInfo()
+	env.Speaks = map[string]bool{c.Version(): true}
+	if env.Profile.ProtocolVersion != "" {
+		// Pinned: learn too whether the target would serve the newest wire,
+		// so scenarios written for it run or are not applicable.
+		n := env.Profile.Client(env.URLs[0])
+		n.APIKey, n.ProtocolVersion = c.APIKey, ""
+		if err := n.Connect(ctx); err == nil {
+			env.Speaks[n.Version()] = true
+		}
+	}
 	env.Profile.ProtocolVersion = c.Version()
 	return Preflighted{ServerName: name, ServerVersion: version, Protocol: c.Version()}, nil
 }

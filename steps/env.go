@@ -55,6 +55,8 @@ type Env struct {
 	Settings control.Settings // as the target advertised them
 	Catalog  map[string]catalog.Entry
 	Seed     int64
+	// Speaks are the MCP versions the target serves, as the preflight found.
+	Speaks map[string]bool
 	// Policy is the target's unkeyed policy (PolicyDerived or PolicyRefuse).
 	Policy string
 	// RunID prefixes every probe token of the run, so runs sharing one probe

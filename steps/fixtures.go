@@ -276,6 +276,11 @@ func forgedPrincipal(ctx context.Context, name string) error {
 
 func speaksProtocol(ctx context.Context, name, version string) error {
 	w := getWorld(ctx)
+	if w.env.Speaks != nil && !w.env.Speaks[version] {
+		// A gateway may serve one MCP version only; the scenario is for
+		// gateways that serve this one, as negotiation found.
+		return w.notApplicable(fmt.Sprintf("for gateways that serve MCP %s; negotiation found the target does not", version))
+	}
 	c := w.clientFor(name)
 	c.wire.ProtocolVersion = version
 	if err := c.wire.Connect(ctx); err != nil {

@@ -165,6 +165,16 @@ func (w *world) cannot(capability, why string) error {
 	return fmt.Errorf("%w (needs %s: %s): %w", &skipNeed{capability: capability, why: why}, capability, capabilityHint(capability), godog.ErrSkip)
 }
 
+// notApplicable ends a scenario written for gateways unlike the target
+// (another unkeyed policy, an MCP version it does not serve); it does not
+// count towards the run.
+func (w *world) notApplicable(why string) error {
+	w.mu.Lock()
+	w.evidence.Verdict, w.evidence.Reason = reports.NotApplicable, why
+	w.mu.Unlock()
+	return fmt.Errorf("%s: %w", why, godog.ErrSkip)
+}
+
 // capabilityHint says what would give the harness a capability.
 func capabilityHint(capability string) string {
 	switch capability {
@@ -196,9 +206,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		if policy := w.policyTag(); policy != "" && policy != env.Policy {
-			w.evidence.Verdict = reports.NotApplicable
-			w.evidence.Reason = fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy)
-			return ctx, fmt.Errorf("%s: %w", w.evidence.Reason, godog.ErrSkip)
+			return ctx, w.notApplicable(fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy))
 		}
 		return ctx, nil
 	})
