@@ -87,3 +87,22 @@ func TestVendorGatewayWithoutIdempotencyFails(t *testing.T) {
 		}
 	}
 }
+
+// A correct third-party gateway (refuse policy, its own refusal spellings
+// mapped by the profile) fails nothing about idempotency; what it lacks
+// beyond that is waived on the record, with the reason.
+func TestVendorGatewayIdempotent(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := vendorRun(t, vendorgw.Idempotent, waivers)
+	for _, s := range out.Run.Scenarios {
+		if s.Verdict == reports.Failed || s.Verdict == reports.UnexpectedPass || s.Verdict == reports.Undefined {
+			t.Errorf("%s: %s against a correct gateway: %s", s.ID, s.Verdict, s.Reason)
+		}
+	}
+	if out.Result != reports.RunPass || out.Run.Level != reports.LevelWire {
+		t.Errorf("run %s at level %s, want PASS at wire: %v", out.Result, out.Run.Level, out.Why)
+	}
+}
