@@ -311,8 +311,9 @@ func duration(field, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// decode reads a JSON object body. An empty Content-Type is taken as JSON,
-// so a bare curl -d works.
+// decode reads a JSON object body. A missing Content-Type is taken as JSON;
+// any other than application/json is refused (curl -d needs
+// -H 'Content-Type: application/json').
 func decode(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {

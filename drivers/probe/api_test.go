@@ -122,7 +122,7 @@ func TestAPIBadInput(t *testing.T) {
 	}
 }
 
-// A body without Content-Type is read as JSON, so a bare curl -d works.
+// A body without Content-Type is read as JSON.
 func TestAPIWithoutContentType(t *testing.T) {
 	p, _ := start(t)
 	req := httptest.NewRequest("POST", "/probe/v1/stall", strings.NewReader(`{"token":"x"}`))

@@ -380,3 +380,30 @@ func TestDial(t *testing.T) {
 	}
 	call(ctx, t, p, ToolWrite, "still")
 }
+
+// Close ends a long poll in progress instead of waiting out its limit
+// (Shutdown would give up after 5 s and Close report it); the client then
+// finds the probe gone.
+func TestCloseEndsLongPolls(t *testing.T) {
+	polls := make(chan string, 16)
+	p, err := Start(Options{polling: func(e string) { trySend(polls, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := dial(ctx, t, p)
+	waited, quieted := make(chan error, 1), make(chan error, 1)
+	go func() { waited <- r.WaitFor(ctx, "never", 1) }()
+	go func() { quieted <- r.Quiet(ctx, "", time.Hour) }()
+	recv(ctx, t, polls, "a long poll")
+	recv(ctx, t, polls, "a long poll")
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, ch := range []chan error{waited, quieted} {
+		if err := recv(ctx, t, ch, "the poll's return"); err == nil || ctx.Err() != nil {
+			t.Fatalf("after Close: %v (ctx %v)", err, ctx.Err())
+		}
+	}
+}
