@@ -2,6 +2,12 @@
 // upstream tools to it, and it counts every dispatch by a token unique to each
 // operation, so a scenario's dispatch count never depends on the gateway
 // reporting honestly. It can also stall calls and fail them on demand.
+//
+// A run observes it through Upstream: Local for a probe in this process,
+// Remote (Dial) for one another process serves, such as `mcpconform probe`,
+// over the observation API at /probe/v1/ (see api.go). Several runs may share
+// one probe: tokens are the harness's to choose (a run prefixes its own), and
+// a run Forgets its prefix when it ends.
 package probe
 
 import (
@@ -13,6 +19,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +42,18 @@ type Options struct {
 	Addr string
 	// Log receives the MCP server's log; nil discards it.
 	Log io.Writer
+	// PollLimit bounds one long-poll request of the observation API (wait,
+	// quiet); the client asks again until its own context ends. Default 60s.
+	PollLimit time.Duration
+
+	// Test hooks: after arms Quiet's timer (default time.After), and polling
+	// is told when a long-poll request starts waiting.
+	after   func(time.Duration) <-chan time.Time
+	polling func(endpoint string)
 }
+
+// DefaultPollLimit is PollLimit's default.
+const DefaultPollLimit = 60 * time.Second
 
 // Result is the structuredContent of a successful probe call.
 type Result struct {
@@ -49,14 +68,25 @@ type Probe struct {
 	srv  *http.Server
 	once sync.Once
 
+	pollLimit time.Duration
+	after     func(time.Duration) <-chan time.Time
+	polling   func(endpoint string)
+
 	mu         sync.Mutex
 	seq        int
+	arrivals   uint64 // dispatches ever; unlike seq, never reset, so Quiet's marks survive Reset and Forget
 	counts     map[string]int
-	dispatches []reports.Dispatch
+	dispatches []entry
 	stalls     map[string]chan struct{} // token ("" = every call) -> closed on Unstall
 	failNext   int
 	changed    chan struct{} // closed and replaced on every dispatch
 	closed     chan struct{}
+}
+
+// entry is a dispatch and its place among every dispatch ever recorded.
+type entry struct {
+	d       reports.Dispatch
+	arrival uint64
 }
 
 // Start listens and serves the probe tools at /mcp.
@@ -72,6 +102,16 @@ func Start(opts Options) (*Probe, error) {
 	p := &Probe{
 		ln: ln, counts: map[string]int{}, stalls: map[string]chan struct{}{},
 		changed: make(chan struct{}), closed: make(chan struct{}),
+		pollLimit: opts.PollLimit, after: opts.after, polling: opts.polling,
+	}
+	if p.pollLimit <= 0 {
+		p.pollLimit = DefaultPollLimit
+	}
+	if p.after == nil {
+		p.after = time.After
+	}
+	if p.polling == nil {
+		p.polling = func(string) {}
 	}
 	w := opts.Log
 	if w == nil {
@@ -95,6 +135,9 @@ func Start(opts Options) (*Probe, error) {
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	api := p.apiHandler()
+	mux.Handle(APIPath, api)
+	mux.Handle(APIPath+"/", api)
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -131,8 +174,9 @@ func (p *Probe) record(tool, token string) (Result, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq++
+	p.arrivals++
 	p.counts[token]++
-	p.dispatches = append(p.dispatches, reports.Dispatch{Token: token, Tool: tool, At: time.Now().UTC()})
+	p.dispatches = append(p.dispatches, entry{reports.Dispatch{Token: token, Tool: tool, At: time.Now().UTC()}, p.arrivals})
 	fail := p.failNext > 0
 	if fail {
 		p.failNext--
@@ -185,10 +229,41 @@ func (p *Probe) Count(token string) int {
 }
 
 // Dispatches is every dispatch so far, in arrival order.
-func (p *Probe) Dispatches() []reports.Dispatch {
+func (p *Probe) Dispatches() []reports.Dispatch { return p.dispatchesWith("") }
+
+// dispatchesWith is the dispatches whose token starts with prefix, in
+// arrival order; never nil.
+func (p *Probe) dispatchesWith(prefix string) []reports.Dispatch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]reports.Dispatch(nil), p.dispatches...)
+	out := []reports.Dispatch{}
+	for _, e := range p.dispatches {
+		if strings.HasPrefix(e.d.Token, prefix) {
+			out = append(out, e.d)
+		}
+	}
+	return out
+}
+
+// Forget drops the dispatches and counts of every token starting with
+// tokenPrefix ("" = all) and releases those tokens' stalls, so a probe that
+// outlives many runs does not grow without bound: a run forgets its own
+// prefix when it ends. Result.Seq keeps counting.
+func (p *Probe) Forget(tokenPrefix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dispatches = slices.DeleteFunc(p.dispatches, func(e entry) bool { return strings.HasPrefix(e.d.Token, tokenPrefix) })
+	for tok := range p.counts {
+		if strings.HasPrefix(tok, tokenPrefix) {
+			delete(p.counts, tok)
+		}
+	}
+	for tok, ch := range p.stalls {
+		if strings.HasPrefix(tok, tokenPrefix) {
+			close(ch)
+			delete(p.stalls, tok)
+		}
+	}
 }
 
 // Stall makes calls of token ("" = every call) block after they are
