@@ -118,12 +118,12 @@ func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 		if missing == "" {
 			missing = CapFixtures // a skip that names nothing is judged as a full-level gap
 		}
-		if isMust(s.Level) && WithinLevel(missing, level) {
+		if isMust(s.Level) && WithinLevel(missing, level) && inScope(s, level) {
 			return withReason(fmt.Sprintf("%s: skipped, needs %s (level %s)", name, missing, CapabilityLevel(missing)), s.Reason), false
 		}
 		return "", false
 	case Incomplete:
-		if !isMust(s.Level) {
+		if !isMust(s.Level) || !inScope(s, level) {
 			return "", false
 		}
 		var gaps []string
@@ -139,6 +139,18 @@ func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 	default:
 		return withReason(fmt.Sprintf("%s: unknown verdict %q", name, s.Verdict), s.Reason), true
 	}
+}
+
+// inScope reports whether every situation a scenario needs (its @needs-*
+// tags) belongs to the level: a scenario that needs a clock is not part of
+// what a wire-level run claims, however far it got.
+func inScope(s Scenario, level string) bool {
+	for _, t := range s.Tags {
+		if need, ok := strings.CutPrefix(t, "@needs-"); ok && !WithinLevel(need, level) {
+			return false
+		}
+	}
+	return true
 }
 
 // capOf is the capability a check needs; a check that names none is judged

@@ -162,6 +162,9 @@ func (s *skipNeed) Error() string { return s.why }
 // cannot skips the scenario: its situation needs a capability the target
 // lacks. Checks recorded before stay, and make the scenario incomplete.
 func (w *world) cannot(capability, why string) error {
+	if optionalFeature[capability] && w.env.Control() == nil {
+		return w.notApplicable(fmt.Sprintf("%s: the profile declares no such feature of the gateway (%s)", why, capabilityHint(capability)))
+	}
 	return fmt.Errorf("%w (needs %s: %s): %w", &skipNeed{capability: capability, why: why}, capability, capabilityHint(capability), godog.ErrSkip)
 }
 
@@ -173,6 +176,17 @@ func (w *world) notApplicable(why string) error {
 	w.evidence.Verdict, w.evidence.Reason = reports.NotApplicable, why
 	w.mu.Unlock()
 	return fmt.Errorf("%s: %w", why, godog.ErrSkip)
+}
+
+// optionalFeature are features a metered gateway may not have at all:
+// enterprise principals, approval gates, metered read-only tools. A profile
+// that declares none is for a gateway without them, and their scenarios
+// are not applicable to it; a second key, another wallet or another tool,
+// which every metered gateway has, are gaps when missing.
+var optionalFeature = map[string]bool{
+	reports.CapPrincipalTokens: true,
+	reports.CapToolReadOnly:    true,
+	reports.CapToolApproval:    true,
 }
 
 // capabilityHint says what would give the harness a capability.
