@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/steps"
 )
 
@@ -53,11 +54,13 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 	}
 	name, version := c.ServerInfo()
 	env.Speaks = map[string]bool{c.Version(): true}
-	if env.Profile.ProtocolVersion != "" {
-		// Pinned: learn too whether the target would serve the newest wire,
-		// so scenarios written for it run or are not applicable.
+	// Learn which of the two wires the target serves, whatever the profile
+	// pinned, so scenarios written for a wire run or are not applicable:
+	// negotiation picks 2026-07-28 only when the target serves it, and a
+	// 2025-11-25 initialize answers for the older one.
+	for _, v := range []string{"", wire.V20251125} {
 		n := env.Profile.Client(env.URLs[0])
-		n.APIKey, n.ProtocolVersion = c.APIKey, ""
+		n.APIKey, n.ProtocolVersion = c.APIKey, v
 		if err := n.Connect(ctx); err == nil {
 			env.Speaks[n.Version()] = true
 		}
