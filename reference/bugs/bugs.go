@@ -31,6 +31,7 @@ const (
 	KeyScopeTool             = "key-scope-tool"
 	KeyScopeAPIKey           = "key-scope-apikey"
 	KeyScopeWallet           = "key-scope-wallet"
+	CancelForgets            = "cancel-forgets"
 )
 
 // Bug describes one switch.
@@ -62,6 +63,7 @@ var All = []Bug{
 	{Name: KeyScopeTool, Description: "a client key's record leaves out the tool: the same key and arguments on another tool replay the first tool's result"},
 	{Name: KeyScopeAPIKey, Description: "a client key's record leaves out the API key: another key of the same wallet with the same key and arguments gets the first caller's result"},
 	{Name: KeyScopeWallet, Description: "a client key's record leaves out the wallet and the API key: a caller of another wallet with the same key and arguments gets the first caller's result"},
+	{Name: CancelForgets, Description: "the operation's clean-up is tied to the client's request: a call whose client cancels (notifications/cancelled, or a closed response stream) while the tool runs is thrown away once the tool answers, its charge refunded and its record left for new work, so a same-key retry dispatches the tool again and is charged again"},
 }
 
 // Set is the switches a gateway runs with.

@@ -43,6 +43,11 @@ type CallRequest struct {
 	Arguments json.RawMessage // a JSON object (the wire layer refuses anything else)
 	ClientKey string          // explicit idempotency key, "" if none (already validated)
 	PermitID  string          // explicit permit, "" if none
+	// ClientDone is closed once the client has given up on the call (sent
+	// notifications/cancelled, or closed its response stream); nil if the
+	// caller cannot tell. The gateway runs the call to its end regardless:
+	// only the cancel-forgets bug switch looks at it.
+	ClientDone <-chan struct{}
 }
 
 // CallResponse is what the wire layer sends back.

@@ -659,6 +659,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err.Error())
 	}
 	d := g.dispatchRow(c, rec)
+	if g.bugs.On(bugs.CancelForgets) && clientGone(c.r.ClientDone) {
+		return CallResponse{}, g.forget(ctx, c, rec, receipt, charged, d) // BUG cancel-forgets
+	}
 
 	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
 	if err != nil {
@@ -705,6 +708,36 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 	}
 	g.log.Info("tools/call failed before dispatch, refunded", "tool", c.tool.Name, "record", rec.Key, "cause", cause)
 	return Refuse(ReasonDispatchFailed, "the call failed before the tool ran and was refunded: retry")
+}
+
+// clientGone reports whether done is closed, without waiting.
+func clientGone(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// forget is the cancel-forgets bug: clean-up written as if the request's
+// cancellation meant the operation never happened. The tool did run (its
+// dispatch is logged), but the record ends failed_refunded with the charge
+// given back, exactly as a failure before dispatch would, so the next call
+// with the same key reserves it afresh and dispatches and charges again.
+func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, d store.Dispatch) error {
+	now := g.clock.Now()
+	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
+	if charged > 0 {
+		o.Refund = &store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryRefund,
+			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+	}
+	g.logDispatch(ctx, rec, d)
+	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
+		return g.storeErr("release cancelled call", err)
+	}
+	g.log.Info("tools/call cancelled by its client: outcome dropped, refunded", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt)
+	return fmt.Errorf("gateway: the client cancelled the call: %w", context.Canceled)
 }
 
 // dispatchRow is the dispatch log row of a call that just reached its tool.

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -97,6 +99,41 @@ var effects = []effect{
 		},
 		off: "second caller: ran, own receipt; runs 2 and 2; debits 1; other wallet's ledger entries 1",
 		on:  "second caller: replayed, first caller's receipt; runs 1 and 1; debits 1; other wallet's ledger entries 0",
+	},
+	{
+		bug:  bugs.CancelForgets,
+		name: "a call whose client cancels while the tool runs is stored and charged once; a same-key retry replays it",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			h := e.hold(e.write)
+			client, cancel := context.WithCancel(e.ctx)
+			defer cancel()
+			ch := e.async(req{key: key, clientDone: client.Done()})
+			e.started(h, ch)
+			cancel() // the client gives up while the upstream runs
+			h.Release()
+			o := e.wait(ch)
+			first := answer(o.resp, o.err)
+			resp, err := e.call(req{key: key})
+			retry := answer(resp, err)
+			if err == nil && o.err == nil {
+				a, _, aerr := receiptOf(o.resp)
+				b, _, berr := receiptOf(resp)
+				e.must(errors.Join(aerr, berr))
+				if a.ID == b.ID {
+					retry += ", the cancelled call's receipt"
+				} else {
+					retry += ", a new receipt"
+				}
+			}
+			n, err := e.dispatches(e.write)
+			e.must(err)
+			l := e.ledger()
+			return fmt.Sprintf("cancelled call: %s; retry: %s; runs %d; debits %d, refunds %d, balance %d",
+				first, retry, n, l.debits, l.refunds, l.balance)
+		},
+		off: "cancelled call: ran; retry: replayed, the cancelled call's receipt; runs 1; debits 1, refunds 0, balance 97",
+		on:  "cancelled call: internal; retry: ran; runs 2; debits 2, refunds 1, balance 97",
 	},
 }
 

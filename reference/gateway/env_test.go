@@ -67,14 +67,34 @@ func backends(t *testing.T) []backend {
 }
 
 // fakeDispatcher counts real runs. fail makes the next dispatches fail as
-// unreachable (nothing ran, nothing counted).
+// unreachable (nothing ran, nothing counted); hold makes the next run of a
+// tool wait on a barrier.
 type fakeDispatcher struct {
 	mu    sync.Mutex
 	runs  map[string]int
 	fails int
+	holds map[string]*hold
 }
 
+// hold is a barrier in the upstream: started is closed when the held run
+// has begun, and the run answers once released.
+type hold struct {
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *hold) Release() { h.once.Do(func() { close(h.release) }) }
+
 func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest) (json.RawMessage, error) {
+	d.mu.Lock()
+	h := d.holds[r.Tool.Name]
+	delete(d.holds, r.Tool.Name)
+	d.mu.Unlock()
+	if h != nil {
+		close(h.started)
+		<-h.release
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fails > 0 {
@@ -91,6 +111,33 @@ func (d *fakeDispatcher) count(tool string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.runs[tool]
+}
+
+// hold makes the next run of tool wait until the hold is released; the
+// test's end releases it too, so no run is left waiting.
+func (e *env) hold(tool string) *hold {
+	h := &hold{started: make(chan struct{}), release: make(chan struct{})}
+	e.t.Cleanup(h.Release)
+	e.disp.mu.Lock()
+	defer e.disp.mu.Unlock()
+	if e.disp.holds == nil {
+		e.disp.holds = map[string]*hold{}
+	}
+	e.disp.holds[tool] = h
+	return h
+}
+
+// started waits until the held run has begun; ch is the call expected to
+// reach it: if it ends first (a bug switch can refuse it before dispatch),
+// the wait ends at once with an error.
+func (e *env) started(h *hold, ch <-chan outcome) {
+	select {
+	case <-h.started:
+	case o := <-ch:
+		e.fatalf("the call ended (%v) without reaching the upstream", o.err)
+	case <-time.After(30 * time.Second):
+		e.fatalf("the call never reached the upstream")
+	}
 }
 
 func (d *fakeDispatcher) failNext(n int) {
@@ -208,10 +255,14 @@ type req struct {
 	args   string
 	key    string
 	permit string
+	// clientDone stands for the client's request: closing it is the client
+	// giving up on the call.
+	clientDone <-chan struct{}
 }
 
 func (e *env) call(r req) (gateway.CallResponse, error) {
-	cr := gateway.CallRequest{Caller: e.caller, Tool: r.tool, Arguments: json.RawMessage(r.args), ClientKey: r.key, PermitID: r.permit}
+	cr := gateway.CallRequest{Caller: e.caller, Tool: r.tool, Arguments: json.RawMessage(r.args), ClientKey: r.key, PermitID: r.permit,
+		ClientDone: r.clientDone}
 	if r.caller != nil {
 		cr.Caller = *r.caller
 	}

@@ -72,6 +72,15 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 		return nil, toRPCError(ref)
 	}
 
+	// The core is told when the client gives up: a notifications/cancelled
+	// cancels the SDK's handler context, a closed POST the HTTP request's.
+	client, gone := context.WithCancel(ctx)
+	defer gone()
+	if st.http != nil {
+		defer context.AfterFunc(st.http, gone)()
+	}
+	cr.ClientDone = client.Done()
+
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.CallTimeout)

@@ -181,6 +181,9 @@ type handler struct {
 type requestState struct {
 	caller gateway.Caller
 	drop   atomic.Bool
+	// http is the HTTP request's context: done once the client closed the
+	// connection or stream that carries the request.
+	http context.Context
 }
 
 func (h *handler) state(hd http.Header) *requestState {
@@ -267,7 +270,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Accept", "application/json, text/event-stream")
 	}
 
-	st := &requestState{caller: caller}
+	st := &requestState{caller: caller, http: r.Context()}
 	tok := newToken()
 	h.states.Store(tok, st)
 	defer h.states.Delete(tok)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,6 +29,11 @@ type fakeCore struct {
 	calls []gateway.CallRequest
 	// slow holds the "slow" tool until it is closed.
 	slow chan struct{}
+	// The "await-cancel" tool says on started that it runs, then on client
+	// the state of the request's ClientDone once it closed ("open" if it
+	// did not within 20 s); "peek-cancel" says it at once.
+	started chan struct{}
+	client  chan string
 }
 
 func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
@@ -71,10 +77,38 @@ func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallR
 	case "slow":
 		<-f.slow
 		return gateway.CallResponse{Result: result()}, nil
+	case "await-cancel":
+		f.started <- struct{}{}
+		select {
+		case <-r.ClientDone:
+		case <-time.After(20 * time.Second):
+		}
+		f.client <- doneState(r.ClientDone)
+		return gateway.CallResponse{Result: result()}, nil
+	case "peek-cancel":
+		f.client <- doneState(r.ClientDone)
+		return gateway.CallResponse{Result: result()}, nil
 	case "internal":
 		return gateway.CallResponse{}, errors.New("secret internal detail")
 	}
 	return gateway.CallResponse{}, gateway.Refuse(gateway.ReasonUnknownTool, "no tool %q", r.Tool)
+}
+
+// ignoreClientDone leaves a request's ClientDone out of a comparison: it is
+// a channel of its own per call (TestClientDone checks it).
+var ignoreClientDone = cmpopts.IgnoreFields(gateway.CallRequest{}, "ClientDone")
+
+// doneState says whether a ClientDone is "nil", "open" or "closed".
+func doneState(done <-chan struct{}) string {
+	if done == nil {
+		return "nil"
+	}
+	select {
+	case <-done:
+		return "closed"
+	default:
+		return "open"
+	}
 }
 
 func (f *fakeCore) last(t *testing.T) gateway.CallRequest {
@@ -110,7 +144,7 @@ func (fakeTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 
 func newServer(t *testing.T) (*httptest.Server, *fakeCore) {
 	t.Helper()
-	core := &fakeCore{slow: make(chan struct{})}
+	core := &fakeCore{slow: make(chan struct{}), started: make(chan struct{}, 1), client: make(chan string, 1)}
 	srv := httptest.NewServer(Handler(core, fakeVerifier{}, fakeTools{}, Options{}))
 	t.Cleanup(srv.Close)
 	return srv, core
@@ -255,7 +289,7 @@ func TestStateful20251125(t *testing.T) {
 	got := core.last(t)
 	want := gateway.CallRequest{Caller: gateway.Caller{WalletID: "w-1", APIKeyID: "k-a"}, Tool: "ok",
 		Arguments: json.RawMessage(`{"b":1,"a":[1,2]}`), ClientKey: "k-1"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreClientDone); diff != "" {
 		t.Fatalf("core request (-want +got):\n%s", diff)
 	}
 
@@ -456,7 +490,7 @@ func TestCallerComesOnlyFromAuthentication(t *testing.T) {
 			Principal: &gateway.PrincipalRef{Provider: "harness", Issuer: "http://iss", Subject: "alice"}},
 		Tool: "ok", Arguments: json.RawMessage(`{}`), ClientKey: `quoted "key" \ x`, PermitID: "pmt-7",
 	}
-	if diff := cmp.Diff(want, core.last(t)); diff != "" {
+	if diff := cmp.Diff(want, core.last(t), ignoreClientDone); diff != "" {
 		t.Fatalf("core request (-want +got):\n%s", diff)
 	}
 }
