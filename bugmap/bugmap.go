@@ -25,6 +25,13 @@ var Catchers = map[string][]string{
 	"window-ignores-ttl":          {"retry-05"},
 	"takeover-charged":            {"lost-04"},
 	"permit-expiry-blocks-replay": {"retry-08"},
+	"no-idempotency": {"cancel-01", "cancel-02", "cancel-03", "iga-03", "ledger-01", "ledger-02", "lock-01", "lock-02", "lock-03", "lock-04",
+		"lost-01", "lost-02", "lost-03", "lost-04", "refuse-01", "refuse-02", "refuse-03", "retry-01", "retry-02", "retry-03",
+		"retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"},
+	"key-scope-tool":   {"scope-01"},
+	"key-scope-apikey": {"scope-02"},
+	"key-scope-wallet": {"scope-02", "scope-03"},
+	"cancel-forgets":   {"cancel-01", "cancel-02", "cancel-03", "lost-01"},
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -1,6 +1,7 @@
 package bugmap
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/catalog"
@@ -41,6 +42,51 @@ func TestCollateralIsNeverACatcher(t *testing.T) {
 					t.Errorf("bug %s: %s is both a catcher and collateral", bug, id)
 				}
 			}
+		}
+	}
+}
+
+// uncaught are scenarios no bug switch puts at fault yet: their bugs (a
+// gateway that accepts a batch, a parse error answered 500, ...) have no
+// switch. Listed so that a new scenario without a catcher fails the test.
+var uncaught = []string{"iga-05", "refuse-04", "refuse-05", "refuse-06", "refuse-07", "refuse-08", "refuse-09", "retry-04"}
+
+// Every scenario is shown to fail against a gateway with the bug it names,
+// in the full self-test or the external one, unless listed above.
+func TestEveryScenarioHasACatcher(t *testing.T) {
+	es, err := catalog.Load(features.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caught := map[string]bool{}
+	for _, ids := range Catchers {
+		for _, id := range ids {
+			caught[id] = true
+		}
+	}
+	for mode, bugsOf := range External {
+		for bug, ids := range bugsOf {
+			if bugs.Lookup(bug) == nil {
+				t.Errorf("external %s: unknown bug %q", mode, bug)
+			}
+			for _, id := range ids {
+				caught[id] = true
+			}
+		}
+	}
+	known := catalog.ByID(es)
+	for _, e := range es {
+		listed := slices.Contains(uncaught, e.ID)
+		switch {
+		case !caught[e.ID] && !listed:
+			t.Errorf("%s: no bug switch is listed to catch it", e.ID)
+		case caught[e.ID] && listed:
+			t.Errorf("%s: caught now; take it off the uncaught list", e.ID)
+		}
+	}
+	for id := range caught {
+		if _, ok := known[id]; !ok {
+			t.Errorf("catcher %q is not a scenario", id)
 		}
 	}
 }

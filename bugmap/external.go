@@ -23,9 +23,11 @@ var External = map[string]map[string][]string{
 		"key-scope-tool":     {"scope-01"},
 		"key-scope-apikey":   {"scope-02"},
 		"key-scope-wallet":   {"scope-02", "scope-03"},
+		"cancel-forgets":     {"cancel-01", "cancel-02", "lost-01"},
 	},
 	ModeWireRefuse: {
 		"no-idempotency": {"cancel-01", "cancel-02", "ledger-02", "lost-01", "refuse-02", "refuse-03", "refuse-10", "retry-01", "retry-02", "retry-06", "retry-07", "twins-01"},
+		"cancel-forgets": {"cancel-01", "cancel-02", "lost-01"},
 	},
 }
 

@@ -203,6 +203,7 @@ func callAndDrop(ctx context.Context, who, tool, args, key string) error {
 		return fmt.Errorf("the connection was not dropped: %s", w.describe(a))
 	}
 	c.answers = append(c.answers, a)
+	w.letCancellationLand()
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cucumber/godog"
 )
@@ -49,5 +50,17 @@ func closeStream(ctx context.Context, who string) error {
 	if out.answer != nil {
 		c.answers = append(c.answers, out.answer)
 	}
+	w.letCancellationLand()
 	return nil
+}
+
+// letCancellationLand gives the gateway the settle period to notice a
+// cancellation before the scenario goes on (releases the upstream, say):
+// nothing on the wire tells the client when a gateway has seen its closed
+// stream, and a scenario must test what the gateway does with a
+// cancellation it saw.
+func (w *world) letCancellationLand() {
+	if w.env.Settle > 0 {
+		time.Sleep(w.env.Settle)
+	}
 }
