@@ -86,6 +86,8 @@ type Scenario struct {
 	ID          string   `json:"id"` // stable tag, e.g. "retry-01"
 	Title       string   `json:"title"`
 	Feature     string   `json:"feature"`
+	File        string   `json:"file,omitempty"` // the feature file, and the scenario's line in it
+	Line        int64    `json:"line,omitempty"`
 	Level       string   `json:"level"` // "must" or "should"
 	Tags        []string `json:"tags"`
 	Requirement string   `json:"requirement"` // the quoted requirement
@@ -113,9 +115,11 @@ type Scenario struct {
 // StepResult is one Gherkin step and how it ended (godog's status names:
 // passed, failed, skipped, undefined, pending, ambiguous).
 type StepResult struct {
-	Text   string `json:"text"`
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
+	Keyword string `json:"keyword,omitempty"` // "Given ", "When ", "Then ", "And "
+	Text    string `json:"text"`
+	Line    int64  `json:"line,omitempty"`
+	Status  string `json:"status"` // "not run" for a step godog never reached
+	Error   string `json:"error,omitempty"`
 }
 
 // Check is one assertion of a Then step: held, violated, or not observed
@@ -127,7 +131,9 @@ type Check struct {
 	State      string `json:"state,omitempty"`
 	OK         bool   `json:"ok"`
 	Capability string `json:"capability,omitempty"` // what observes it: upstream, ledger, wire...
-	Expected   string `json:"expected"`
+	// StepIndex is the index in Scenario.Steps of the step that made it.
+	StepIndex int    `json:"step_index"`
+	Expected  string `json:"expected"`
 	// Actual is what was observed; for a check not observed, why not.
 	Actual string `json:"actual"`
 }

@@ -176,6 +176,11 @@ func render(run Run, names []string) ([]outFile, []byte, error) {
 		return nil, nil, err
 	}
 	files = append(files, outFile{JUnitFile, junit})
+	cucumber, err := Cucumber(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	files = append(files, outFile{CucumberFile, cucumber})
 	sumBytes, err := marshalIndent(sum)
 	if err != nil {
 		return nil, nil, fmt.Errorf("summary.json: %w", err)

@@ -53,6 +53,7 @@ type world struct {
 	clockMoved, settingsMoved, faultsArmed bool
 	effectsRecorded                        bool
 	stepErr                                error // the first step error or skip
+	stepIdx                                int   // index of the step running, in the pickle's order
 }
 
 func getWorld(ctx context.Context) *world {
@@ -144,6 +145,7 @@ func (w *world) unobserved(step, capability, expected string) error {
 func (w *world) addCheck(c reports.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	c.StepIndex = w.stepIdx
 	w.evidence.Checks = append(w.evidence.Checks, c)
 	if c.State == reports.Violated && w.evidence.Expected == "" {
 		w.evidence.Expected, w.evidence.Actual = c.Expected, c.Actual
@@ -224,6 +226,14 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		}
 		return ctx, nil
 	})
+	sc.StepContext().Before(func(ctx context.Context, st *godog.Step) (context.Context, error) {
+		if w := getWorld(ctx); w != nil {
+			w.mu.Lock()
+			w.stepIdx++
+			w.mu.Unlock()
+		}
+		return ctx, nil
+	})
 	sc.StepContext().After(func(ctx context.Context, st *godog.Step, status godog.StepResultStatus, err error) (context.Context, error) {
 		if w := getWorld(ctx); w != nil {
 			w.noteStep(st, status, err)
@@ -259,11 +269,14 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	w := &world{
 		env: env, entry: entry, start: time.Now(),
 		vars: map[string]string{}, tools: map[string]string{}, prices: map[string]int64{},
-		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{}, permits: map[string]string{},
+		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{}, permits: map[string]string{}, stepIdx: -1,
 	}
 	w.evidence = reports.Scenario{
-		ID: entry.ID, Title: entry.Title, Feature: entry.Feature, Level: entry.Level,
+		ID: entry.ID, Title: entry.Title, Feature: entry.Feature, File: entry.File, Line: entry.Line, Level: entry.Level,
 		Tags: entry.Tags, Requirement: entry.Requirement, Source: entry.Source,
+	}
+	for _, st := range entry.Steps {
+		w.evidence.Steps = append(w.evidence.Steps, reports.StepResult{Keyword: st.Keyword, Text: st.Text, Line: st.Line, Status: "not run"})
 	}
 	return w
 }
@@ -284,14 +297,18 @@ func (w *world) policyTag() string {
 func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := reports.StepResult{Text: st.Text, Status: status.String()}
+	i := w.stepIdx
+	for len(w.evidence.Steps) <= i {
+		w.evidence.Steps = append(w.evidence.Steps, reports.StepResult{Status: "not run"})
+	}
+	r := &w.evidence.Steps[i]
+	r.Text, r.Status = st.Text, status.String()
 	if err != nil {
 		r.Error = err.Error()
 		if w.stepErr == nil {
 			w.stepErr = err
 		}
 	}
-	w.evidence.Steps = append(w.evidence.Steps, r)
 }
 
 // finish settles the verdict from what was observed, collects the effects and
