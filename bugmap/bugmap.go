@@ -15,12 +15,12 @@ var Catchers = map[string][]string{
 	"principal-unbound":           {"iga-01"},
 	"replay-before-iga":           {"iga-02", "iga-03", "iga-04"},
 	"readonly-collapsed":          {"refuse-02"},
-	"lookup-before-reserve":       {"lost-04", "twins-03"},
+	"lookup-before-reserve":       {"cancel-03", "lost-04", "twins-03"},
 	"stale-lock-no-fence":         {"lock-01", "lock-02", "lock-03"},
 	"release-unpinned":            {"lock-02", "lock-03"},
 	"select-for-update-sqlite":    {"lock-01", "lock-03"},
 	"lock-timeout-internal":       {"lock-04"},
-	"replay-debits":               {"ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02"},
+	"replay-debits":               {"cancel-01", "cancel-02", "ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02"},
 	"refund-missing":              {"ledger-01"},
 	"window-ignores-ttl":          {"retry-05"},
 	"takeover-charged":            {"lost-04"},
@@ -41,6 +41,6 @@ var Catchers = map[string][]string{
 // They catch the bug when they fail but are not required to.
 var Collateral = map[string][]string{
 	"random-unkeyed-key":    {"ledger-02"},
-	"lookup-before-reserve": {"lost-01", "twins-01", "ledger-02"},
+	"lookup-before-reserve": {"cancel-01", "lost-01", "twins-01", "ledger-02"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
 }

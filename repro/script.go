@@ -452,7 +452,20 @@ func (g *gen) arm(point, action, alias string) {
 }
 
 // exchange replays recorded exchange i; bg "&" sends it in the background.
+// handshakes are the exchanges a client makes to open its session before
+// its first call (drivers/wire connects lazily).
+var handshakes = map[string]bool{"initialize": true, "initialized": true, "server/discover": true}
+
 func (g *gen) exchange(i int, bg string) {
+	// The recorded run opened a session before this call: replay every
+	// handshake recorded before it first, so the call goes on a session
+	// this script opened.
+	for j := 0; j < i; j++ {
+		if ex := g.in.Scenario.Exchanges[j]; !g.used[j] && handshakes[ex.Label] {
+			g.used[j] = true
+			g.exchange(j, "")
+		}
+	}
 	ex := g.in.Scenario.Exchanges[i]
 	g.last[ex.Lane] = i
 	name := fmt.Sprintf("x%02d", i+1)

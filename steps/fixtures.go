@@ -302,6 +302,7 @@ func (w *world) clientOn(name string, urlIndex int) *client {
 	}
 	wc := w.env.newWire(urlIndex)
 	wc.APIKey = w.apiKey
+	wc.Lane = name // the handshake's exchanges show in the client's own lane
 	wc.Record = func(ex reports.Exchange) { w.addExchange(ex) }
 	c := &client{name: name, wire: wc}
 	w.clients[name] = c

@@ -23,9 +23,9 @@ func TestExpectedFailures(t *testing.T) {
 		ok         bool
 		verdicts   map[string]string
 	}{
-		{"bug's catchers listed", "# floor-bucket is known\nwindow-01\nwindow-02\n", true,
+		{"bug's catchers listed", "# floor-bucket is known\nwindow-01 no previous-bucket join yet\nwindow-02 # the same bug\n", true,
 			map[string]string{"window-01": reports.ExpectedFailure, "window-02": reports.ExpectedFailure, "retry-01": reports.Passed}},
-		{"a passing scenario listed", "window-01\nwindow-02\nretry-01 # fixed since\n", false,
+		{"a passing scenario listed", "window-01 boundary bug\nwindow-02 boundary bug\nretry-01 # fixed since\n", false,
 			map[string]string{"window-01": reports.ExpectedFailure, "retry-01": reports.UnexpectedPass}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,13 +53,17 @@ func TestExpectedFailures(t *testing.T) {
 	}
 }
 
-func TestExpectedFailuresRejectsUnknownIDs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "expected.txt")
-	if err := os.WriteFile(path, []byte("retry-99\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := runner.Run(context.Background(), runner.Config{Target: "reference", ExpectedFailures: path})
-	if err == nil || !runner.IsSetup(err) {
-		t.Fatalf("run = %v, want a set-up error naming the unknown ID", err)
+// A waiver names a real scenario and says why; anything else is a set-up
+// error, before any target is started.
+func TestExpectedFailuresRejectsBadWaivers(t *testing.T) {
+	for _, list := range []string{"retry-99 no such scenario\n", "retry-01\n", "retry-01 #\n"} {
+		path := filepath.Join(t.TempDir(), "expected.txt")
+		if err := os.WriteFile(path, []byte(list), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := runner.Run(context.Background(), runner.Config{Target: "reference", ExpectedFailures: path})
+		if err == nil || !runner.IsSetup(err) {
+			t.Errorf("%q: run = %v, want a set-up error", list, err)
+		}
 	}
 }
