@@ -10,7 +10,7 @@ package bugmap
 // the bug's own effect (e.g. random-unkeyed-key also bypasses the lock, so
 // every lock scenario's pause is never reached).
 var Catchers = map[string][]string{
-	"random-unkeyed-key":          {"ledger-01", "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "window-01", "window-02"},
+	"random-unkeyed-key":          {"ledger-01", "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02"},
 	"floor-bucket":                {"window-01", "window-02"},
 	"principal-unbound":           {"iga-01"},
 	"replay-before-iga":           {"iga-02", "iga-03", "iga-04"},
@@ -41,6 +41,6 @@ var Catchers = map[string][]string{
 // They catch the bug when they fail but are not required to.
 var Collateral = map[string][]string{
 	"random-unkeyed-key":    {"ledger-02"},
-	"lookup-before-reserve": {"cancel-01", "lost-01", "twins-01", "ledger-02"},
+	"lookup-before-reserve": {"cancel-01", "cancel-02", "lost-01", "twins-01", "ledger-02"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
 }

@@ -23,6 +23,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for scenario order and random workloads")
 	fs.StringVar(&cfg.Out, "out", "", "write each bug's report under DIR/<bug>/")
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
+	mode := fs.String("mode", "full", "full: the reference with its control API; wire or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe, trusted identity provider), unkeyed policy derived or refuse")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: which scenarios caught each bug. Fails unless every bug's listed\ncatchers fail and nothing else does (beyond its known collateral).\n\n")
 		fs.PrintDefaults()
@@ -39,9 +40,21 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	cfg.Binary, cfg.Concurrency = exe, 64
-	table, err := runner.SelfTest(ctx, cfg, func(c reports.Catch) {
+	progress := func(c reports.Catch) {
 		fmt.Fprintf(stderr, "%s: %s\n", c.Bug, strings.Join(c.CaughtBy, " "))
-	})
+	}
+	collateral := bugmap.Collateral
+	var table []reports.Catch
+	switch *mode {
+	case "full":
+		table, err = runner.SelfTest(ctx, cfg, progress)
+	case bugmap.ModeWire, bugmap.ModeWireRefuse:
+		table, err = runner.SelfTestExternal(ctx, cfg, *mode, progress)
+		collateral = bugmap.ExternalCollateral[*mode]
+	default:
+		fmt.Fprintf(stderr, "mcpconform selftest: --mode %q: want full, %s or %s\n", *mode, bugmap.ModeWire, bugmap.ModeWireRefuse)
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform selftest: %v\n", err)
 		return 2
@@ -65,7 +78,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		verdict := "yes"
 		if !c.OK {
-			verdict = "NO (listed: " + strings.Join(c.Expected, " ") + "; collateral allowed: " + strings.Join(bugmap.Collateral[c.Bug], " ") + ")"
+			verdict = "NO (listed: " + strings.Join(c.Expected, " ") + "; collateral allowed: " + strings.Join(collateral[c.Bug], " ") + ")"
 		}
 		if *markdown {
 			fmt.Fprintf(stdout, "| `%s` | %s | %s | %s |\n", c.Bug, strings.Join(c.Expected, ", "), strings.Join(extra, ", "), verdict)
