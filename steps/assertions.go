@@ -148,19 +148,28 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	return w.check(fmt.Sprintf("%s is refused with %s", who, reason), reports.CapWire, ok, want, w.describe(a))
 }
 
+// answerPair is who's last answer and answer n of other, compared by the
+// replay and key-scope checks.
+func (w *world) answerPair(who, other string, n int) (last, earlier *answer, err error) {
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return nil, nil, err
+	}
+	oc := w.clientFor(other)
+	if n >= len(oc.answers) {
+		return nil, nil, fmt.Errorf("%s has %d answers; no answer number %d", other, len(oc.answers), n+1)
+	}
+	return a, oc.answers[n], nil
+}
+
 // replays checks that an answer is the stored outcome served again whole:
 // the same receipt and the same content, structuredContent and isError.
 func replays(ctx context.Context, who, other string, n int) error {
 	w := getWorld(ctx)
-	a, err := w.lastAnswer(who)
+	a, orig, err := w.answerPair(who, other, n)
 	if err != nil {
 		return err
 	}
-	oc := w.clientFor(other)
-	if n >= len(oc.answers) {
-		return fmt.Errorf("%s has %d answers; no answer number %d", other, len(oc.answers), n+1)
-	}
-	orig := oc.answers[n]
 	step := fmt.Sprintf("the last answer of %s replays answer %d of %s", who, n+1, other)
 	if !orig.IsResult() {
 		return w.check(step, reports.CapWire, false, "the original answer to be a result", w.describe(orig))
@@ -190,12 +199,25 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 func probeSaw(ctx context.Context, tok string, n int) error {
 	w := getWorld(ctx)
+	token := w.expand(tok)
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times", token, n), token,
+		fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token), func(got int) bool { return got == n })
+}
+
+func probeSawAtMost(ctx context.Context, tok string, n int) error {
+	w := getWorld(ctx)
+	token := w.expand(tok)
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched at most %d times", token, n), token,
+		fmt.Sprintf("at most %d dispatch(es) of token %s at the upstream probe", n, token), func(got int) bool { return got <= n })
+}
+
+// countCheck records a check of the probe's count of one token, once every
+// background call has ended; the count is read again when the scenario
+// ends, so a late dispatch fails it too.
+func (w *world) countCheck(ctx context.Context, step, token, expected string, ok func(int) bool) error {
 	if err := w.settleAll(); err != nil {
 		return err
 	}
-	token := w.expand(tok)
-	step := fmt.Sprintf("the probe saw %s dispatched %d times", token, n)
-	expected := fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token)
 	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
 		return w.unobserved(step, reports.CapUpstream, expected)
 	}
@@ -206,7 +228,7 @@ func probeSaw(ctx context.Context, tok string, n int) error {
 	w.mu.Lock()
 	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
 	w.mu.Unlock()
-	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
+	return w.check(step, reports.CapUpstream, ok(got), expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
 }
 
 // dispatchWitness lists the times the probe saw a token, for a failure.
@@ -224,27 +246,6 @@ func (w *world) dispatchWitness(ctx context.Context, token string) string {
 	return " at " + strings.Join(at, ", ")
 }
 
-func probeSawAtMost(ctx context.Context, tok string, n int) error {
-	w := getWorld(ctx)
-	if err := w.settleAll(); err != nil {
-		return err
-	}
-	token := w.expand(tok)
-	step := fmt.Sprintf("the probe saw %s dispatched at most %d times", token, n)
-	expected := fmt.Sprintf("at most %d dispatch(es) of token %s at the upstream probe", n, token)
-	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(step, reports.CapUpstream, expected)
-	}
-	got, err := w.env.Probe.Count(ctx, token)
-	if err != nil {
-		return fmt.Errorf("read the probe: %w", err)
-	}
-	w.mu.Lock()
-	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
-	w.mu.Unlock()
-	return w.check(step, reports.CapUpstream, got <= n, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
-}
-
 // ownOperation holds that a call reusing another call's key (on another
 // tool, or from another caller) was not served that call's stored result:
 // it is a result with a receipt of its own whose token the probe saw
@@ -252,15 +253,10 @@ func probeSawAtMost(ctx context.Context, tok string, n int) error {
 // call is the token's only dispatch before it.
 func ownOperation(ctx context.Context, who, other string, n int) error {
 	w := getWorld(ctx)
-	a, err := w.lastAnswer(who)
+	a, orig, err := w.answerPair(who, other, n)
 	if err != nil {
 		return err
 	}
-	oc := w.clientFor(other)
-	if n >= len(oc.answers) {
-		return fmt.Errorf("%s has %d answers; no answer number %d", other, len(oc.answers), n+1)
-	}
-	orig := oc.answers[n]
 	step := fmt.Sprintf("the last answer of %s is not answer %d of %s", who, n+1, other)
 	if !orig.IsResult() {
 		return w.check(step, reports.CapWire, false, "the earlier answer to be a result", w.describe(orig))
@@ -278,25 +274,13 @@ func ownOperation(ctx context.Context, who, other string, n int) error {
 	if err := w.check(step, reports.CapWire, true, "a result of its own or a refusal", w.describe(a)); err != nil {
 		return err
 	}
-	c := w.clientFor(who)
-	token := tokenOf(c.last)
+	token := tokenOf(w.clientFor(who).last)
 	want, what := 2, "a result of its own: the token dispatched again"
 	if refused {
 		want, what = 1, "a refusal: nothing dispatched for it"
 	}
-	dstep := fmt.Sprintf("the probe saw %s dispatched %d times after %s", token, want, what)
-	expected := fmt.Sprintf("%d dispatch(es) of token %s (%s)", want, token, what)
-	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(dstep, reports.CapUpstream, expected)
-	}
-	got, err := w.env.Probe.Count(ctx, token)
-	if err != nil {
-		return fmt.Errorf("read the probe: %w", err)
-	}
-	w.mu.Lock()
-	w.counted = append(w.counted, countedCheck{step: dstep, token: token, seen: got})
-	w.mu.Unlock()
-	return w.check(dstep, reports.CapUpstream, got == want, expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times after %s", token, want, what), token,
+		fmt.Sprintf("%d dispatch(es) of token %s (%s)", want, token, what), func(got int) bool { return got == want })
 }
 
 func probeSawAll(ctx context.Context, n int) error {

@@ -32,10 +32,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var cfg runner.Config
 	fs.StringVar(&cfg.Target, "target", "reference", "\"reference\" or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file describing a URL target (docs/profile.md)")
-	fs.StringVar(&cfg.ProbeAddr, "probe-addr", "127.0.0.1:0", "listen address of the upstream probe")
-	fs.StringVar(&cfg.ProbeURL, "probe-url", "", "use a running probe (mcpconform probe) instead of starting one")
-	fs.StringVar(&cfg.IdPAddr, "idp-addr", "127.0.0.1:0", "listen address of the harness identity provider")
-	fs.StringVar(&cfg.IdPKey, "idp-key", "", "PEM file of the identity provider's signing key")
+	peerFlags(fs, &cfg)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, doctorUsage)
 		fs.PrintDefaults()

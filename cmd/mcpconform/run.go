@@ -37,11 +37,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")
 	fs.StringVar(&cfg.ExpectedFailures, "expected-failures", "", "waiver file: a scenario ID and its reason a line; a waived scenario that passes fails the run")
 	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, report.html and evidence")
-	fs.StringVar(&cfg.ProbeAddr, "probe-addr", "127.0.0.1:0", "listen address of the upstream probe (pin it so a gateway's upstream can point at it)")
-	fs.StringVar(&cfg.ProbeURL, "probe-url", "", "use a running probe (mcpconform probe) at this base URL instead of starting one")
+	peerFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
-	fs.StringVar(&cfg.IdPAddr, "idp-addr", "127.0.0.1:0", "listen address of the harness identity provider (JWKS)")
-	fs.StringVar(&cfg.IdPKey, "idp-key", "", "PEM file holding the identity provider's signing key (created if missing)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
@@ -116,3 +113,12 @@ Exit codes:
 
 Flags:
 `
+
+// peerFlags are the flags of the harness-owned peers a target talks to: the
+// upstream probe and the identity provider.
+func peerFlags(fs *flag.FlagSet, cfg *runner.Config) {
+	fs.StringVar(&cfg.ProbeAddr, "probe-addr", "127.0.0.1:0", "listen address of the upstream probe (pin it so a gateway's upstream can point at it)")
+	fs.StringVar(&cfg.ProbeURL, "probe-url", "", "use a running probe (mcpconform probe) at this base URL instead of starting one")
+	fs.StringVar(&cfg.IdPAddr, "idp-addr", "127.0.0.1:0", "listen address of the harness identity provider (JWKS)")
+	fs.StringVar(&cfg.IdPKey, "idp-key", "", "PEM file holding the identity provider's signing key (created if missing)")
+}
