@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/vendorgw"
+)
+
+// doctor finds a profile whose tool the gateway does not list, and one whose
+// tool does not reach the probe; with the wiring right it passes and names
+// what the missing capabilities cost.
+func TestDoctor(t *testing.T) {
+	pr, err := probe.Start(probe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	other, err := probe.Start(probe.Options{}) // a probe the harness does not watch
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	gw, err := vendorgw.Start(context.Background(), vendorgw.Options{
+		UpstreamURL: pr.URL(), APIKeys: map[string]string{"vk-doctor-0123456789": "t"}, Mode: vendorgw.Idempotent,
+		Tools: []vendorgw.Tool{{Name: "acme.write", Upstream: probe.ToolWrite}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	for _, tc := range []struct {
+		name, tool, probeURL string
+		code                 int
+		want                 []string
+	}{
+		{"wired", "acme.write", "http://" + pr.Addr(), 0,
+			[]string{"ok   one call through the gateway reaches the harness probe", "highest level it can claim: wire", "missing ledger (level metered):", "INCOMPLETE:"}},
+		{"tool not listed", "acme.nope", "http://" + pr.Addr(), 1,
+			[]string{"FAIL tool acme.nope (write) is listed", "tools/list has [acme.write]"}},
+		{"upstream elsewhere", "acme.write", "http://" + other.Addr(), 1,
+			[]string{"FAIL one call through the gateway reaches the harness probe", "never saw token"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prof := writeProfile(t, map[string]any{"tools": map[string]any{"write": map[string]any{"name": tc.tool}},
+				"unkeyed_policy": "refuse", "credentials": map[string]any{"api_keys": []string{"vk-doctor-0123456789"}}})
+			var out, errs bytes.Buffer
+			code := dispatch(context.Background(), []string{"doctor", "--target", gw.URL(), "--profile", prof, "--probe-url", tc.probeURL}, &out, &errs)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out.String(), errs.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+	// An unreachable target is a set-up error, not a finding.
+	prof := writeProfile(t, map[string]any{"credentials": map[string]any{"api_keys": []string{"k"}}})
+	var out, errs bytes.Buffer
+	for _, cmd := range []string{"doctor", "run"} {
+		out.Reset()
+		errs.Reset()
+		args := []string{cmd, "--target", "http://127.0.0.1:1/mcp", "--profile", prof}
+		if cmd == "run" {
+			args = append(args, "--out", t.TempDir())
+		}
+		if code := dispatch(context.Background(), args, &out, &errs); code != 2 || !strings.Contains(errs.String(), "preflight: target http://127.0.0.1:1/mcp unreachable") {
+			t.Errorf("%s against an unreachable target: exit %d, want 2 naming it unreachable: %s", cmd, code, errs.String())
+		}
+	}
+	// Refused credentials are a set-up error too.
+	bad := writeProfile(t, map[string]any{"tools": map[string]any{"write": map[string]any{"name": "acme.write"}},
+		"credentials": map[string]any{"api_keys": []string{"vk-wrong-0123456789"}}})
+	errs.Reset()
+	if code := dispatch(context.Background(), []string{"run", "--target", gw.URL(), "--profile", bad, "--probe-url", "http://" + pr.Addr(), "--out", t.TempDir()}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "preflight") || !strings.Contains(errs.String(), "refused") {
+		t.Errorf("run with a refused key: exit %d, want 2 naming the refusal: %s", code, errs.String())
+	}
+}
