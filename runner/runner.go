@@ -83,6 +83,12 @@ type Config struct {
 	TestingT         *testing.T
 }
 
+// FinalQuiet is how long the probe must stay quiet after the last scenario
+// before every count is read again: ten settle periods, at least a second.
+func (c Config) FinalQuiet() time.Duration {
+	return max(time.Second, 10*c.Settle)
+}
+
 // Outcome is what a run produced.
 type Outcome struct {
 	Run    reports.Run
@@ -154,6 +160,12 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		},
 	}
 	suite.Run()
+	if ctx.Err() == nil {
+		// Late duplicates: every probe count is read once more at the end.
+		if _, err := env.Recount(ctx, cfg.FinalQuiet()); err != nil {
+			return Outcome{Code: ExitSetup}, setupErr("recount the probe: %w", err)
+		}
+	}
 
 	level := cfg.Level
 	if level == "" {

@@ -13,6 +13,8 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -74,6 +76,7 @@ type Env struct {
 
 	mu      sync.Mutex
 	results []reports.Scenario
+	counted [][]countedCheck // per result, its probe-count checks
 	trusted bool
 }
 
@@ -92,9 +95,10 @@ func (e *Env) Results() []reports.Scenario {
 	return append([]reports.Scenario(nil), e.results...)
 }
 
-func (e *Env) addResult(s reports.Scenario) {
+func (e *Env) addResult(s reports.Scenario, counted []countedCheck) {
 	e.mu.Lock()
 	e.results = append(e.results, s)
+	e.counted = append(e.counted, counted)
 	e.mu.Unlock()
 	if e.OnResult != nil {
 		e.OnResult(s)
@@ -109,3 +113,74 @@ func (e *Env) newWire(i int) *wire.Client {
 // fixtures reports whether the target makes wallets, keys and tools on
 // demand (a control API with fixtures); otherwise the profile's do.
 func (e *Env) fixtures() bool { return e.Caps[reports.CapFixtures] && e.Control() != nil }
+
+// Recount reads every probe count a check saw once more, after the whole
+// run, once the probe has been quiet for quiet: a duplicate dispatch that
+// came later than a scenario's own settle period (a gateway that re-sends a
+// finished operation seconds later) still fails the scenario it belongs to,
+// with a check of its own. It returns the IDs of the scenarios it failed.
+func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error) {
+	if e.Probe == nil || !e.Caps[reports.CapUpstream] {
+		return nil, nil
+	}
+	if err := e.Probe.Quiet(ctx, e.RunID, quiet); err != nil {
+		return nil, fmt.Errorf("wait for the probe to be quiet: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var failed []string
+	for i := range e.results {
+		s := &e.results[i]
+		late := false
+		for _, c := range e.counted[i] {
+			n, err := e.Probe.Count(ctx, c.token)
+			if err != nil {
+				return failed, fmt.Errorf("read the probe: %w", err)
+			}
+			if n == c.seen {
+				continue
+			}
+			late = true
+			e.historyOfLate(ctx, s, c.token)
+			s.Checks = append(s.Checks, reports.Check{
+				Step: c.step + reports.LateSuffixes[1], State: reports.Violated, Capability: reports.CapUpstream,
+				StepIndex: -1, Expected: fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
+				Actual: fmt.Sprintf("%d dispatch(es) once the probe had been quiet for %v after the last scenario: a late dispatch", n, quiet),
+			})
+		}
+		if late && s.Verdict != reports.Failed {
+			s.Reason = fmt.Sprintf("a dispatch arrived after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
+			s.Verdict = reports.Failed
+			failed = append(failed, s.ID)
+		}
+	}
+	return failed, nil
+}
+
+// historyOfLate adds to a scenario's history the dispatches of token it
+// does not have yet, so the history (and recheck) shows the late ones.
+func (e *Env) historyOfLate(ctx context.Context, s *reports.Scenario, token string) {
+	ds, err := e.Probe.Dispatches(ctx, token)
+	if err != nil {
+		return
+	}
+	have := 0
+	for _, op := range s.History {
+		var v reports.EffectValue
+		if op.F == reports.FDispatch && json.Unmarshal(op.Value, &v) == nil && v.Token == token {
+			have++
+		}
+	}
+	seen := 0
+	for _, d := range ds {
+		if d.Token != token {
+			continue
+		}
+		if seen++; seen <= have {
+			continue
+		}
+		s.History = append(s.History, reports.Op{Index: len(s.History), Process: "upstream", Type: "ok", F: reports.FDispatch,
+			Time: d.At, Value: mustJSON(reports.EffectValue{Token: d.Token})})
+		s.Dispatches = append(s.Dispatches, d)
+	}
+}

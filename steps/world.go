@@ -361,7 +361,7 @@ func (w *world) finish(ctx context.Context, err error) {
 	w.evidence.History = w.history
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	w.decide(err, interrupted)
-	w.env.addResult(w.evidence)
+	w.env.addResult(w.evidence, w.counted)
 }
 
 // recount compares each probe count a check saw with the count once the
@@ -372,7 +372,7 @@ func (w *world) recount(ctx context.Context) {
 		if err != nil || n == c.seen {
 			continue
 		}
-		_ = w.check(c.step+" (still, once the probe settled)", reports.CapUpstream, false,
+		_ = w.check(c.step+reports.LateSuffixes[0], reports.CapUpstream, false,
 			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
 			fmt.Sprintf("%d dispatch(es) after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, w.env.Settle))
 	}

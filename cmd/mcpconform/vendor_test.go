@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/internal/vendorgw"
@@ -16,7 +17,7 @@ import (
 // vendorRun runs the suite against internal/vendorgw, a gateway the harness
 // did not write: go-sdk's stateful server (sessions required, answers over
 // SSE), its own refusal spellings, no control API, no ledger.
-func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string) runner.Outcome {
+func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, bug ...func(*vendorgw.Options)) runner.Outcome {
 	t.Helper()
 	pr, err := probe.Start(probe.Options{})
 	if err != nil {
@@ -25,11 +26,15 @@ func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string) runner.Outcome 
 	t.Cleanup(func() { pr.Close() })
 	// Its records are scoped by tenant; each key is a tenant of its own.
 	keys := map[string]string{"vk-alpha-0123456789": "alpha", "vk-beta-0123456789": "beta", "vk-gamma-0123456789": "gamma"}
-	gw, err := vendorgw.Start(context.Background(), vendorgw.Options{
+	opts := vendorgw.Options{
 		UpstreamURL: pr.URL(), APIKeys: keys, Mode: mode,
 		Tools: []vendorgw.Tool{{Name: "acme.write", Upstream: probe.ToolWrite}, {Name: "acme.write2", Upstream: probe.ToolWrite},
 			{Name: "acme.count", Upstream: probe.ToolRead, ReadOnly: true}},
-	})
+	}
+	for _, b := range bug {
+		b(&opts)
+	}
+	gw, err := vendorgw.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,3 +123,39 @@ func TestVendorGatewayIdempotent(t *testing.T) {
 const vendorWaivers = `# vendorgw is a test double: these gaps are its own, accepted with the reason
 refuse-09 vendorgw has no request body limit
 `
+
+// A gateway that re-sends every finished call 300 ms later passes each
+// scenario's own checks and its short settle period; the end-of-run
+// recount sees the late dispatches and fails the scenarios they belong to.
+func TestVendorGatewayLateDuplicateFails(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.LateDuplicate = 300 * time.Millisecond })
+	v := verdicts(out.Run)
+	for _, id := range []string{"retry-01", "retry-06", "twins-01", "lost-01", "cancel-01"} {
+		if v[id] != reports.Failed {
+			t.Errorf("%s: %s with a late duplicate dispatch, want failed", id, v[id])
+		}
+	}
+	if out.Result != reports.RunFail {
+		t.Errorf("run %s, want FAIL", out.Result)
+	}
+}
+
+// The late dispatch is in the history too, so recheck agrees with the run.
+func TestLateDuplicateIsInTheHistory(t *testing.T) {
+	out := vendorRun(t, vendorgw.Idempotent, "", func(o *vendorgw.Options) { o.LateDuplicate = 300 * time.Millisecond })
+	for _, s := range out.Run.Scenarios {
+		if s.ID != "retry-01" {
+			continue
+		}
+		if ok, twice := reports.AtMostOnce(s.History); ok {
+			t.Errorf("retry-01's history shows no second dispatch: %v", twice)
+		}
+		if _, mismatch := reports.Recheck(s); mismatch {
+			t.Errorf("retry-01: recheck contradicts the recorded checks")
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,6 +142,13 @@ func (g *Gateway) dispatch(ctx context.Context, t Tool, args json.RawMessage) (*
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dispatchTimeout)
 	defer cancel()
 	res, err := g.upstream.CallTool(ctx, &mcp.CallToolParams{Name: t.Upstream, Arguments: args})
+	if g.o.LateDuplicate > 0 {
+		time.AfterFunc(g.o.LateDuplicate, func() { // BUG LateDuplicate
+			ctx, cancel := context.WithTimeout(context.Background(), dispatchTimeout)
+			defer cancel()
+			_, _ = g.upstream.CallTool(ctx, &mcp.CallToolParams{Name: t.Upstream, Arguments: args})
+		})
+	}
 	if err == nil {
 		content := res.Content
 		if content == nil {

@@ -36,6 +36,11 @@ type Options struct {
 	// BeforeDispatch, if set, is called when an idempotent call has reserved
 	// its key and is about to dispatch, so tests can hold it there.
 	BeforeDispatch func(key string)
+	// LateDuplicate, if positive, puts a bug in: every dispatched call is
+	// sent upstream once more this long after it was first answered (a
+	// retry queue that re-sends finished work), so the harness's end-of-run
+	// recount can be shown to see a dispatch that came late.
+	LateDuplicate time.Duration
 }
 
 // Tool exposes the upstream tool Upstream as Name.
