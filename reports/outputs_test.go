@@ -19,7 +19,7 @@ func TestOutputsAgreeWithTheModel(t *testing.T) {
 			Steps: []StepResult{{Text: "A gets a result", Status: "passed"}, {Text: "the probe saw", Status: "failed"}}},
 		{ID: "a-03", Title: "incomplete", Feature: "G", Level: "must", Verdict: Incomplete, Reason: "ledger",
 			Checks: []Check{held, {Step: "the ledger has 1 debit", State: NotObserved, Capability: CapLedger, StepIndex: 1}},
-			Steps: []StepResult{{Text: "A gets a result", Status: "passed"}, {Text: "the ledger has 1 debit", Status: "passed"}}},
+			Steps:  []StepResult{{Text: "A gets a result", Status: "passed"}, {Text: "the ledger has 1 debit", Status: "passed"}}},
 		{ID: "a-04", Title: "skipped", Feature: "G", Level: "must", Verdict: Skipped, Missing: CapClock, Reason: "no clock",
 			Steps: []StepResult{{Text: "the clock is frozen", Status: "skipped"}, {Text: "A calls", Status: "not run"}}},
 	}}
