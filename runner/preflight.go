@@ -2,12 +2,15 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
 
@@ -52,6 +55,7 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 	if a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden {
 		return Preflighted{}, setupErr("preflight: %s refused the credentials (HTTP %d on tools/list)", env.URLs[0], a.Status)
 	}
+	env.Evident = evidentFeatures(a.Result())
 	name, version := c.ServerInfo()
 	env.Speaks = map[string]bool{c.Version(): true}
 	// Learn which of the two wires the target serves, whatever the profile
@@ -67,4 +71,33 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 	}
 	env.Profile.ProtocolVersion = c.Version()
 	return Preflighted{ServerName: name, ServerVersion: version, Protocol: c.Version()}, nil
+}
+
+// evidentFeatures are optional features the target's tools/list shows it
+// has, whatever the profile declares: a tool annotated readOnlyHint is a
+// read-only tool, so scenarios about metered reads are gaps when the
+// profile names none, never "not applicable".
+func evidentFeatures(result json.RawMessage) map[string]string {
+	var r struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Annotations struct {
+				ReadOnlyHint bool `json:"readOnlyHint"`
+			} `json:"annotations"`
+		} `json:"tools"`
+	}
+	out := map[string]string{}
+	if json.Unmarshal(result, &r) != nil {
+		return out
+	}
+	var ro []string
+	for _, t := range r.Tools {
+		if t.Annotations.ReadOnlyHint {
+			ro = append(ro, t.Name)
+		}
+	}
+	if len(ro) > 0 {
+		out[reports.CapToolReadOnly] = "its tools/list marks read-only: " + strings.Join(ro, ", ")
+	}
+	return out
 }

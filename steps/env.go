@@ -57,6 +57,10 @@ type Env struct {
 	Settings control.Settings // as the target advertised them
 	Catalog  map[string]catalog.Entry
 	Seed     int64
+	// Evident are optional features (reports.Cap*) the target showed it has
+	// (its tools/list), with what showed it: their scenarios are gaps, not
+	// "not applicable", when the profile leaves the feature out.
+	Evident map[string]string
 	// Speaks are the MCP versions the target serves, as the preflight found.
 	Speaks map[string]bool
 	// Policy is the target's unkeyed policy (PolicyDerived or PolicyRefuse).

@@ -164,8 +164,11 @@ func (s *skipNeed) Error() string { return s.why }
 // cannot skips the scenario: its situation needs a capability the target
 // lacks. Checks recorded before stay, and make the scenario incomplete.
 func (w *world) cannot(capability, why string) error {
-	if optionalFeature[capability] && w.env.Control() == nil {
+	if optionalFeature[capability] && w.env.Control() == nil && w.env.Evident[capability] == "" {
 		return w.notApplicable(fmt.Sprintf("%s: the profile declares no such feature of the gateway (%s)", why, capabilityHint(capability)))
+	}
+	if ev := w.env.Evident[capability]; ev != "" {
+		why += "; the target has the feature (" + ev + ")"
 	}
 	return fmt.Errorf("%w (needs %s: %s): %w", &skipNeed{capability: capability, why: why}, capability, capabilityHint(capability), godog.ErrSkip)
 }

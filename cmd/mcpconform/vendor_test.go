@@ -17,7 +17,9 @@ import (
 // vendorRun runs the suite against internal/vendorgw, a gateway the harness
 // did not write: go-sdk's stateful server (sessions required, answers over
 // SSE), its own refusal spellings, no control API, no ledger.
-func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, bug ...func(*vendorgw.Options)) runner.Outcome {
+// edits change the gateway's options (func(*vendorgw.Options)) or the
+// profile (func(map[string]any)) before the run.
+func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, edits ...any) runner.Outcome {
 	t.Helper()
 	pr, err := probe.Start(probe.Options{})
 	if err != nil {
@@ -31,15 +33,17 @@ func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, bug ...func(*ve
 		Tools: []vendorgw.Tool{{Name: "acme.write", Upstream: probe.ToolWrite}, {Name: "acme.write2", Upstream: probe.ToolWrite},
 			{Name: "acme.count", Upstream: probe.ToolRead, ReadOnly: true}},
 	}
-	for _, b := range bug {
-		b(&opts)
+	for _, e := range edits {
+		if f, ok := e.(func(*vendorgw.Options)); ok {
+			f(&opts)
+		}
 	}
 	gw, err := vendorgw.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	prof := writeProfile(t, map[string]any{
+	p := map[string]any{
 		"name":           "acme vendorgw",
 		"unkeyed_policy": "refuse",
 		"receipt_path":   "result._meta['acme/receipt']",
@@ -58,7 +62,13 @@ func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, bug ...func(*ve
 			"parse_error":         []any{map[string]any{"http": 400}},
 			"unknown_tool":        []any{-32602},
 		},
-	})
+	}
+	for _, e := range edits {
+		if f, ok := e.(func(map[string]any)); ok {
+			f(p)
+		}
+	}
+	prof := writeProfile(t, p)
 	out, err := runner.Run(context.Background(), runner.Config{Target: gw.URL(), Profile: prof, ProbeURL: "http://" + pr.Addr(),
 		Seed: 3, Concurrency: 64, ExpectedFailures: waivers})
 	if err != nil {
@@ -157,5 +167,62 @@ func TestLateDuplicateIsInTheHistory(t *testing.T) {
 		if _, mismatch := reports.Recheck(s); mismatch {
 			t.Errorf("retry-01: recheck contradicts the recorded checks")
 		}
+	}
+}
+
+// Faults an adversarial review of the external mode built (each passed the
+// harness before its check was closed), now caught.
+func TestVendorGatewayReviewedFaultsAreCaught(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		bugs   vendorgw.Bugs
+		failed []string
+	}{
+		// Refused at once, forwarded later: the end-of-run recount sees it.
+		{"late unkeyed dispatch", vendorgw.Bugs{LateUnkeyedDispatch: 300 * time.Millisecond}, []string{"refuse-10"}},
+		// A dispatch of its own, another scope's content: the probe's answer
+		// differs per dispatch, so the same content is a leak.
+		{"leak across scope", vendorgw.Bugs{LeakAcrossScope: true}, []string{"scope-01", "scope-02", "scope-03"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.Bugs = tc.bugs })
+			v := verdicts(out.Run)
+			for _, id := range tc.failed {
+				if v[id] != reports.Failed {
+					t.Errorf("%s: %s, want failed", id, v[id])
+				}
+			}
+			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
+				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
+			}
+		})
+	}
+}
+
+// A gateway whose tools/list shows a read-only tool has the feature: a
+// profile that leaves tools.read_only out does not make refuse-02 not
+// applicable, it leaves it skipped, and the run is not a PASS.
+func TestVendorGatewayUndeclaredReadOnlyTool(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	forward := func(o *vendorgw.Options) { o.Bugs.ForwardUnkeyedReads = true }
+	declared := vendorRun(t, vendorgw.Idempotent, waivers, forward)
+	if v := verdicts(declared.Run)["refuse-02"]; v != reports.Failed {
+		t.Errorf("refuse-02 with the read-only tool declared: %s, want failed", v)
+	}
+	omitted := vendorRun(t, vendorgw.Idempotent, waivers, forward, func(p map[string]any) {
+		delete(p["tools"].(map[string]any), "read_only")
+	})
+	if v := verdicts(omitted.Run)["refuse-02"]; v != reports.Skipped {
+		t.Errorf("refuse-02 with the read-only tool left out of the profile: %s, want skipped", v)
+	}
+	if omitted.Result != reports.RunIncomplete || omitted.Code != runner.ExitIncomplete {
+		t.Errorf("run %s exit %d, want INCOMPLETE exit 3: %v", omitted.Result, omitted.Code, omitted.Why)
 	}
 }

@@ -84,7 +84,17 @@ func (g *Gateway) handle(t Tool) mcp.ToolHandler {
 			// authenticate and the TokenInfo binding run before every request.
 			return nil, refuse(CodeAuthFailed, ReasonAuthFailed, false, "no tenant on the request")
 		}
+		if len(header) == 0 && t.ReadOnly && g.o.Bugs.ForwardUnkeyedReads { // BUG ForwardUnkeyedReads
+			res, err := g.dispatch(ctx, t, args)
+			if err != nil {
+				return nil, err
+			}
+			return g.withReceipt(res), nil
+		}
 		if len(header) == 0 {
+			if d := g.o.Bugs.LateUnkeyedDispatch; d > 0 { // BUG LateUnkeyedDispatch
+				time.AfterFunc(d, func() { _, _ = g.dispatch(context.Background(), t, args) })
+			}
 			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, false, "tools/call needs an Idempotency-Key header")
 		}
 		if len(header) > 1 {
@@ -109,9 +119,17 @@ func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, ar
 		case r.fingerprint != fp:
 			return nil, refuse(CodeKeyConflict, ReasonKeyConflict, false, "key %q was used with other arguments", s.key)
 		case r.result == nil:
-			return nil, refuse(CodeBusy, ReasonBusy, true, "key %q: the first call is still running", s.key)
+			return nil, refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)
 		}
 		return r.result, nil
+	}
+	var leak *mcp.CallToolResult
+	if g.o.Bugs.LeakAcrossScope { // BUG LeakAcrossScope
+		for other, o := range g.records {
+			if other != s && other.key == s.key && o.fingerprint == fp && o.result != nil {
+				leak = o.result
+			}
+		}
 	}
 	r := &record{fingerprint: fp}
 	g.records[s] = r
@@ -130,6 +148,11 @@ func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, ar
 		return nil, err
 	}
 	r.result = g.withReceiptLocked(res)
+	if leak != nil {
+		// Another scope's stored content, stamped with this call's receipt.
+		return &mcp.CallToolResult{Content: leak.Content, StructuredContent: leak.StructuredContent, IsError: leak.IsError,
+			Meta: r.result.Meta}, nil
+	}
 	return r.result, nil
 }
 

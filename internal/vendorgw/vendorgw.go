@@ -41,6 +41,27 @@ type Options struct {
 	// retry queue that re-sends finished work), so the harness's end-of-run
 	// recount can be shown to see a dispatch that came late.
 	LateDuplicate time.Duration
+	// Bugs put in the faults an adversarial review built against the
+	// harness, each shown caught by a test of cmd/mcpconform.
+	Bugs Bugs
+}
+
+// Bugs are deliberate faults of the test gateway.
+type Bugs struct {
+	// ForwardUnkeyedReads: an unkeyed call of a read-only tool is
+	// forwarded instead of refused.
+	ForwardUnkeyedReads bool
+	// LateUnkeyedDispatch: an unkeyed call is refused at once and
+	// dispatched upstream this long after all the same.
+	LateUnkeyedDispatch time.Duration
+	// LeakAcrossScope: a call whose key has no record in its own scope but
+	// a finished one with the same arguments in another is dispatched as
+	// its own operation, yet answered with the other scope's stored content
+	// under a receipt of its own.
+	LeakAcrossScope bool
+	// BusyNotRetryable: a duplicate of a running operation is refused busy
+	// with retryable false.
+	BusyNotRetryable bool
 }
 
 // Tool exposes the upstream tool Upstream as Name.
