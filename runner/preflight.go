@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
