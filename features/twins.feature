@@ -11,7 +11,7 @@ Feature: Concurrent identical calls dispatch once
   Scenario: Keyed twins released together by a barrier dispatch once
     Requirement: N concurrent identical calls: exactly one dispatch, one debit; every other answer is the same receipt or a retryable in-progress.
     Source: seeds/concurrent-enqueue-duplicate-review.json (F1: "Concurrent idempotent enqueues can create duplicate runs")
-    When 64 clients call "write" with {"token":"$op1"} using key "$k1" at once
+    When 64 clients call "write" with {"token":"$op1"} using key "$k1" at once, the first dispatch held
     Then exactly one operation ran and every answer is its receipt or retryable "idempotency_in_progress"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds

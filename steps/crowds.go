@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cucumber/godog"
 
@@ -19,6 +20,9 @@ import (
 func registerCrowds(sc *godog.ScenarioContext) {
 	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once$`, func(ctx context.Context, n int, tool, args, key string) error {
 		return crowd(ctx, n, tool, args, key, false)
+	})
+	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once, the first dispatch held$`, func(ctx context.Context, n int, tool, args, key string) error {
+		return heldCrowd(ctx, n, tool, args, key)
 	})
 	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) without a key at once$`, func(ctx context.Context, n int, tool, args string) error {
 		return crowd(ctx, n, tool, args, "", false)
@@ -68,6 +72,7 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 	}
 	answers := make([]*answer, n)
 	barrier := make(chan struct{})
+	answered := make(chan struct{}, n)
 	var ready, done sync.WaitGroup
 	ready.Add(n)
 	done.Add(n)
@@ -78,13 +83,65 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 			<-barrier
 			a, _ := w.do(ctx, clients[i], calls[i])
 			answers[i] = a
+			answered <- struct{}{}
 		}(i)
 	}
 	ready.Wait()
 	close(barrier)
+	if w.holdToken != "" {
+		// The first dispatch is held at the probe: every twin arrives while
+		// the operation is surely running, so how the gateway answers a
+		// duplicate in progress is seen every time, not by chance.
+		w.releaseHeld(ctx, answered, n-1)
+	}
 	done.Wait()
 	w.crowd = answers
 	return nil
+}
+
+// heldCrowd is crowd with the operation's dispatch held at the probe until
+// every other twin has its answer (or a grace period has passed, for a
+// gateway that makes duplicates wait): the twins all meet the operation in
+// progress.
+func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
+	w := getWorld(ctx)
+	if w.has(reports.CapUpstream) {
+		raw := json.RawMessage(w.expand(args))
+		var v struct {
+			Token string `json:"token"`
+		}
+		if json.Unmarshal(raw, &v) == nil && v.Token != "" {
+			if err := w.env.Probe.Stall(ctx, v.Token); err != nil {
+				return fmt.Errorf("hold the first dispatch: %w", err)
+			}
+			w.holdToken = v.Token
+			defer func() { w.holdToken = "" }()
+		}
+	}
+	return crowd(ctx, n, tool, args, key, false)
+}
+
+// releaseHeld waits for the held dispatch to arrive and for others answers
+// (at most a grace period: a gateway may make duplicates wait), then lets
+// the dispatch go.
+func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, others int) {
+	defer func() { _ = w.env.Probe.Unstall(context.WithoutCancel(ctx), w.holdToken) }()
+	wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
+	defer cancel()
+	if w.env.Probe.WaitFor(wctx, w.holdToken, 1) != nil {
+		return
+	}
+	grace := time.NewTimer(2 * time.Second)
+	defer grace.Stop()
+	for got := 0; got < others; got++ {
+		select {
+		case <-answered:
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func oneOperation(ctx context.Context, reason string) error {

@@ -42,6 +42,7 @@ type world struct {
 	receipts     []string          // every receipt seen, in order
 	tokens       []string          // every probe token used
 	crowd        []*answer         // answers of the last concurrent step
+	holdToken    string            // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
 	history      []reports.Op

@@ -187,6 +187,9 @@ func TestVendorGatewayReviewedFaultsAreCaught(t *testing.T) {
 		// A dispatch of its own, another scope's content: the probe's answer
 		// differs per dispatch, so the same content is a leak.
 		{"leak across scope", vendorgw.Bugs{LeakAcrossScope: true}, []string{"scope-01", "scope-02", "scope-03"}},
+		// Duplicates of a running operation refused for good: twins-01 holds
+		// the first dispatch, so every twin meets it running, every time.
+		{"busy not retryable", vendorgw.Bugs{BusyNotRetryable: true}, []string{"twins-01"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.Bugs = tc.bugs })
