@@ -52,10 +52,10 @@ var (
 	reCall      = regexp.MustCompile(`^"([^"]*)" (calls|starts calling) "([^"]*)" with (\{.*\}) (?:using key "([^"]*)"|without a key)$`)
 	reDrop      = regexp.MustCompile(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" and drops the connection once the tool runs$`)
 	reRetry     = regexp.MustCompile(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id( until it is not in progress)?$`)
-	reCrowd     = regexp.MustCompile(`^(\d+) clients (split across every gateway URL )?call "([^"]*)" with (\{.*\}) (?:using key "([^"]*)"|without a key) at once$`)
+	reCrowd     = regexp.MustCompile(`^(\d+) clients (split across every gateway URL )?call "([^"]*)" with (\{.*\}) (?:using key "([^"]*)"|without a key) at once(?:, the first dispatch held)?$`)
 	reWorkload  = regexp.MustCompile(`^a random workload of (\d+) calls runs on "([^"]*)"`)
 	reRaw       = regexp.MustCompile(`^"([^"]*)" (sends the raw body .+|sends a batch of two tools/call requests)$`)
-	reBig       = regexp.MustCompile(`^"([^"]*)" sends a tools/call body of (\d+) MiB$`)
+	reBig       = regexp.MustCompile(`^"([^"]*)" sends a tools/call body (?:of (\d+) MiB|over the gateway's body limit)$`)
 	reProtocol  = regexp.MustCompile(`^"([^"]*)" speaks protocol (\S+)$`)
 	rePrincipal = regexp.MustCompile(`^client "([^"]*)" acts as principal "([^"]*)"$`)
 	reForged    = regexp.MustCompile(`^client "([^"]*)" presents a forged principal token$`)
@@ -652,6 +652,9 @@ func (g *gen) crowd(alias string) {
 }
 
 func (g *gen) big(mib string) {
+	if mib == "" {
+		mib = "2" // over the reference's 1 MiB limit, which the script's gateway has
+	}
 	i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == "raw" })
 	g.p("# A tools/call body of %s MiB (too large to keep in the evidence; built here).", mib)
 	g.p(`{ printf '%%s' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{"pad":"'`)
