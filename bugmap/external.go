@@ -5,8 +5,9 @@ package bugmap
 // seen only through the MCP endpoint, the harness's probe and (in the
 // principals mode) the harness's identity provider, which it trusts.
 const (
-	ModeWire       = "wire"        // unkeyed policy derived, principals by tokens
-	ModeWireRefuse = "wire-refuse" // --window 0: unkeyed policy refuse
+	ModeWire           = "wire"            // the probe only; unkeyed policy derived
+	ModeWirePrincipals = "wire-principals" // also trusting the harness's identity provider: principals by tokens
+	ModeWireRefuse     = "wire-refuse"     // --window 0: unkeyed policy refuse
 )
 
 // External maps a mode to the bug switches the wire and the probe can see
@@ -18,12 +19,16 @@ var External = map[string]map[string][]string{
 	ModeWire: {
 		"no-idempotency":     {"cancel-01", "cancel-02", "ledger-02", "lost-01", "refuse-02", "refuse-03", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02"},
 		"random-unkeyed-key": {"retry-03", "twins-02"},
-		"principal-unbound":  {"iga-01"},
 		"readonly-collapsed": {"refuse-02"},
 		"key-scope-tool":     {"scope-01"},
 		"key-scope-apikey":   {"scope-02"},
 		"key-scope-wallet":   {"scope-02", "scope-03"},
 		"cancel-forgets":     {"cancel-01", "cancel-02", "lost-01"},
+	},
+	// Only what the identity provider adds: the other switches are the
+	// wire mode's.
+	ModeWirePrincipals: {
+		"principal-unbound": {"iga-01"},
 	},
 	ModeWireRefuse: {
 		"no-idempotency": {"cancel-01", "cancel-02", "ledger-02", "lost-01", "refuse-02", "refuse-03", "refuse-10", "retry-01", "retry-02", "retry-06", "retry-07", "twins-01"},

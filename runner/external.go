@@ -56,11 +56,14 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 			tool("ext.count", probe.ToolRead, 1, true, false),
 			tool("ext.approve", probe.ToolWrite, 5, false, true),
 		},
-		"trust": []any{map[string]any{"provider": "harness", "issuer": issuer, "jwks_url": issuer + "/jwks.json", "audience": "mcpconform"}},
-		"principals": []any{
+	}
+	principals := mode == bugmap.ModeWirePrincipals
+	if principals {
+		fixtures["trust"] = []any{map[string]any{"provider": "harness", "issuer": issuer, "jwks_url": issuer + "/jwks.json", "audience": "mcpconform"}}
+		fixtures["principals"] = []any{
 			map[string]any{"provider": "harness", "issuer": issuer, "subject": "ext-alice", "tools": []string{}},
 			map[string]any{"provider": "harness", "issuer": issuer, "subject": "ext-bob", "tools": []string{}},
-		},
+		}
 	}
 	fixturesPath := filepath.Join(dir, "fixtures.json")
 	if err := writeJSON(fixturesPath, fixtures); err != nil {
@@ -90,7 +93,9 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 		},
 		"credentials": map[string]any{"api_keys": keys[:2], "wallet_id": "w-ext-1",
 			"other_wallet": map[string]any{"wallet_id": "w-ext-2", "api_key": keys[2]}},
-		"identity": map[string]any{"harness_idp": true, "subjects": map[string]string{"alice": "ext-alice", "bob": "ext-bob"}},
+	}
+	if principals {
+		profile["identity"] = map[string]any{"harness_idp": true, "subjects": map[string]string{"alice": "ext-alice", "bob": "ext-bob"}}
 	}
 	profilePath := filepath.Join(dir, "profile.json")
 	if err := writeJSON(profilePath, profile); err != nil {

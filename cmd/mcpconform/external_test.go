@@ -89,7 +89,7 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(beMain, "1")
-	out, err := runner.ExternalRun(context.Background(), runner.Config{Binary: exe, Seed: 5, Concurrency: 64}, bugmap.ModeWire, "")
+	out, err := runner.ExternalRun(context.Background(), runner.Config{Binary: exe, Seed: 5, Concurrency: 64}, bugmap.ModeWirePrincipals, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(beMain, "1")
-	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWireRefuse} {
+	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse} {
 		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode,
 			func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })
 		if err != nil {

@@ -23,7 +23,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for scenario order and random workloads")
 	fs.StringVar(&cfg.Out, "out", "", "write each bug's report under DIR/<bug>/")
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
-	mode := fs.String("mode", "full", "full: the reference with its control API; wire or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe, trusted identity provider), unkeyed policy derived or refuse")
+	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: which scenarios caught each bug. Fails unless every bug's listed\ncatchers fail and nothing else does (beyond its known collateral).\n\n")
 		fs.PrintDefaults()
@@ -48,11 +48,11 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	switch *mode {
 	case "full":
 		table, err = runner.SelfTest(ctx, cfg, progress)
-	case bugmap.ModeWire, bugmap.ModeWireRefuse:
+	case bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse:
 		table, err = runner.SelfTestExternal(ctx, cfg, *mode, progress)
 		collateral = bugmap.ExternalCollateral[*mode]
 	default:
-		fmt.Fprintf(stderr, "mcpconform selftest: --mode %q: want full, %s or %s\n", *mode, bugmap.ModeWire, bugmap.ModeWireRefuse)
+		fmt.Fprintf(stderr, "mcpconform selftest: --mode %q: want full, %s, %s or %s\n", *mode, bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse)
 		return 2
 	}
 	if err != nil {
