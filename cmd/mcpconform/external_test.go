@@ -155,3 +155,27 @@ func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
 		}
 	}
 }
+
+// The correct reference seen as a vendor's gateway in the other two modes
+// (the probe only; the refuse policy) fails nothing and passes at wire.
+func TestExternalTargetWithoutControlAPIOtherModes(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(beMain, "1")
+	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWireRefuse} {
+		out, err := runner.ExternalRun(context.Background(), runner.Config{Binary: exe, Seed: 9, Concurrency: 64}, mode, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range out.Run.Scenarios {
+			if s.Verdict == reports.Failed || s.Verdict == reports.Undefined {
+				t.Errorf("%s: %s: %s on a correct gateway: %s", mode, s.ID, s.Verdict, s.Reason)
+			}
+		}
+		if out.Result != reports.RunPass || out.Run.Level != reports.LevelWire {
+			t.Errorf("%s: run %s at level %s, want PASS at wire: %v", mode, out.Result, out.Run.Level, out.Why)
+		}
+	}
+}
