@@ -208,16 +208,12 @@ func wireCall(tool, token string) wire.Call {
 
 // toolNames reads the names out of a tools/list result.
 func toolNames(result json.RawMessage) ([]string, error) {
-	var r struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(result, &r); err != nil {
-		return nil, fmt.Errorf("decode tools/list: %w", err)
+	tools, err := listed(result)
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	for _, t := range r.Tools {
+	for _, t := range tools {
 		out = append(out, t.Name)
 	}
 	return out, nil

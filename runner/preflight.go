@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -78,20 +79,13 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 // read-only tool, so scenarios about metered reads are gaps when the
 // profile names none, never "not applicable".
 func evidentFeatures(result json.RawMessage) map[string]string {
-	var r struct {
-		Tools []struct {
-			Name        string `json:"name"`
-			Annotations struct {
-				ReadOnlyHint bool `json:"readOnlyHint"`
-			} `json:"annotations"`
-		} `json:"tools"`
-	}
 	out := map[string]string{}
-	if json.Unmarshal(result, &r) != nil {
+	tools, err := listed(result)
+	if err != nil {
 		return out
 	}
 	var ro []string
-	for _, t := range r.Tools {
+	for _, t := range tools {
 		if t.Annotations.ReadOnlyHint {
 			ro = append(ro, t.Name)
 		}
@@ -100,4 +94,23 @@ func evidentFeatures(result json.RawMessage) map[string]string {
 		out[reports.CapToolReadOnly] = "its tools/list marks read-only: " + strings.Join(ro, ", ")
 	}
 	return out
+}
+
+// listedTool is what the runner reads of a tools/list entry.
+type listedTool struct {
+	Name        string `json:"name"`
+	Annotations struct {
+		ReadOnlyHint bool `json:"readOnlyHint"`
+	} `json:"annotations"`
+}
+
+// listed decodes a tools/list result.
+func listed(result json.RawMessage) ([]listedTool, error) {
+	var r struct {
+		Tools []listedTool `json:"tools"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, fmt.Errorf("decode tools/list: %w", err)
+	}
+	return r.Tools, nil
 }

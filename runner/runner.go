@@ -370,9 +370,9 @@ func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[stri
 	env.Settings = got.Settings
 	if reference {
 		// The reference's policy is its setting: window 0 refuses.
-		env.Policy = steps.PolicyDerived
+		env.Policy = target.UnkeyedDerived
 		if got.Settings.EffectiveWindowSeconds == 0 {
-			env.Policy = steps.PolicyRefuse
+			env.Policy = target.UnkeyedRefuse
 		}
 	}
 	fixtures := has["fixtures"]

@@ -210,10 +210,15 @@ func callAndDrop(ctx context.Context, who, tool, args, key string) error {
 // tokenOf reads the probe token out of a call's arguments.
 func tokenOf(call *wire.Call) string {
 	raw, _ := call.Arguments.(json.RawMessage)
+	return tokenIn(raw)
+}
+
+// tokenIn reads the probe token out of tool arguments, "" when none.
+func tokenIn(args json.RawMessage) string {
 	var v struct {
 		Token string `json:"token"`
 	}
-	_ = json.Unmarshal(raw, &v)
+	_ = json.Unmarshal(args, &v)
 	return v.Token
 }
 

@@ -106,15 +106,11 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 	w := getWorld(ctx)
 	if w.has(reports.CapUpstream) {
-		raw := json.RawMessage(w.expand(args))
-		var v struct {
-			Token string `json:"token"`
-		}
-		if json.Unmarshal(raw, &v) == nil && v.Token != "" {
-			if err := w.env.Probe.Stall(ctx, v.Token); err != nil {
+		if token := tokenIn(json.RawMessage(w.expand(args))); token != "" {
+			if err := w.env.Probe.Stall(ctx, token); err != nil {
 				return fmt.Errorf("hold the first dispatch: %w", err)
 			}
-			w.holdToken = v.Token
+			w.holdToken = token
 			defer func() { w.holdToken = "" }()
 		}
 	}

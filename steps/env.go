@@ -26,12 +26,6 @@ import (
 	"github.com/mcpconform/mcpconform/reports"
 )
 
-// Unkeyed policies a target may declare.
-const (
-	PolicyDerived = "derived" // unkeyed mutating calls get a derived key within a window
-	PolicyRefuse  = "refuse"  // unkeyed mutating calls are refused before dispatch
-)
-
 // Upstream is the harness's probe as the steps use it: in this process or
 // another's (drivers/probe implements it both ways).
 type Upstream interface {
@@ -63,7 +57,8 @@ type Env struct {
 	Evident map[string]string
 	// Speaks are the MCP versions the target serves, as the preflight found.
 	Speaks map[string]bool
-	// Policy is the target's unkeyed policy (PolicyDerived or PolicyRefuse).
+	// Policy is the target's unkeyed policy (target.UnkeyedDerived or
+	// target.UnkeyedRefuse).
 	Policy string
 	// RunID prefixes every probe token of the run, so runs sharing one probe
 	// never count each other's dispatches.
