@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/drivers/target"
@@ -123,6 +124,12 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if err != nil {
 		return Outcome{Code: ExitSetup}, &SetupError{Err: err}
 	}
+	// The selection is made before anything starts, so a bad expression or
+	// an unknown ID costs no gateway start-up.
+	tags, filter, err := selection(cfg, entries)
+	if err != nil {
+		return Outcome{Code: ExitSetup}, err
+	}
 	env, closeAll, tgt, err := bringUp(ctx, cfg)
 	if err != nil {
 		return Outcome{Code: ExitSetup}, err
@@ -130,10 +137,6 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	defer closeAll()
 	env.Catalog = catalog.ByID(entries)
 
-	tags, err := selection(cfg, env.Catalog)
-	if err != nil {
-		return Outcome{Code: ExitSetup}, err
-	}
 	// The harness prints its own line per scenario and writes JUnit from its
 	// own model; godog's formatters would count INCOMPLETE scenarios as passed.
 	format := "progress:" + os.DevNull
@@ -150,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 			Output:         io.Discard,
 			FS:             features.FS,
 			Paths:          []string{"."},
-			Tags:           tags,
+			Tags:           filter,
 			Strict:         true,
 			Randomize:      cfg.Seed,
 			NoColors:       true,
@@ -195,25 +198,47 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	return out, nil
 }
 
-// selection is the godog tag expression for the run: --tags, narrowed to
-// the --id scenarios.
-func selection(cfg Config, known map[string]catalog.Entry) (string, error) {
-	tags := cfg.Tags
-	if len(cfg.IDs) == 0 {
-		return tags, nil
+// selection reads --tags (Cucumber's or godog's syntax, see tagexpr) and
+// --id, and returns the selection as the report records it and the filter
+// handed to godog: the chosen scenarios' ID tags, so godog's own tag
+// parser only ever sees a list it cannot misread.
+func selection(cfg Config, entries []catalog.Entry) (tags, filter string, err error) {
+	expr, err := tagexpr.Parse(cfg.Tags)
+	if err != nil {
+		return "", "", &SetupError{Err: fmt.Errorf("--tags: %w", err)}
 	}
-	var ids []string
+	tags = strings.TrimSpace(cfg.Tags)
+	known := catalog.ByID(entries)
+	only := map[string]bool{}
+	var idTags []string
 	for _, id := range cfg.IDs {
 		if _, ok := known[id]; !ok {
-			return "", setupErr("no scenario with ID %q (see mcpconform list)", id)
+			return "", "", setupErr("no scenario with ID %q (see mcpconform list)", id)
 		}
-		ids = append(ids, "@"+id)
+		only[id] = true
+		idTags = append(idTags, "@"+id)
 	}
-	sel := strings.Join(ids, ",")
-	if tags != "" {
-		return "(" + tags + ") && (" + sel + ")", nil
+	if len(idTags) > 0 {
+		ids := strings.Join(idTags, " or ")
+		if tags == "" {
+			tags = ids
+		} else {
+			tags = "(" + tags + ") and (" + ids + ")"
+		}
 	}
-	return sel, nil
+	var chosen []string
+	for _, e := range entries {
+		if (len(only) == 0 || only[e.ID]) && expr.Match(e.Tags) {
+			chosen = append(chosen, "@"+e.ID)
+		}
+	}
+	if len(chosen) == 0 {
+		return "", "", setupErr("no scenario matched %q (see mcpconform list)", tags)
+	}
+	if len(only) == 0 && len(chosen) == len(entries) {
+		return tags, "", nil
+	}
+	return tags, strings.Join(chosen, ","), nil
 }
 
 // bringUp starts the probe, the identity provider and the target, reads the

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/features"
 )
 
@@ -17,6 +19,11 @@ func listCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	long := fs.Bool("requirements", false, "print each scenario's requirement and source")
+	tags := fs.String("tags", "", "list only the scenarios this tag expression selects (as in mcpconform run --tags)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: mcpconform list [flags]\n\nLists the scenarios: ID, level, the capabilities they need, title.\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -28,6 +35,12 @@ func listCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform list: %v\n", err)
 		return 2
 	}
+	expr, err := tagexpr.Parse(*tags)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform list: --tags: %v\n", err)
+		return 2
+	}
+	es = slices.DeleteFunc(es, func(e catalog.Entry) bool { return !expr.Match(e.Tags) })
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -29,7 +29,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL, else dockertest)")
 	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
-	fs.StringVar(&cfg.Tags, "tags", "", "godog tag expression selecting scenarios, e.g. \"@must && ~@needs-clock\"")
+	fs.StringVar(&cfg.Tags, "tags", "", "tag expression selecting scenarios, Cucumber's syntax (\"@must and not @needs-clock\", \"(@a or @b) and @c\") or godog's (\"@must && ~@needs-clock\", \"@a,@b\")")
 	fs.Var(&ids, "id", "run only this scenario ID (repeatable)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "accepted for older scripts; a run with a @must check of its level not observed is never exit 0 anyway")
 	fs.StringVar(&cfg.Level, "level", "", "certification level claimed: wire, metered or full (default: the highest the target's capabilities allow)")
