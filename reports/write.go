@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -74,22 +73,21 @@ type SummaryScenario struct {
 	History  string `json:"history"`
 }
 
-// Write writes the files of a run into dir, creating it as needed:
-// summary.json, report.html, history/<name>.ndjson and evidence/<name>.json
-// per scenario, where <name> is the scenario ID made safe as a file name
-// (see summary.json for the mapping when an ID is not).
+// Write writes the files of a run as the directory dir: summary.json,
+// report.html, junit.xml, cucumber.json, history/<name>.ndjson and
+// evidence/<name>.json per scenario, where <name> is the scenario ID made
+// safe as a file name (see summary.json for the mapping when an ID is not).
 //
-// Everything is rendered in memory first, so invalid data writes nothing.
-// Then an existing summary.json is removed, the per-scenario files and
-// report.html are written, and summary.json comes last: a directory with a
-// summary.json holds a complete run. Every file is written to a temporary
-// file in its directory and renamed into place.
+// Everything is rendered in memory first, so invalid data writes nothing;
+// then the files go into a fresh directory beside dir, which replaces dir
+// only once it is complete (see publish). dir therefore never mixes two
+// runs: files of scenarios from an earlier run are gone. An existing dir
+// that does not hold a report is refused (CheckOut).
 //
 // A request body that is not valid JSON cannot be carried by
 // Exchange.RequestBody (json.RawMessage); Write stores it in
 // Exchange.RequestBodyText of the evidence instead. run itself is not
-// modified. Files of scenarios from an earlier run into the same dir are
-// left alone; only those listed in summary.json belong to this run.
+// modified.
 func Write(dir string, run Run) error {
 	run = prepare(run)
 	names := fileNames(run.Scenarios)
@@ -97,20 +95,7 @@ func Write(dir string, run Run) error {
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	for _, sub := range []string{dir, filepath.Join(dir, HistoryDir), filepath.Join(dir, EvidenceDir)} {
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return fmt.Errorf("reports: %w", err)
-		}
-	}
-	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reports: %w", err)
-	}
-	for _, f := range files {
-		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(f.path)), f.data); err != nil {
-			return fmt.Errorf("reports: %w", err)
-		}
-	}
-	if err := writeAtomic(filepath.Join(dir, SummaryFile), summaryBytes); err != nil {
+	if err := publish(dir, append(files, outFile{SummaryFile, summaryBytes})); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	return nil

@@ -110,29 +110,49 @@ func setupErr(format string, args ...any) error {
 	return &SetupError{Err: fmt.Errorf(format, args...)}
 }
 
-// Run executes the suite and writes the report.
+// Run executes the suite and writes the report. --out is replaced only by a
+// complete report; when the run fails before its scenarios (set-up error,
+// interrupt during set-up), --out is replaced by the record of that failure
+// (reports.WriteError), so no earlier verdict is left looking current.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	if cfg.Out != "" {
+		if err := reports.CheckOut(cfg.Out); err != nil {
+			return Outcome{Code: ExitSetup}, setupErr("--out: %w", err)
+		}
+	}
 	started := time.Now().UTC()
+	out, written, err := execute(ctx, cfg, started)
+	if err != nil && cfg.Out != "" && !written {
+		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: Version,
+			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error()})
+		if werr != nil {
+			err = fmt.Errorf("%w (and recording it in %s: %v)", err, cfg.Out, werr)
+		}
+	}
+	return out, err
+}
+
+func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, written bool, _ error) {
 	if cfg.Level != "" && !reports.ValidLevel(cfg.Level) {
-		return Outcome{Code: ExitSetup}, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
+		return Outcome{Code: ExitSetup}, false, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
 	}
 	entries, err := catalog.Load(features.FS)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("load features: %w", err)
+		return Outcome{Code: ExitSetup}, false, setupErr("load features: %w", err)
 	}
 	expected, err := readExpected(cfg.ExpectedFailures, catalog.ByID(entries))
 	if err != nil {
-		return Outcome{Code: ExitSetup}, &SetupError{Err: err}
+		return Outcome{Code: ExitSetup}, false, &SetupError{Err: err}
 	}
 	// The selection is made before anything starts, so a bad expression or
 	// an unknown ID costs no gateway start-up.
 	tags, filter, err := selection(cfg, entries)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, err
+		return Outcome{Code: ExitSetup}, false, err
 	}
 	env, closeAll, tgt, err := bringUp(ctx, cfg)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, err
+		return Outcome{Code: ExitSetup}, false, err
 	}
 	defer closeAll()
 	env.Catalog = catalog.ByID(entries)
@@ -166,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if ctx.Err() == nil {
 		// Late duplicates: every probe count is read once more at the end.
 		if _, err := env.Recount(ctx, cfg.FinalQuiet()); err != nil {
-			return Outcome{Code: ExitSetup}, setupErr("recount the probe: %w", err)
+			return Outcome{Code: ExitSetup}, false, setupErr("recount the probe: %w", err)
 		}
 	}
 
@@ -183,7 +203,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	applyExpected(run.Scenarios, expected)
 	sort.Slice(run.Scenarios, func(i, j int) bool { return run.Scenarios[i].ID < run.Scenarios[j].ID })
 	if len(run.Scenarios) == 0 && !run.Interrupted {
-		return Outcome{Run: run, Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
+		return Outcome{Run: run, Code: ExitSetup}, false, setupErr("no scenario matched tags %q", tags)
 	}
 	if len(cfg.Bugs) > 0 {
 		run.CatchTable = Catches(run, cfg.Bugs)
@@ -192,10 +212,10 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	out := Outcome{Run: run, Result: result, OK: result == reports.RunPass, Why: why, Code: ExitCode(result)}
 	if cfg.Out != "" {
 		if err := reports.Write(cfg.Out, run); err != nil {
-			return out, fmt.Errorf("write report: %w", err)
+			return out, false, fmt.Errorf("write report: %w", err)
 		}
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // selection reads --tags (Cucumber's or godog's syntax, see tagexpr) and

@@ -1,10 +1,16 @@
 package runner
 
 import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 func TestSelection(t *testing.T) {
@@ -46,5 +52,38 @@ func TestSelection(t *testing.T) {
 				t.Errorf("selection = %q, %q; want %q, %q", tags, filter, tc.wantTags, tc.wantFilter)
 			}
 		})
+	}
+}
+
+// A run that fails before its scenarios replaces an earlier report with
+// the record of the failure, and never touches a directory that is no report.
+func TestSetupFailureReplacesTheOldReport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	old := reports.Run{Tool: "mcpconform", Level: reports.LevelWire, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must", Verdict: reports.Passed,
+		Checks: []reports.Check{{Step: "s", State: reports.Held, OK: true}}}}}
+	if err := reports.Write(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Config{Tags: "@must &&", Out: dir})
+	if !IsSetup(err) {
+		t.Fatalf("Run = %v, want a set-up error", err)
+	}
+	for _, gone := range []string{reports.SummaryFile, reports.ReportFile, "evidence"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s of the earlier run survived a failed set-up", gone)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, reports.ErrorFile))
+	if err != nil || !strings.Contains(string(b), `"@must &&"`) {
+		t.Errorf("error.txt = %q, %v; want the parser's message", b, err)
+	}
+
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := Run(context.Background(), Config{Out: foreign}); !IsSetup(err) {
+		t.Fatalf("Run into a foreign directory = %v, want a set-up error", err)
+	}
+	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
+		t.Errorf("the foreign directory now holds %d entries", len(entries))
 	}
 }

@@ -1,0 +1,142 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrorFile is the whole content of an output directory whose run never got
+// past set-up, beside a junit.xml with one errored test case.
+const ErrorFile = "error.txt"
+
+// CheckOut says whether dir may be replaced by a new report: it does not
+// exist, is empty, or holds an earlier report (its summary.json or its
+// error.txt). Anything else is refused, so a mistyped --out never deletes a
+// directory that is not the harness's.
+func CheckOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reports: %w", err)
+	case len(entries) == 0:
+		return nil
+	}
+	for _, e := range entries {
+		if !e.IsDir() && (e.Name() == SummaryFile || e.Name() == ErrorFile) {
+			return nil
+		}
+	}
+	return fmt.Errorf("reports: %s is not empty and holds no %s or %s: not replacing a directory that is not a report", dir, SummaryFile, ErrorFile)
+}
+
+// publish writes files into a fresh directory beside dir and then puts it
+// in dir's place, so dir holds one whole run: the previous one until the
+// new one is complete, never a mixture (no evidence of scenarios that are
+// not in the run, no report.html beside a newer junit.xml).
+func publish(dir string, files []outFile) (err error) {
+	if err := CheckOut(dir); err != nil {
+		return err
+	}
+	clean := filepath.Clean(dir)
+	parent, base := filepath.Split(clean)
+	if parent == "" {
+		parent = "."
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	fresh, err := os.MkdirTemp(parent, "."+base+".new-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(fresh)
+		}
+	}()
+	if err := os.Chmod(fresh, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		name := filepath.Join(fresh, filepath.FromSlash(f.path))
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return err
+		}
+		if err := writeAtomic(name, f.data); err != nil {
+			return err
+		}
+	}
+	// Two renames: the old directory steps aside, the new one takes its
+	// name; a crash between them leaves no dir at all, never a stale one.
+	old := ""
+	if _, err := os.Stat(clean); err == nil {
+		old = fresh + ".old"
+		if err := os.Rename(clean, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(fresh, clean); err != nil {
+		if old != "" {
+			os.Rename(old, clean)
+		}
+		return err
+	}
+	syncDir(parent)
+	if old != "" {
+		if err := os.RemoveAll(old); err != nil {
+			return fmt.Errorf("remove the previous report (moved to %s): %w", old, err)
+		}
+	}
+	return nil
+}
+
+// SetupFailure is a run that never got to its scenarios: unreachable
+// target, refused credentials, a bad selection, an interrupt during set-up.
+type SetupFailure struct {
+	Tool    string
+	Version string
+	Target  string // what was asked for: "reference" or a URL
+	Profile string // the profile file, if any
+	At      time.Time
+	Err     string
+}
+
+// WriteError replaces dir with the record of a set-up failure: error.txt
+// and a junit.xml whose one test case is an <error>. There is no
+// summary.json, so nothing reads the directory as a verdict on the target,
+// and no earlier report survives to look current.
+func WriteError(dir string, f SetupFailure) error {
+	var txt bytes.Buffer
+	fmt.Fprintf(&txt, "ERROR: %s %s did not run the scenarios: the set-up failed.\n\n", f.Tool, f.Version)
+	fmt.Fprintf(&txt, "error:   %s\n", f.Err)
+	fmt.Fprintf(&txt, "target:  %s\n", f.Target)
+	if f.Profile != "" {
+		fmt.Fprintf(&txt, "profile: %s\n", f.Profile)
+	}
+	fmt.Fprintf(&txt, "at:      %s\n\nThis is not a verdict on the target; fix the set-up and run again.\n", f.At.UTC().Format(time.RFC3339))
+	msg := junitMessage{Message: firstLine(f.Err), Type: "setup", Body: txt.String()}
+	tc := junitCase{Name: "set-up", Classname: "mcpconform", Time: "0.000", Error: &msg}
+	suite := junitSuite{Name: "mcpconform", Tests: 1, Errors: 1, Time: "0.000",
+		Timestamp:  f.At.UTC().Format("2006-01-02T15:04:05"),
+		Properties: []junitProperty{{"verdict", "ERROR"}, {"target", f.Target}, {"harness", strings.TrimSpace(f.Tool + " " + f.Version)}},
+		Cases:      []junitCase{tc}}
+	all := junitSuites{Name: "mcpconform", Tests: 1, Errors: 1, Time: "0.000", Suites: []junitSuite{suite}}
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return fmt.Errorf("reports: junit: %w", err)
+	}
+	junit := append([]byte(xml.Header), append(b, '\n')...)
+	if err := publish(dir, []outFile{{ErrorFile, txt.Bytes()}, {JUnitFile, junit}}); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package reports
+
+import (
+	"encoding/xml"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tree lists the files under dir, slash-separated, sorted.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRewriteDropsEarlierEvidence(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	if err := Write(dir, loadFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: Failed, Reason: "second run"}}}
+	if err := Write(dir, second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{CucumberFile, "evidence/retry-01.json", "history/retry-01.ndjson", JUnitFile, ReportFile, SummaryFile}
+	slices.Sort(want)
+	if got := tree(t, dir); !slices.Equal(got, want) {
+		t.Errorf("after the second run %s holds %q, want %q", dir, got, want)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("%s holds %d entries, want only out (no temporary directory left)", parent, len(entries))
+	}
+}
+
+func TestWriteRefusesAForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "thesis.tex")
+	if err := os.WriteFile(precious, []byte("years of work"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOut(dir); err == nil {
+		t.Error("CheckOut accepted a directory holding no report")
+	}
+	err := Write(dir, loadFixture(t))
+	if err == nil || !strings.Contains(err.Error(), "not replacing") {
+		t.Fatalf("Write = %v, want a refusal", err)
+	}
+	if got := tree(t, dir); !slices.Equal(got, []string{"thesis.tex"}) {
+		t.Errorf("directory now holds %q", got)
+	}
+}
+
+func TestSetupFailureReplacesAnOldPass(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := Write(dir, loadFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	err := WriteError(dir, SetupFailure{Tool: "mcpconform", Version: "1.2.3", Target: "http://gw.invalid/mcp", At: at,
+		Err: "set-up: read target capabilities: connection refused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, dir); !slices.Equal(got, []string{ErrorFile, JUnitFile}) {
+		t.Fatalf("after a set-up failure %s holds %q, want only error.txt and junit.xml", dir, got)
+	}
+	txt := string(readFile(t, filepath.Join(dir, ErrorFile)))
+	for _, want := range []string{"ERROR", "connection refused", "http://gw.invalid/mcp", "2026-12-03T12:00:00Z", "not a verdict"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("error.txt lacks %q:\n%s", want, txt)
+		}
+	}
+	var suites junitSuites
+	if err := xml.Unmarshal(readFile(t, filepath.Join(dir, JUnitFile)), &suites); err != nil {
+		t.Fatal(err)
+	}
+	if suites.Tests != 1 || suites.Errors != 1 || suites.Failures != 0 || suites.Suites[0].Cases[0].Error == nil {
+		t.Errorf("junit.xml = %+v, want one errored test case", suites)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "never got past set-up") {
+		t.Errorf("Load = %v, want it to say the run never got past set-up", err)
+	}
+	// The error directory is a report directory: the next run replaces it.
+	if err := Write(dir, loadFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ErrorFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error.txt survived the next run: %v", err)
+	}
+}
