@@ -4,11 +4,16 @@ GO      ?= go
 BIN     := bin/mcpconform
 OUT     ?= mcpconform-report
 RUNARGS ?=
+# The commit goes into every report (mcpconform version); Go's own VCS
+# stamping is off wherever GOFLAGS has -buildvcs=false, so it is passed too.
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DIRTY   := $(if $(COMMIT),$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty))
+LDFLAGS := $(if $(COMMIT),-X github.com/mcpconform/mcpconform/buildinfo.commit=$(COMMIT)$(DIRTY))
 
 .PHONY: build run test test-race vet bench soak fuzz clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/mcpconform
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcpconform
 
 run: build
 	./$(BIN) run --target reference --store sqlite --out $(OUT) $(RUNARGS)

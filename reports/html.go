@@ -52,7 +52,8 @@ func cleanHTML(b []byte) []byte {
 }
 
 type htmlView struct {
-	Tool, Version                  string
+	Tool, Version, Commit          string
+	Subject                        string // what was tested, in one line
 	TargetKind, Store, Profile     string
 	URLs, Bugs, Capabilities       []string
 	Seed                           int64
@@ -136,6 +137,8 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 	v := htmlView{
 		Tool:         orDash(run.Tool),
 		Version:      orDash(run.Version),
+		Commit:       run.Commit,
+		Subject:      Subject(run),
 		TargetKind:   orDash(run.Target.Kind),
 		Store:        orDash(run.Target.Store),
 		Profile:      run.Target.Profile,

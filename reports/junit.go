@@ -78,6 +78,8 @@ func JUnit(run Run) ([]byte, error) {
 			{"target.protocol", run.Target.Protocol},
 			{"target.capabilities", strings.Join(run.Target.Capabilities, " ")},
 			{"harness", run.Tool + " " + run.Version},
+			{"harness.commit", run.Commit},
+			{"started", run.Started.UTC().Format(time.RFC3339)},
 			{"seed", fmt.Sprint(run.Seed)},
 		},
 	}

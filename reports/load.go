@@ -34,6 +34,7 @@ func Load(dir string) (Run, error) {
 	run := Run{
 		Tool:        sum.Tool,
 		Version:     sum.Version,
+		Commit:      sum.Commit,
 		Target:      sum.Target,
 		Seed:        sum.Seed,
 		Tags:        sum.Tags,

@@ -40,7 +40,9 @@ const (
 type Run struct {
 	Tool    string `json:"tool"` // "mcpconform"
 	Version string `json:"version"`
-	Target  Target `json:"target"`
+	// Commit is the harness's VCS revision (buildinfo), "" when unknown.
+	Commit string `json:"commit,omitempty"`
+	Target Target `json:"target"`
 	Seed    int64  `json:"seed"`
 	Tags    string `json:"tags,omitempty"`
 	Strict  bool   `json:"strict"`

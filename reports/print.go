@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpconform/mcpconform/buildinfo"
 )
 
 // maxReasonRunes bounds the reason column of PrintSummary.
@@ -143,4 +145,37 @@ func PrintLine(w io.Writer, s Scenario) {
 	}
 	fmt.Fprintf(w, "%-10s %-14s %7s%s\n", termText(displayID(s.ID), 0), termText(verdictKey(s.Verdict), 0),
 		time.Duration(s.Duration).Round(time.Millisecond), reason)
+}
+
+// Subject says in one line what a run tested and with what: the server
+// (its serverInfo), where, the profile, the harness and its commit, and
+// when, e.g.
+//
+//	acme-gateway 2.3.1 at https://gw.example/mcp (profile acme) · mcpconform 0.1.0 commit 1a2b3c4d5e6f · 2026-12-03 12:00 UTC
+func Subject(run Run) string {
+	server := strings.TrimSpace(run.Target.ServerName + " " + run.Target.ServerVersion)
+	if server == "" {
+		server = "unnamed server"
+	}
+	var where []string
+	if run.Target.Kind == "reference" {
+		where = append(where, "(bundled reference gateway)")
+	}
+	if len(run.Target.URLs) > 0 {
+		where = append(where, "at "+strings.Join(run.Target.URLs, ", "))
+	}
+	if run.Target.Profile != "" {
+		where = append(where, "(profile "+run.Target.Profile+")")
+	}
+	harness := strings.TrimSpace(run.Tool + " " + run.Version)
+	if run.Commit != "" {
+		harness += " commit " + buildinfo.Short(run.Commit)
+	} else {
+		harness += " commit unknown"
+	}
+	parts := []string{strings.Join(append([]string{server}, where...), " "), harness}
+	if !run.Started.IsZero() {
+		parts = append(parts, run.Started.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	return termText(strings.Join(parts, " · "), 0)
 }

@@ -29,6 +29,7 @@ type Summary struct {
 	Format   string    `json:"format"` // SummaryFormat
 	Tool     string    `json:"tool"`
 	Version  string    `json:"version"`
+	Commit   string    `json:"commit,omitempty"` // the harness's VCS revision
 	Target   Target    `json:"target"`
 	Seed     int64     `json:"seed"`
 	Tags     string    `json:"tags,omitempty"`
@@ -215,6 +216,7 @@ func buildSummary(run Run, names []string) Summary {
 		Format:      SummaryFormat,
 		Tool:        run.Tool,
 		Version:     run.Version,
+		Commit:      run.Commit,
 		Target:      run.Target,
 		Seed:        run.Seed,
 		Tags:        run.Tags,

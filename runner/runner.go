@@ -18,6 +18,7 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/google/uuid"
 
+	"github.com/mcpconform/mcpconform/buildinfo"
 	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/drivers/idp"
@@ -28,9 +29,6 @@ import (
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
-
-// Version is the harness version written into reports.
-const Version = "0.1.0"
 
 // Exit codes of `mcpconform run`, one per run verdict.
 const (
@@ -123,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	started := time.Now().UTC()
 	out, written, err := execute(ctx, cfg, started)
 	if err != nil && cfg.Out != "" && !written {
-		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: Version,
+		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(),
 			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error()})
 		if werr != nil {
 			err = fmt.Errorf("%w (and recording it in %s: %v)", err, cfg.Out, werr)
@@ -190,12 +188,13 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 		}
 	}
 
+	harness := buildinfo.Read()
 	level := cfg.Level
 	if level == "" {
 		level = reports.HighestLevel(env.Caps)
 	}
 	run := reports.Run{
-		Tool: "mcpconform", Version: Version, Target: tgt, Seed: cfg.Seed, Tags: tags,
+		Tool: "mcpconform", Version: harness.Version, Commit: harness.Commit, Target: tgt, Seed: cfg.Seed, Tags: tags,
 		Strict: cfg.Strict, Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
 		Started: started, Finished: time.Now().UTC(),
 	}

@@ -25,6 +25,7 @@ Usage:
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
   mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
+  mcpconform version [--json]     print the harness version and the commit it was built from
   mcpconform help                 this text
 
 Run 'mcpconform <command> -h' for a command's flags.
@@ -66,6 +67,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return profileCmd(args[1:], stdout, stderr)
 	case "selftest":
 		return selftestCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

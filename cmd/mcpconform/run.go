@@ -83,6 +83,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runner.ExitSetup
 	}
 	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "tested: %s\n\n", reports.Subject(out.Run))
 	reports.PrintSummary(stdout, out.Run)
 	if cfg.Out != "" {
 		fmt.Fprintf(stderr, "report: %s/report.html (%.1fs)\n", cfg.Out, time.Since(start).Seconds())
