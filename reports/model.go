@@ -43,9 +43,9 @@ type Run struct {
 	// Commit is the harness's VCS revision (buildinfo), "" when unknown.
 	Commit string `json:"commit,omitempty"`
 	Target Target `json:"target"`
-	Seed    int64  `json:"seed"`
-	Tags    string `json:"tags,omitempty"`
-	Strict  bool   `json:"strict"`
+	Seed   int64  `json:"seed"`
+	Tags   string `json:"tags,omitempty"`
+	Strict bool   `json:"strict"`
 	// Level is the certification level the run claims (wire, metered,
 	// full): PASS means every @must check of that level held.
 	Level string `json:"level,omitempty"`
