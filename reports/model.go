@@ -40,17 +40,17 @@ const (
 type Run struct {
 	Tool    string `json:"tool"` // "mcpconform"
 	Version string `json:"version"`
-	// Commit is the harness's VCS revision (buildinfo), "" when unknown.
-	Commit string `json:"commit,omitempty"`
-	Target Target `json:"target"`
-	Seed   int64  `json:"seed"`
-	Tags   string `json:"tags,omitempty"`
-	Strict bool   `json:"strict"`
+	Target  Target `json:"target"`
+	Seed    int64  `json:"seed"`
+	Tags    string `json:"tags,omitempty"`
+	Strict  bool   `json:"strict"`
 	// Level is the certification level the run claims (wire, metered,
 	// full): PASS means every @must check of that level held.
 	Level string `json:"level,omitempty"`
 	// Concurrency is the most clients one concurrent step used.
 	Concurrency int `json:"concurrency,omitempty"`
+	// Commit is the harness's VCS revision (buildinfo), "" when unknown.
+	Commit string `json:"commit,omitempty"`
 	// Interrupted: the run was stopped (SIGINT, SIGTERM) before it finished.
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Started     time.Time  `json:"started"`
