@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, report.html and evidence")
 	peerFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
+	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
@@ -52,6 +54,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpconform run: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if !slices.Contains(reports.Formats, *format) {
+		fmt.Fprintf(stderr, "mcpconform run: --format %q: want one of %s\n", *format, strings.Join(reports.Formats, ", "))
 		return 2
 	}
 	if cfg.Concurrency < 2 {
@@ -82,9 +88,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return runner.ExitSetup
 	}
-	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "tested: %s\n\n", reports.Subject(out.Run))
-	reports.PrintSummary(stdout, out.Run)
+	switch *format {
+	case reports.FormatJSONL:
+		if err := reports.PrintJSONL(stdout, out.Run); err != nil {
+			fmt.Fprintf(stderr, "mcpconform run: %v\n", err)
+			return runner.ExitSetup
+		}
+	case reports.FormatGitHub:
+		reports.PrintGitHub(stdout, out.Run, "features")
+	default:
+		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "tested: %s\n\n", reports.Subject(out.Run))
+		reports.PrintSummary(stdout, out.Run)
+	}
 	if cfg.Out != "" {
 		fmt.Fprintf(stderr, "report: %s/report.html (%.1fs)\n", cfg.Out, time.Since(start).Seconds())
 	}
