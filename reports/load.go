@@ -68,9 +68,11 @@ func LoadSummary(dir string) (Summary, error) {
 	return readSummary(root)
 }
 
-func readSummary(root *os.Root) (Summary, error) {
+func readSummary(root *os.Root) (Summary, error) { return readSummaryFile(root, SummaryFile) }
+
+func readSummaryFile(root *os.Root, name string) (Summary, error) {
 	var sum Summary
-	b, err := root.ReadFile(SummaryFile)
+	b, err := root.ReadFile(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, serr := root.Stat(ErrorFile); serr == nil {
@@ -81,10 +83,10 @@ func readSummary(root *os.Root) (Summary, error) {
 		return sum, fmt.Errorf("reports: %w", err)
 	}
 	if err := decodeOne(b, &sum); err != nil {
-		return sum, fmt.Errorf("reports: %s: %w", SummaryFile, err)
+		return sum, fmt.Errorf("reports: %s: %w", name, err)
 	}
 	if sum.Format != SummaryFormat {
-		return sum, fmt.Errorf("reports: %s: format %q, want %q", SummaryFile, sum.Format, SummaryFormat)
+		return sum, fmt.Errorf("reports: %s: format %q, want %q", name, sum.Format, SummaryFormat)
 	}
 	return sum, nil
 }

@@ -24,6 +24,7 @@ Usage:
   mcpconform repro ID --out DIR   run one scenario; write its evidence and repro.sh (curl)
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
+  mcpconform diff OLD NEW         compare two runs: regressions, fixes, new and removed scenarios (exit 1 on a regression)
   mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
   mcpconform version [--json]     print the harness version and the commit it was built from
   mcpconform help                 this text
@@ -63,6 +64,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return doctorCmd(ctx, args[1:], stdout, stderr)
 	case "recheck":
 		return recheckCmd(args[1:], stdout, stderr)
+	case "diff":
+		return diffCmd(args[1:], stdout, stderr)
 	case "profile":
 		return profileCmd(args[1:], stdout, stderr)
 	case "selftest":
