@@ -24,6 +24,8 @@ Usage:
   mcpconform repro ID --out DIR   run one scenario; write its evidence and repro.sh (curl)
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
+  mcpconform bundle DIR [flags]   pack a report into a certification bundle (tar.gz, manifest, optional ed25519 signature)
+  mcpconform verify ARCHIVE       check a bundle's hashes and signature and recompute its verdict
   mcpconform diff OLD NEW         compare two runs: regressions, fixes, new and removed scenarios (exit 1 on a regression)
   mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
   mcpconform version [--json]     print the harness version and the commit it was built from
@@ -64,6 +66,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return doctorCmd(ctx, args[1:], stdout, stderr)
 	case "recheck":
 		return recheckCmd(args[1:], stdout, stderr)
+	case "bundle":
+		return bundleCmd(args[1:], stdout, stderr)
+	case "verify":
+		return verifyCmd(args[1:], stdout, stderr)
 	case "diff":
 		return diffCmd(args[1:], stdout, stderr)
 	case "profile":

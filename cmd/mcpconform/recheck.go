@@ -23,23 +23,15 @@ func recheckCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform recheck: %v\n", err)
 		return 2
 	}
-	bad, rechecked := 0, 0
-	for _, s := range run.Scenarios {
-		checks, mismatch := reports.Recheck(s)
-		rechecked += len(checks)
-		if mismatch {
-			bad++
-			for _, c := range checks {
-				fmt.Fprintf(stdout, "%s (%s): %s: ok=%v, expected %s, history shows %s\n", s.ID, s.Verdict, c.Step, c.OK, c.Expected, c.Actual)
-			}
-		}
+	r := reports.RecheckRun(run)
+	for _, line := range r.Contradicted {
+		fmt.Fprintln(stdout, line)
 	}
-	ok, why := reports.Verdict(run)
-	for _, w := range why {
+	for _, w := range r.Why {
 		fmt.Fprintln(stdout, w)
 	}
-	fmt.Fprintf(stdout, "%d scenarios loaded, %d dispatch checks recomputed from histories; verdict ok=%v; %d scenarios contradicted by their history\n", len(run.Scenarios), rechecked, ok, bad)
-	if !ok || bad > 0 {
+	fmt.Fprintf(stdout, "%d scenarios loaded, %d dispatch checks recomputed from histories; verdict ok=%v; %d scenarios contradicted by their history\n", len(run.Scenarios), r.Checks, r.Result == reports.RunPass, r.Scenarios)
+	if !r.OK() {
 		return 1
 	}
 	return 0

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpconform/mcpconform/bundle"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+const bundleUsage = `Usage: mcpconform bundle DIR [-o ARCHIVE] [--sign-key FILE] [--profile FILE]
+       mcpconform bundle keygen NAME
+
+Packs the report directory DIR (mcpconform run --out DIR) into a
+certification bundle: a tar.gz of every file of the report under report/,
+and manifest.json with the SHA-256 of each, what was tested (the target's
+serverInfo, the profile with its credentials redacted), the harness version
+and commit, and the verdict. With --sign-key the manifest is signed
+(ed25519, manifest.sig). A report whose files or histories contradict its
+verdict is refused. mcpconform verify checks a bundle.
+
+keygen writes a new ed25519 key pair: NAME (the private key, PKCS #8 PEM,
+mode 0600) and NAME.pub (PKIX PEM), the formats of
+'openssl genpkey -algorithm ed25519' and 'openssl pkey -pubout'.
+
+Flags:
+`
+
+func bundleCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "keygen" {
+		return keygenCmd(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("bundle", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "archive to write (default: DIR.bundle.tar.gz)")
+	keyFile := fs.String("sign-key", "", "sign the manifest with this ed25519 private key (PEM; see keygen)")
+	profile := fs.String("profile", "", "the profile the run used; it goes into the manifest with every credential redacted")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, bundleUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	dir := pos[0]
+	var opt bundle.Options
+	if *keyFile != "" {
+		b, err := os.ReadFile(*keyFile)
+		if err == nil {
+			opt.Key, err = bundle.ParsePrivateKey(b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpconform bundle: --sign-key: %v\n", err)
+			return 2
+		}
+	}
+	if *profile != "" {
+		if opt.Profile, err = os.ReadFile(*profile); err != nil {
+			fmt.Fprintf(stderr, "mcpconform bundle: --profile: %v\n", err)
+			return 2
+		}
+	}
+	if *out == "" {
+		*out = strings.TrimRight(filepath.Clean(dir), string(filepath.Separator)) + ".bundle.tar.gz"
+	}
+	var buf bytes.Buffer
+	m, err := bundle.Create(dir, &buf, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
+		return 2
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
+		return 2
+	}
+	signed := "unsigned"
+	if opt.Key != nil {
+		signed = "signed by " + bundle.Fingerprint(opt.Key.Public().(ed25519.PublicKey))
+	}
+	fmt.Fprintf(stdout, "%s: %d files, verdict %s (level %s), %s\n", *out, len(m.Files), m.Result, m.Level, signed)
+	return 0
+}
+
+func keygenCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, "Usage: mcpconform bundle keygen NAME\n\nWrites an ed25519 key pair: NAME (private, PEM, mode 0600) and NAME.pub (public, PEM).\n")
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+			return 0
+		}
+		return 2
+	}
+	name := args[0]
+	for _, p := range []string{name, name + ".pub"} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "mcpconform bundle keygen: %s exists; not overwriting a key\n", p)
+			return 2
+		}
+	}
+	priv, pub, err := bundle.GenerateKey()
+	if err == nil {
+		err = os.WriteFile(name, priv, 0o600)
+	}
+	if err == nil {
+		err = os.WriteFile(name+".pub", pub, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform bundle keygen: %v\n", err)
+		return 2
+	}
+	k, _ := bundle.ParsePublicKey(pub)
+	fmt.Fprintf(stdout, "private key: %s (keep it secret)\npublic key:  %s.pub (%s)\n", name, name, bundle.Fingerprint(k))
+	return 0
+}
+
+const verifyUsage = `Usage: mcpconform verify ARCHIVE [--pub-key FILE]
+
+Checks a certification bundle (mcpconform bundle): every file against the
+manifest's SHA-256, no file the manifest does not list, the signature over
+the manifest (required, and by that key, with --pub-key), and the verdict,
+recomputed from the report's files: every dispatch check from its history,
+the run verdict from the scenarios, both compared with summary.json and the
+manifest. Without --pub-key a signature is checked against the key it
+carries, which proves integrity but not who signed.
+
+Exit codes: 0 the bundle is intact and its verdict recomputes (whatever that
+verdict is), 1 a mismatch, 2 usage or an unreadable archive.
+
+Flags:
+`
+
+func verifyCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pubFile := fs.String("pub-key", "", "the signer's ed25519 public key (PEM); the bundle must be signed by it")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, verifyUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseMixed(fs, args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	var pub ed25519.PublicKey
+	if *pubFile != "" {
+		b, err := os.ReadFile(*pubFile)
+		if err == nil {
+			pub, err = bundle.ParsePublicKey(b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpconform verify: --pub-key: %v\n", err)
+			return 2
+		}
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform verify: %v\n", err)
+		return 2
+	}
+	defer f.Close()
+	v, err := bundle.Verify(f, pub)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform verify: %v\n", err)
+		return 2
+	}
+	m := v.Manifest
+	run := reports.Run{Tool: m.Harness.Tool, Version: m.Harness.Version, Commit: m.Harness.Commit, Target: m.Target, Started: m.Started}
+	fmt.Fprintf(stdout, "bundle:    %s, %d files, made %s by mcpconform %s\n", pos[0], len(m.Files), m.Created.Format("2006-01-02 15:04 MST"), m.Bundler)
+	fmt.Fprintf(stdout, "tested:    %s\n", reports.Subject(run))
+	switch {
+	case v.Pinned:
+		fmt.Fprintf(stdout, "signature: good, by the given key %s\n", v.KeyFingerprint)
+	case v.Signed:
+		fmt.Fprintf(stdout, "signature: good, by %s (not pinned: pass --pub-key to check who signed)\n", v.KeyFingerprint)
+	default:
+		fmt.Fprintln(stdout, "signature: none")
+	}
+	fmt.Fprintf(stdout, "verdict:   %s (level %s), %d scenarios; recomputed: %s, %d dispatch checks from histories\n",
+		m.Result, m.Level, m.Total, orUnknown(v.Rechecked.Result), v.Rechecked.Checks)
+	if !v.OK() {
+		for _, p := range v.Problems {
+			fmt.Fprintf(stdout, "MISMATCH:  %s\n", p)
+		}
+		fmt.Fprintf(stdout, "NOT VERIFIED: %d problems\n", len(v.Problems))
+		return 1
+	}
+	fmt.Fprintln(stdout, "VERIFIED")
+	return 0
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not recomputed"
+	}
+	return s
+}
