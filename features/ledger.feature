@@ -10,7 +10,7 @@ Feature: The wallet is charged exactly once per operation
   @ledger-01 @must @unkeyed-derived @needs-upstream @needs-faults
   Scenario: A failure before dispatch nets to zero; the retry is charged once; the replay adds nothing
     Requirement: Zero net change after a failure before dispatch, one debit after the successful retry, no new entry on replay.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "assert zero net charge after the failure, one charge after the success, and no extra charge on replay, using wallet/ledger totals")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "assert zero net charge after the failure, one charge after the success, and no extra charge on replay, using wallet/ledger totals")
     Given a failure is armed at "dispatch.before" for "write"
     When "A" calls "write" with {"token":"$op1"} without a key
     Then "A" is refused with retryable "dispatch_failed"

@@ -12,7 +12,7 @@ Feature: A stalled lock holder is fenced
   @lock-01 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: A holder paused between the fence read and the claim writes nothing after a takeover
     Requirement: A takeover forced after the ownership read and before the claim makes the stale holder write nothing; one dispatch in all.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: SELECT ... FOR UPDATE is ignored by SQLite; "Needs ... a test that takes the lock over after the ownership read")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: SELECT ... FOR UPDATE is ignored by SQLite; "Needs ... a test that takes the lock over after the ownership read")
     Given a pause is armed at "fence.read" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "fence.read"
@@ -27,7 +27,7 @@ Feature: A stalled lock holder is fenced
   @lock-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: A holder paused before it reads its fence writes nothing after a takeover
     Requirement: A takeover forced before the claim makes the holder fail with fence-lost and write nothing; it answers in-progress.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: "test :1403 forces the delete before the claim ... asserts ... IdempotencyFenceLostError, and that no mint row was written")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (follow-up: "test :1403 forces the delete before the claim ... asserts ... IdempotencyFenceLostError, and that no mint row was written")
     Given a pause is armed at "lock.acquired" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "lock.acquired"
@@ -45,7 +45,7 @@ Feature: A stalled lock holder is fenced
   @lock-03 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: The fenced-out holder's release does not free the new holder's lock
     Requirement: Release is pinned to the owner's record id, so a stalled holder cannot delete a newer lock.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "its release isn't pinned to the holder ... A's finally can also delete the lock B ... currently holds")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "its release isn't pinned to the holder ... A's finally can also delete the lock B ... currently holds")
     Given a pause is armed at "fence.read" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "fence.read"
@@ -65,7 +65,7 @@ Feature: A stalled lock holder is fenced
   @lock-04 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A lock timeout is answered as retryable in-progress
     Requirement: A lock timeout (SQLite busy, PostgreSQL 55P03/40001) becomes the retryable idempotency_in_progress, not an internal error.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "If SQLite's busy wait expires on that UPDATE, OperationalError ... surfaces as internal_error")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "If SQLite's busy wait expires on that UPDATE, OperationalError ... surfaces as internal_error")
     Given the stale-lock threshold is 10 seconds
     And a pause is armed at "claim.held" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key

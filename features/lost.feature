@@ -10,7 +10,7 @@ Feature: A lost response is not a lost operation
   @lost-01 @must @needs-upstream
   Scenario: The client drops the connection while the tool runs
     Requirement: A retry after a lost response gets the original receipt; the tool was dispatched once and charged once.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: "A retry after a lost response therefore dispatched and charged a second time")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: "A retry after a lost response therefore dispatched and charged a second time")
     Given the probe stalls "$op1"
     When "A" calls "write" with {"token":"$op1"} using key "$k1" and drops the connection once the tool runs
     And the probe releases "$op1"

@@ -12,7 +12,7 @@ Feature: One principal's cached result never reaches another
   @iga-01 @must @unkeyed-derived @needs-upstream @needs-principal-tokens
   Scenario: Another principal on the same API key gets its own operation
     Requirement: The derived key binds the verified principal, so a second principal on the same API key with identical arguments gets its own operation, not the first one's result.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Cross-principal replay")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Cross-principal replay")
     When "alice" calls "write" with {"token":"$op1"} without a key
     Then "alice" gets a result
     When "bob" calls "write" with {"token":"$op1"} without a key
@@ -23,7 +23,7 @@ Feature: One principal's cached result never reaches another
   @iga-02 @must @needs-upstream @needs-principals
   Scenario: A revoked principal cannot replay its stored result
     Requirement: Before any stored result is served the principal's entitlement is checked again; a revoked principal never gets the stored result.
-    Source: seeds/sel-498-unkeyed-retry-review.txt ("IGA is re-checked before any stored-result replay")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" ("IGA is re-checked before any stored-result replay")
     When "alice" calls "write" with {"token":"$op1"} using key "$k1"
     Then "alice" gets a result
     When principal "alice" is revoked
@@ -34,7 +34,7 @@ Feature: One principal's cached result never reaches another
   @iga-03 @must @needs-upstream @needs-principals @needs-fixtures
   Scenario: A revoked principal cannot replay the stored result of a removed tool
     Requirement: The replay check runs on every replay path, including a tool that was removed since.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Should fix: "the legacy replay return skips the IGA check ... after a tool is removed a retry ... can still return the stored result")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Should fix: "the legacy replay return skips the IGA check ... after a tool is removed a retry ... can still return the stored result")
     When "alice" calls "write" with {"token":"$op1"} using key "$k1"
     Then "alice" gets a result
     When the tool "write" is removed
@@ -46,7 +46,7 @@ Feature: One principal's cached result never reaches another
   @iga-04 @must @unkeyed-derived @needs-upstream @needs-principals
   Scenario: A revoked principal cannot replay an unkeyed call
     Requirement: A revoked principal cannot read a cached outcome through the derived-key replay either.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Overview: "so revoked principals cannot read another principal's cached outcome")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Overview: "so revoked principals cannot read another principal's cached outcome")
     When "alice" calls "write" with {"token":"$op1"} without a key
     Then "alice" gets a result
     When principal "alice" is revoked

@@ -9,7 +9,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-01 @must @needs-upstream @needs-settings
   Scenario: With window 0, unkeyed calls are refused
     Requirement: Window 0 turns derived keys off, so every unkeyed call is refused with idempotency_key_required. There is no random key.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Design: "Setting it to 0 turns off derived keys")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design: "Setting it to 0 turns off derived keys")
     Given an upstream tool "write" priced 3 credits
     And the unkeyed retry window is 0 seconds
     When "A" calls "write" with {"token":"$op1"} without a key
@@ -20,7 +20,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-02 @must @needs-tool-read-only
   Scenario: Unkeyed read-only calls are refused, not collapsed into a stale replay
     Requirement: Read-only tools are metered, so unkeyed reads are refused with idempotency_key_required, with no dispatch and no debit.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Read-only tools are collapsed"; follow-up "Read-only tools: metered, so unkeyed reads stay refused")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Read-only tools are collapsed"; follow-up "Read-only tools: metered, so unkeyed reads stay refused")
     Given an upstream read-only tool "count" priced 1 credit
     When "A" calls "count" with {"token":"$op1"} without a key
     Then "A" is refused with "idempotency_key_required"
@@ -32,7 +32,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-03 @must @needs-tool-approval
   Scenario: Unkeyed approval-gated calls are refused
     Requirement: The human-approval gate still requires an explicit client key.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Design, Unchanged)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design, Unchanged)
     Given an upstream approval-gated tool "approve" priced 5 credits
     When "A" calls "approve" with {"token":"$op1"} without a key
     Then "A" is refused with "idempotency_key_required"
@@ -42,7 +42,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-04 @should @needs-tool-read-only
   Scenario: Keyed read-only calls are metered once per key
     Requirement: Two keyed reads write two non-zero ledger debits.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (follow-up: test_unkeyed_read_only_tool_is_refused_without_dispatch)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (follow-up: test_unkeyed_read_only_tool_is_refused_without_dispatch)
     Given an upstream read-only tool "count" priced 1 credit
     When "A" calls "count" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result

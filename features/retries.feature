@@ -10,7 +10,7 @@ Feature: Retries of tools/call are one operation
   @retry-01 @must @needs-upstream
   Scenario: A keyed retry with a new JSON-RPC id replays the whole result
     Requirement: Same key and fingerprint: the stored outcome is replayed whole (same receipt, same content, structuredContent, isError), no dispatch, no debit.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem; live retest); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem; live retest); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
     When "A" calls "write" with {"token":"$op1","note":"hello"} using key "$k1"
     Then "A" gets a result
     When "A" retries its last call with a new JSON-RPC id
@@ -23,7 +23,7 @@ Feature: Retries of tools/call are one operation
   @retry-02 @must @needs-upstream
   Scenario: The same key with other arguments is refused, nothing dispatched or charged
     Requirement: Same key, other arguments: idempotency_key_reused; nothing dispatched or charged.
-    Source: seeds/concurrent-enqueue-duplicate-review.json (idempotency_key_payload_mismatch); IETF Idempotency-Key draft section 2.7
+    Source: review of PR 917 "Duplicate prevention failed for simultaneous requests" (idempotency_key_payload_mismatch); IETF Idempotency-Key draft section 2.7
     When "A" calls "write" with {"token":"$op1","note":"one"} using key "$k1"
     Then "A" gets a result
     When "A" calls "write" with {"token":"$op2","note":"two"} using key "$k1"
@@ -35,7 +35,7 @@ Feature: Retries of tools/call are one operation
   @retry-03 @must @unkeyed-derived @needs-upstream
   Scenario: An unkeyed retry inside the window replays the original receipt
     Requirement: Unkeyed mutating calls get a derived key over wallet, API key, principal, tool and canonical arguments; a retry with a new JSON-RPC id replays the original receipt, no second dispatch, one debit. No random key exists anywhere.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Problem: mcp-auto-<uuid4> on every attempt; Design)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: mcp-auto-<uuid4> on every attempt; Design)
     When "A" calls "write" with {"token":"$op1","note":"hello"} without a key
     Then "A" gets a result
     When "A" retries its last call with a new JSON-RPC id
@@ -47,7 +47,7 @@ Feature: Retries of tools/call are one operation
   @retry-04 @must @unkeyed-derived @needs-upstream
   Scenario: Unkeyed calls with other arguments are separate operations
     Requirement: Different arguments dispatch: a new receipt and a second debit.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (live retest: "Different arguments (id 12): a new receipt and +1 debit")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (live retest: "Different arguments (id 12): a new receipt and +1 debit")
     When "A" calls "write" with {"token":"$op1","note":"one"} without a key
     Then "A" gets a result
     When "A" calls "write" with {"token":"$op2","note":"two"} without a key
@@ -60,7 +60,7 @@ Feature: Retries of tools/call are one operation
   @retry-05 @must @unkeyed-derived @needs-upstream @needs-clock
   Scenario: A retry past the effective window is a new operation
     Requirement: Effective window = min(MCP_UNKEYED_RETRY_WINDOW_SECONDS, auto-permit TTL); a later identical retry runs and bills again, and no replay is promised past the permit's life.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (request-keys.md promises 300 s but the mint caps at the 120 s permit TTL)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (request-keys.md promises 300 s but the mint caps at the 120 s permit TTL)
     Given the gateway clock is frozen at a window boundary
     When "A" calls "write" with {"token":"$op1"} without a key
     Then "A" gets a result
@@ -95,7 +95,7 @@ Feature: Retries of tools/call are one operation
   @retry-08 @should @needs-upstream @needs-fixtures @needs-clock @needs-faults
   Scenario: A retry after its explicit permit expired gets the stored outcome
     Requirement: An explicit permit authorises new work; replaying an operation it already ran and charged is not new work, so a retry after a lost response gets the stored outcome even once the permit has expired, with no second dispatch or debit.
-    Source: issue "Benchmarks and reliability" (lost responses: "no second dispatch, no second debit ... nothing lost"); session note of 2026-12-02 ("an expired explicit permit blocks the replay of its own stored outcome")
+    Source: issue "Benchmarks and reliability" (lost responses: "no second dispatch, no second debit ... nothing lost"); review finding of 2026-12-02 ("an expired explicit permit blocks the replay of its own stored outcome")
     Given an explicit permit "P1" for "write" with a budget of 3 credits, valid for 60s
     And the gateway will drop the response after dispatching "write"
     When "A" calls "write" with {"token":"$op1"} under permit "P1"

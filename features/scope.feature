@@ -21,7 +21,7 @@ Feature: An idempotency key names an operation only with its caller and tool
   @scope-02 @must @needs-upstream @needs-second-key
   Scenario: The same key from another API key of the same wallet never gets the first caller's result
     Requirement: An idempotency record is scoped to the API key: another key of the same wallet sending the same key and arguments gets its own operation or a refusal, never the first caller's stored result.
-    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (keys are unique per client); seeds/sel-498-unkeyed-retry-review.txt (derived keys bind wallet and API key)
+    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (keys are unique per client); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (derived keys bind wallet and API key)
     Given client "B" uses another API key of the same wallet
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result
@@ -31,7 +31,7 @@ Feature: An idempotency key names an operation only with its caller and tool
   @scope-03 @must @needs-upstream @needs-other-wallet
   Scenario: The same key from another wallet never gets the first caller's result
     Requirement: An idempotency record is scoped to the wallet: a caller of another wallet sending the same key and arguments gets its own operation or a refusal, never another tenant's stored result.
-    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (keys are unique per client); seeds/sel-498-unkeyed-retry-review.txt (cross-tenant replay)
+    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (keys are unique per client); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (cross-tenant replay)
     Given client "C" uses an API key of another wallet
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result

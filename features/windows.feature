@@ -10,7 +10,7 @@ Feature: Window boundaries do not split one operation
   @window-01 @must @unkeyed-derived @needs-upstream @needs-clock
   Scenario: A retry 1 ms after a bucket boundary replays
     Requirement: Before minting, the previous bucket's key is looked up and joined, so a retry 1 ms after the boundary replays instead of dispatching again.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Bucket boundary breaks the SEL-498 acceptance")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Bucket boundary breaks the SEL-498 acceptance")
     Given the gateway clock is frozen 1ms before a window boundary
     When "A" calls "write" with {"token":"$op1"} without a key
     Then "A" gets a result
@@ -23,7 +23,7 @@ Feature: Window boundaries do not split one operation
   @window-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: Twins straddling a bucket boundary dispatch once
     Requirement: Two concurrent identical unkeyed calls straddling a boundary dispatch once; the later one joins the earlier slot.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "or two concurrent calls straddling it")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "or two concurrent calls straddling it")
     Given the gateway clock is frozen 1ms before a window boundary
     And a pause is armed at "reserve.done" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
