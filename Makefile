@@ -22,7 +22,7 @@ run: build
 # conformance suite runs once against SQLite and, where DATABASE_URL or a
 # Docker engine is there, against PostgreSQL.
 test: vet
-	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./internal/... ./catalog/... ./reports/... ./bugmap/...
+	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./internal/... ./catalog/... ./reports/... ./bugmap/... ./bundle/... ./buildinfo/...
 	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/...
 	# The soak builds the gateway with `go build`, which the test cache cannot
 	# see, so a cached pass could be stale: always run it.
@@ -62,4 +62,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin $(OUT) mcpconform-state
+	rm -rf bin $(OUT) $(OUT).bundle.tar.gz mcpconform-state

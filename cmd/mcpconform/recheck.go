@@ -12,7 +12,15 @@ import (
 // each scenario's history, so a reviewer need not trust the run's own word.
 func recheckCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: mcpconform recheck DIR\n\nRecomputes the verdict and the history invariants from a report directory (mcpconform run --out DIR).")
+		fmt.Fprint(stderr, `Usage: mcpconform recheck DIR
+
+Recomputes, from a report directory (mcpconform run --out DIR) alone, the run
+verdict from its scenarios and every dispatch check from the scenario's ndjson
+history, so a reviewer need not take the run's word for it.
+
+Exit codes: 0 PASS and no history contradicts a check, 1 otherwise, 2 usage
+or a directory that is not a complete report.
+`)
 		if len(args) == 1 {
 			return 0
 		}

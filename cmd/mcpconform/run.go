@@ -121,6 +121,11 @@ when its situation could not be created). A run is judged at a level:
 wire (the MCP endpoint and the probe), metered (plus the ledger) or full
 (plus clock, faults, settings, principals and two processes).
 
+The report directory (--out) is replaced as a whole once the new report is
+complete, so it never mixes two runs. A run that fails before its scenarios
+(exit 2) leaves error.txt and a junit.xml with one error there instead of an
+earlier verdict. A directory holding anything but a report is never replaced.
+
 Exit codes:
   0    PASS         every @must check of the claimed level held
   1    FAIL         a check was violated
