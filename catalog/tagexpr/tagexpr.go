@@ -91,6 +91,9 @@ func (t token) String() string {
 	return fmt.Sprintf("%q at column %d", t.text, t.at+1)
 }
 
+// symbols are the one-character operators (kTag, zero, is none of them).
+var symbols = [256]kind{'(': kOpen, ')': kClose, ',': kOr, '~': kNot}
+
 // lex splits src into tokens. Operators made of symbols (`&&`, `||`, `,`,
 // `~`, parentheses) need no spaces around them; word operators do.
 func lex(src string) ([]token, error) {
@@ -101,17 +104,8 @@ func lex(src string) ([]token, error) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case c == '(':
-			out = append(out, token{kOpen, "(", i})
-			i++
-		case c == ')':
-			out = append(out, token{kClose, ")", i})
-			i++
-		case c == ',':
-			out = append(out, token{kOr, ",", i})
-			i++
-		case c == '~':
-			out = append(out, token{kNot, "~", i})
+		case symbols[c] != 0:
+			out = append(out, token{symbols[c], string(c), i})
 			i++
 		case strings.HasPrefix(src[i:], "&&"):
 			out = append(out, token{kAnd, "&&", i})
@@ -169,33 +163,27 @@ func (p *parser) errorf(format string, args ...any) error { return fmt.Errorf(fo
 func (p *parser) peek(k kind) bool { return p.pos < len(p.toks) && p.toks[p.pos].kind == k }
 
 func (p *parser) or() (node, error) {
-	l, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for p.peek(kOr) {
-		p.pos++
-		r, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		l = orNode{l, r}
-	}
-	return l, nil
+	return p.chain(kOr, p.and, func(l, r node) node { return orNode{l, r} })
 }
 
 func (p *parser) and() (node, error) {
-	l, err := p.unary()
+	return p.chain(kAnd, p.unary, func(l, r node) node { return andNode{l, r} })
+}
+
+// chain parses operands (each by next) joined by the operator op, left
+// associative.
+func (p *parser) chain(op kind, next func() (node, error), join func(l, r node) node) (node, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
-	for p.peek(kAnd) {
+	for p.peek(op) {
 		p.pos++
-		r, err := p.unary()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
-		l = andNode{l, r}
+		l = join(l, r)
 	}
 	return l, nil
 }

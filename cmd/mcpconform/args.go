@@ -1,23 +1,48 @@
 package main
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+	"io"
+)
 
-// parseMixed parses flags that may come before, between or after the
-// positional arguments (`bundle DIR -o X` as well as `bundle -o X DIR`),
-// which flag.Parse alone stops at, and returns the positional ones.
-func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+// newFlagSet is a command's flag set whose -h prints usage, then the flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses a command's flags, which may come before, between or
+// after its positional arguments (`bundle DIR -o X` as well as `bundle -o X
+// DIR`; flag.Parse alone stops at the first positional one), and returns
+// the positional ones, of which there must be want (any number when want
+// is negative). When ok is false the command ends with code: 0 after -h, 2
+// on a bad flag or count (the usage has been printed).
+func parseArgs(fs *flag.FlagSet, args []string, want int) (pos []string, code int, ok bool) {
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if err == flag.ErrHelp {
+				return nil, 0, false
+			}
+			return nil, 2, false
 		}
 		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
+		if len(args) > 0 && args[0] == "--" {
+			pos, args = append(pos, args[1:]...), nil
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+		if len(args) == 0 {
+			break
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+	if want >= 0 && len(pos) != want {
+		fs.Usage()
+		return nil, 2, false
+	}
+	return pos, 0, true
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,37 +37,20 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "keygen" {
 		return keygenCmd(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("bundle", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bundle", bundleUsage, stderr)
 	out := fs.String("o", "", "archive to write (default: DIR.bundle.tar.gz)")
 	keyFile := fs.String("sign-key", "", "sign the manifest with this ed25519 private key (PEM; see keygen)")
 	profile := fs.String("profile", "", "the profile the run used; it goes into the manifest with every credential redacted")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, bundleUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseMixed(fs, args)
-	if err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
+	pos, code, ok := parseArgs(fs, args, 1)
+	if !ok {
+		return code
 	}
 	dir := pos[0]
 	var opt bundle.Options
-	if *keyFile != "" {
-		b, err := os.ReadFile(*keyFile)
-		if err == nil {
-			opt.Key, err = bundle.ParsePrivateKey(b)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpconform bundle: --sign-key: %v\n", err)
-			return 2
-		}
+	var err error
+	if opt.Key, err = readKey(*keyFile, bundle.ParsePrivateKey); err != nil {
+		fmt.Fprintf(stderr, "mcpconform bundle: --sign-key: %v\n", err)
+		return 2
 	}
 	if *profile != "" {
 		if opt.Profile, err = os.ReadFile(*profile); err != nil {
@@ -145,34 +127,16 @@ Flags:
 `
 
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("verify", verifyUsage, stderr)
 	pubFile := fs.String("pub-key", "", "the signer's ed25519 public key (PEM); the bundle must be signed by it")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, verifyUsage)
-		fs.PrintDefaults()
+	pos, code, ok := parseArgs(fs, args, 1)
+	if !ok {
+		return code
 	}
-	pos, err := parseMixed(fs, args)
+	pub, err := readKey(*pubFile, bundle.ParsePublicKey)
 	if err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
+		fmt.Fprintf(stderr, "mcpconform verify: --pub-key: %v\n", err)
 		return 2
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
-	}
-	var pub ed25519.PublicKey
-	if *pubFile != "" {
-		b, err := os.ReadFile(*pubFile)
-		if err == nil {
-			pub, err = bundle.ParsePublicKey(b)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpconform verify: --pub-key: %v\n", err)
-			return 2
-		}
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
@@ -208,6 +172,19 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "VERIFIED")
 	return 0
+}
+
+// readKey reads a PEM key file; no file is no key.
+func readKey[K any](file string, parse func([]byte) (K, error)) (K, error) {
+	var none K
+	if file == "" {
+		return none, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return none, err
+	}
+	return parse(b)
 }
 
 func orUnknown(s string) string {

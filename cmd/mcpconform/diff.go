@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -18,21 +17,13 @@ Exit codes: 0 no regression, 1 a regression, 2 usage or unreadable report.
 `
 
 func diffCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, diffUsage) }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 2 {
-		fmt.Fprint(stderr, diffUsage)
-		return 2
+	fs := newFlagSet("diff", diffUsage, stderr)
+	pos, code, ok := parseArgs(fs, args, 2)
+	if !ok {
+		return code
 	}
 	var sums [2]reports.Summary
-	for i, p := range fs.Args() {
+	for i, p := range pos {
 		s, err := reports.ReadSummary(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcpconform diff: %v\n", err)
