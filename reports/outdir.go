@@ -108,6 +108,8 @@ type SetupFailure struct {
 	Profile string // the profile file, if any
 	At      time.Time
 	Err     string
+	// Interrupted: SIGINT or SIGTERM stopped the set-up.
+	Interrupted bool
 }
 
 // WriteError replaces dir with the record of a set-up failure: error.txt
@@ -116,7 +118,11 @@ type SetupFailure struct {
 // and no earlier report survives to look current.
 func WriteError(dir string, f SetupFailure) error {
 	var txt bytes.Buffer
-	fmt.Fprintf(&txt, "ERROR: %s %s did not run the scenarios: the set-up failed.\n\n", f.Tool, f.Version)
+	verdict, what := "ERROR", "the set-up failed"
+	if f.Interrupted {
+		verdict, what = RunInterrupted, "it was interrupted during set-up"
+	}
+	fmt.Fprintf(&txt, "%s: %s %s did not run the scenarios: %s.\n\n", verdict, f.Tool, f.Version, what)
 	fmt.Fprintf(&txt, "error:   %s\n", f.Err)
 	fmt.Fprintf(&txt, "target:  %s\n", f.Target)
 	if f.Profile != "" {
@@ -127,7 +133,7 @@ func WriteError(dir string, f SetupFailure) error {
 	tc := junitCase{Name: "set-up", Classname: "mcpconform", Time: "0.000", Error: &msg}
 	suite := junitSuite{Name: "mcpconform", Tests: 1, Errors: 1, Time: "0.000",
 		Timestamp:  f.At.UTC().Format("2006-01-02T15:04:05"),
-		Properties: []junitProperty{{"verdict", "ERROR"}, {"target", f.Target}, {"harness", strings.TrimSpace(f.Tool + " " + f.Version)}},
+		Properties: []junitProperty{{"verdict", verdict}, {"target", f.Target}, {"harness", strings.TrimSpace(f.Tool + " " + f.Version)}},
 		Cases:      []junitCase{tc}}
 	all := junitSuites{Name: "mcpconform", Tests: 1, Errors: 1, Time: "0.000", Suites: []junitSuite{suite}}
 	b, err := xml.MarshalIndent(all, "", "  ")

@@ -107,3 +107,14 @@ func TestSetupFailureReplacesAnOldPass(t *testing.T) {
 		t.Errorf("error.txt survived the next run: %v", err)
 	}
 }
+
+func TestInterruptedSetUpSaysSo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := WriteError(dir, SetupFailure{Tool: "mcpconform", Target: "reference", Err: "context canceled", Interrupted: true}); err != nil {
+		t.Fatal(err)
+	}
+	txt := string(readFile(t, filepath.Join(dir, ErrorFile)))
+	if !strings.HasPrefix(txt, "INTERRUPTED: ") || strings.Contains(txt, "ERROR") {
+		t.Errorf("error.txt = %q, want it to say INTERRUPTED", txt)
+	}
+}

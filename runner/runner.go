@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	out, written, err := execute(ctx, cfg, started)
 	if err != nil && cfg.Out != "" && !written {
 		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(),
-			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error()})
+			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error(), Interrupted: ctx.Err() != nil})
 		if werr != nil {
 			err = fmt.Errorf("%w (and recording it in %s: %v)", err, cfg.Out, werr)
 		}
