@@ -103,6 +103,24 @@ func PrintGitHub(w io.Writer, run Run, dir string) {
 	PrintSummary(w, run)
 }
 
+// PrintJSONLError is the one line of a run that never reached its
+// scenarios: {"type":"error","result":"ERROR","error":"..."}.
+func PrintJSONLError(w io.Writer, result, msg string) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
+		Type   string `json:"type"`
+		Result string `json:"result"`
+		Error  string `json:"error"`
+	}{"error", result, msg})
+}
+
+// PrintGitHubError is the annotation of a run that never reached its
+// scenarios.
+func PrintGitHubError(w io.Writer, result, msg string) {
+	fmt.Fprintf(w, "::error title=mcpconform %s::%s\n", ghProperty(result), ghData(msg))
+}
+
 // ghData escapes an annotation's message as the Actions runner decodes it.
 func ghData(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)

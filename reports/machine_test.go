@@ -83,3 +83,15 @@ func TestGitHubAnnotations(t *testing.T) {
 		t.Errorf("output does not end with the text summary:\n%s", out)
 	}
 }
+
+func TestMachineFormatsOfASetUpError(t *testing.T) {
+	var jl, gh bytes.Buffer
+	PrintJSONLError(&jl, "ERROR", "set-up: connection refused")
+	PrintGitHubError(&gh, "ERROR", "set-up: connection refused\nmore")
+	if got, want := jl.String(), `{"type":"error","result":"ERROR","error":"set-up: connection refused"}`+"\n"; got != want {
+		t.Errorf("jsonl = %q, want %q", got, want)
+	}
+	if got, want := gh.String(), "::error title=mcpconform ERROR::set-up: connection refused%0Amore\n"; got != want {
+		t.Errorf("github = %q, want %q", got, want)
+	}
+}

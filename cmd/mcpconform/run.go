@@ -83,10 +83,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out, err := runner.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform run: %v\n", err)
+		result, code := "ERROR", runner.ExitSetup
 		if ctx.Err() != nil {
-			return runner.ExitInterrupted
+			result, code = reports.RunInterrupted, runner.ExitInterrupted
 		}
-		return runner.ExitSetup
+		if *format == reports.FormatJSONL {
+			reports.PrintJSONLError(stdout, result, err.Error())
+		} else if *format == reports.FormatGitHub {
+			reports.PrintGitHubError(stdout, result, err.Error())
+		}
+		return code
 	}
 	switch *format {
 	case reports.FormatJSONL:
