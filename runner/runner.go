@@ -154,6 +154,13 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 	}
 	defer closeAll()
 	env.Catalog = catalog.ByID(entries)
+	harness := buildinfo.Read()
+	if cfg.Progress != nil {
+		// Named before the first scenario line, so a CI log says what it
+		// tests even when the run never ends.
+		fmt.Fprintf(cfg.Progress, "testing: %s\n", reports.Subject(reports.Run{Tool: "mcpconform",
+			Version: harness.Version, Commit: harness.Commit, Target: tgt, Started: started}))
+	}
 
 	// The harness prints its own line per scenario and writes JUnit from its
 	// own model; godog's formatters would count INCOMPLETE scenarios as passed.
@@ -188,7 +195,6 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 		}
 	}
 
-	harness := buildinfo.Read()
 	level := cfg.Level
 	if level == "" {
 		level = reports.HighestLevel(env.Caps)
