@@ -25,7 +25,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: which scenarios caught each bug. Fails unless every bug's listed\ncatchers fail and nothing else does (beyond its known collateral).\n\n")
+		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: which scenarios caught each bug. Fails unless every bug's listed\ncatchers fail and nothing else does (beyond its known collateral).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
