@@ -76,6 +76,9 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 		signed = "signed by " + bundle.Fingerprint(opt.Key.Public().(ed25519.PublicKey))
 	}
 	fmt.Fprintf(stdout, "%s: %d files, verdict %s (level %s), %s\n", *out, len(m.Files), m.Result, m.Level, signed)
+	if opt.Profile == nil && m.Target.Kind != "reference" {
+		fmt.Fprintln(stdout, "note: no --profile given: the manifest names the profile only by its name")
+	}
 	return 0
 }
 
