@@ -1,7 +1,8 @@
 // Package reports turns the evidence a run collected into the files a vendor
 // hands in, a CI gates on and a reviewer reruns: summary.json, report.html,
-// one ndjson history and one evidence file per scenario. junit.xml and
-// cucumber.json come from godog's own formatters.
+// one ndjson history and one evidence file per scenario, junit.xml,
+// cucumber.json, and the console's text, JSON lines and GitHub annotations:
+// every one rendered from this one model.
 package reports
 
 import (
