@@ -92,9 +92,9 @@ func publish(dir string, files []outFile) (err error) {
 	}
 	syncDir(parent)
 	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("remove the previous report (moved to %s): %w", old, err)
-		}
+		// The new report is in place: failing to delete the old one (a
+		// hidden sibling) must not turn a complete run into an error.
+		os.RemoveAll(old)
 	}
 	return nil
 }
