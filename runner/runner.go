@@ -119,8 +119,8 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		}
 	}
 	started := time.Now().UTC()
-	out, written, err := execute(ctx, cfg, started)
-	if err != nil && cfg.Out != "" && !written {
+	out, err := execute(ctx, cfg, started)
+	if err != nil && cfg.Out != "" {
 		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(),
 			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error(), Interrupted: ctx.Err() != nil})
 		if werr != nil {
@@ -130,27 +130,28 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	return out, err
 }
 
-func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, written bool, _ error) {
+// execute runs the suite; --out is written exactly when the error is nil.
+func execute(ctx context.Context, cfg Config, started time.Time) (Outcome, error) {
 	if cfg.Level != "" && !reports.ValidLevel(cfg.Level) {
-		return Outcome{Code: ExitSetup}, false, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
+		return Outcome{Code: ExitSetup}, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
 	}
 	entries, err := catalog.Load(features.FS)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, false, setupErr("load features: %w", err)
+		return Outcome{Code: ExitSetup}, setupErr("load features: %w", err)
 	}
 	expected, err := readExpected(cfg.ExpectedFailures, catalog.ByID(entries))
 	if err != nil {
-		return Outcome{Code: ExitSetup}, false, &SetupError{Err: err}
+		return Outcome{Code: ExitSetup}, &SetupError{Err: err}
 	}
 	// The selection is made before anything starts, so a bad expression or
 	// an unknown ID costs no gateway start-up.
 	tags, filter, err := selection(cfg, entries)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, false, err
+		return Outcome{Code: ExitSetup}, err
 	}
 	env, closeAll, tgt, err := bringUp(ctx, cfg)
 	if err != nil {
-		return Outcome{Code: ExitSetup}, false, err
+		return Outcome{Code: ExitSetup}, err
 	}
 	defer closeAll()
 	env.Catalog = catalog.ByID(entries)
@@ -191,7 +192,7 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 	if ctx.Err() == nil {
 		// Late duplicates: every probe count is read once more at the end.
 		if _, err := env.Recount(ctx, cfg.FinalQuiet()); err != nil {
-			return Outcome{Code: ExitSetup}, false, setupErr("recount the probe: %w", err)
+			return Outcome{Code: ExitSetup}, setupErr("recount the probe: %w", err)
 		}
 	}
 
@@ -208,7 +209,7 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 	applyExpected(run.Scenarios, expected)
 	sort.Slice(run.Scenarios, func(i, j int) bool { return run.Scenarios[i].ID < run.Scenarios[j].ID })
 	if len(run.Scenarios) == 0 && !run.Interrupted {
-		return Outcome{Run: run, Code: ExitSetup}, false, setupErr("no scenario matched tags %q", tags)
+		return Outcome{Run: run, Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
 	}
 	if len(cfg.Bugs) > 0 {
 		run.CatchTable = Catches(run, cfg.Bugs)
@@ -217,10 +218,10 @@ func execute(ctx context.Context, cfg Config, started time.Time) (_ Outcome, wri
 	out := Outcome{Run: run, Result: result, OK: result == reports.RunPass, Why: why, Code: ExitCode(result)}
 	if cfg.Out != "" {
 		if err := reports.Write(cfg.Out, run); err != nil {
-			return out, false, fmt.Errorf("write report: %w", err)
+			return out, fmt.Errorf("write report: %w", err)
 		}
 	}
-	return out, true, nil
+	return out, nil
 }
 
 // selection reads --tags (Cucumber's or godog's syntax, see tagexpr) and
