@@ -230,7 +230,7 @@ var scenarios = []scenario{
 			rb, errB := ok(run(e.call(req{})))                    // B takes the lock over
 			e.release(f)
 			oa := e.wait(a)
-			recs, err := e.st.RecordsByIdentity(e.ctx, identity, 0)
+			recs, err := e.st.RecordsByIdentity(e.ctx, identity, time.Unix(0, 0))
 			n, derr := e.dispatches(e.write)
 			l := e.ledger()
 			return first(errB, err, derr, want("stale holder's reason", reason(oa.err), gateway.ReasonInProgress),
@@ -364,6 +364,109 @@ var scenarios = []scenario{
 				return fmt.Errorf("retry after %v replayed receipt %s", s.PermitTTL+10*time.Second, a.ID)
 			}
 			return first(derr, want("dispatches", n, 2), want("debits", l.debits, 2))
+		},
+	},
+	{
+		name:    "a stale reservation of a removed tool is never run by a retry",
+		catches: []string{bugs.RemovedToolTakeover},
+		run: func(e *env) error {
+			alice, id := e.principal("alice")
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{caller: &alice, key: key})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			e.must(e.st.RemoveTool(e.ctx, e.write))
+			e.must(e.st.RevokePrincipal(e.ctx, id))
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			_, errB := e.call(req{caller: &alice, key: key}) // may serve a stored outcome, never start work
+			e.release(f)
+			oa := e.wait(a)
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(err, want("retry's reason", reason(errB), gateway.ReasonUnknownTool),
+				want("stalled holder's reason", reason(oa.err), gateway.ReasonInProgress),
+				want("dispatches", n, 0), want("debits", l.debits, 0))
+		},
+	},
+	{
+		name:    "under an explicit permit and no key, read-only and approval-gated calls are refused",
+		catches: []string{bugs.PermitSkipsKeyRules},
+		run: func(e *env) error {
+			permit := func(tool string) string {
+				id, now := "pmt-"+uuid.NewString(), e.clk.Now()
+				e.must(e.st.CreatePermit(e.ctx, store.Permit{ID: id, WalletID: e.wallet, APIKeyID: e.caller.APIKeyID, Tool: tool,
+					Budget: 100, ExpiresAt: now.Add(time.Hour), CreatedAt: now}))
+				return id
+			}
+			pr, pa := permit(e.read), permit(e.approve)
+			_, errRead := e.call(req{tool: e.read, permit: pr})
+			_, errApprove := e.call(req{tool: e.approve, permit: pa})
+			// With a client key the permit is spent as usual.
+			_, errKeyed := ok(run(e.call(req{tool: e.approve, permit: pa, key: "k-" + uuid.NewString()})))
+			nr, err := e.dispatches(e.read)
+			na, err2 := e.dispatches(e.approve)
+			l := e.ledger()
+			return first(err, err2, errKeyed, want("read-only reason", reason(errRead), gateway.ReasonKeyRequired),
+				want("approval-gated reason", reason(errApprove), gateway.ReasonKeyRequired),
+				want("read-only dispatches", nr, 0), want("approval-gated dispatches", na, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
+		name:    "a lowered window still finds the slot cut under the longer one",
+		catches: []string{bugs.SlotLookupByBucket},
+		run: func(e *env) error {
+			a, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			s := e.g.Settings()
+			s.Window = s.EffectiveWindow() / 2
+			e.must(e.g.SetSettings(s))
+			b, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			n, derr := e.dispatches(e.write)
+			l := e.ledger()
+			return first(derr, want("retry receipt", b.ID, a.ID), want("retry replayed", b.Replayed, true),
+				want("dispatches", n, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
+		name:    "an unkeyed operation still running is joined past its window",
+		catches: []string{bugs.RunningSlotExpires},
+		run: func(e *env) error {
+			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(f, a) // A was debited, not yet dispatched
+			e.clk.Advance(e.g.Settings().EffectiveWindow() + time.Second)
+			_, errB := e.call(req{})
+			e.release(f)
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
+	{
+		name:    "a call stalled before its charge past its permit's life is answered retryable",
+		catches: []string{bugs.StalledPermitExpired},
+		run: func(e *env) error {
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			e.clk.Advance(e.g.Settings().PermitTTL + time.Second)
+			e.release(f)
+			oa := e.wait(a)
+			var ref *gateway.Refusal
+			retry := errors.As(oa.err, &ref) && ref.Retryable
+			rb, errB := ok(run(e.call(req{}))) // nothing ran: the retry runs it
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errB, err, want("stalled call's reason", reason(oa.err), gateway.ReasonDispatchFailed),
+				want("stalled call retryable", retry, true), want("retry replayed", rb.Replayed, false),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
 		},
 	},
 }
