@@ -40,19 +40,8 @@ var scenarios = []scenario{
 		name:    "unkeyed retry replays the first receipt",
 		catches: []string{bugs.RandomUnkeyedKey},
 		run: func(e *env) error {
-			a, err := ok(run(e.call(req{args: `{"text":"a","n":1}`})))
-			if err != nil {
-				return err
-			}
 			// A retry arrives with a fresh JSON-RPC id and maybe another key order.
-			b, err := ok(run(e.call(req{args: `{"n":1,"text":"a"}`})))
-			if err != nil {
-				return err
-			}
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(err, want("retry receipt", b.ID, a.ID), want("retry replayed", b.Replayed, true),
-				want("dispatches", n, 1), want("debits", l.debits, 1))
+			return e.replays(req{args: `{"text":"a","n":1}`}, func() {}, req{args: `{"n":1,"text":"a"}`})
 		},
 	},
 	{
@@ -141,16 +130,7 @@ var scenarios = []scenario{
 		catches: []string{bugs.LookupBeforeReserve},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
-			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
-			a := e.async(req{key: key})
-			e.await(f, a) // A has reserved and is debited, not yet dispatched
-			_, errB := e.call(req{key: key})
-			e.release(f)
-			ra, errA := ok(e.wait(a))
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(errA, err, want("twin's reason", reason(errB), gateway.ReasonInProgress),
-				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+			return e.joinsHeld(req{key: key}, 0, req{key: key})
 		},
 	},
 	{
@@ -180,17 +160,7 @@ var scenarios = []scenario{
 		catches: []string{bugs.TakeoverCharged},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
-			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
-			a := e.async(req{key: key})
-			e.await(f, a) // A reserved and was debited, not yet dispatched
-			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
-			_, errB := e.call(req{key: key}) // its tool may be running: B cannot decide
-			e.release(f)
-			ra, errA := ok(e.wait(a))
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
-				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+			return e.joinsHeld(req{key: key}, e.g.Settings().StaleLock+time.Second, req{key: key})
 		},
 	},
 	{
@@ -415,38 +385,18 @@ var scenarios = []scenario{
 		name:    "a lowered window still finds the slot cut under the longer one",
 		catches: []string{bugs.SlotLookupByBucket},
 		run: func(e *env) error {
-			a, err := ok(run(e.call(req{})))
-			if err != nil {
-				return err
-			}
-			s := e.g.Settings()
-			s.Window = s.EffectiveWindow() / 2
-			e.must(e.g.SetSettings(s))
-			b, err := ok(run(e.call(req{})))
-			if err != nil {
-				return err
-			}
-			n, derr := e.dispatches(e.write)
-			l := e.ledger()
-			return first(derr, want("retry receipt", b.ID, a.ID), want("retry replayed", b.Replayed, true),
-				want("dispatches", n, 1), want("debits", l.debits, 1))
+			return e.replays(req{}, func() {
+				s := e.g.Settings()
+				s.Window = s.EffectiveWindow() / 2
+				e.must(e.g.SetSettings(s))
+			}, req{})
 		},
 	},
 	{
 		name:    "an unkeyed operation still running is joined past its window",
 		catches: []string{bugs.RunningSlotExpires},
 		run: func(e *env) error {
-			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
-			a := e.async(req{})
-			e.await(f, a) // A was debited, not yet dispatched
-			e.clk.Advance(e.g.Settings().EffectiveWindow() + time.Second)
-			_, errB := e.call(req{})
-			e.release(f)
-			ra, errA := ok(e.wait(a))
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
-				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+			return e.joinsHeld(req{}, e.g.Settings().EffectiveWindow()+time.Second, req{})
 		},
 	},
 	{
@@ -469,6 +419,42 @@ var scenarios = []scenario{
 				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
 		},
 	},
+}
+
+// replays makes call a, then (after between) call b, which must replay a's
+// receipt: one dispatch and one debit in all.
+func (e *env) replays(a req, between func(), b req) error {
+	ra, err := ok(run(e.call(a)))
+	if err != nil {
+		return err
+	}
+	between()
+	rb, err := ok(run(e.call(b)))
+	if err != nil {
+		return err
+	}
+	n, err := e.dispatches(e.write)
+	l := e.ledger()
+	return first(err, want("retry receipt", rb.ID, ra.ID), want("retry replayed", rb.Replayed, true),
+		want("dispatches", n, 1), want("debits", l.debits, 1))
+}
+
+// joinsHeld holds call a at dispatch.before (reserved and debited, not yet
+// dispatched), moves the clock by d, and makes call b, which must be
+// answered in progress (a's tool may be running); then a finishes: one
+// dispatch and one debit in all.
+func (e *env) joinsHeld(a req, d time.Duration, b req) error {
+	f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+	ch := e.async(a)
+	e.await(f, ch)
+	e.clk.Advance(d)
+	_, errB := e.call(b)
+	e.release(f)
+	ra, errA := ok(e.wait(ch))
+	n, err := e.dispatches(e.write)
+	l := e.ledger()
+	return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+		want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
 }
 
 // TestScenariosCatchBugs runs every scenario with no switch on (all must
