@@ -39,10 +39,11 @@ type callState struct {
 //
 // The pipeline, each step before the next can write anything:
 //  1. the tool (a removed or unknown one still serves this call's stored
-//     outcome, after the replay authorisation);
+//     outcome, after the replay authorisation, and never starts work);
 //  2. the principal's entitlement (IGA);
 //  3. the key: client, explicit permit, or derived for an unkeyed mutating
-//     call; read-only, approval-gated and window-0 unkeyed calls are refused;
+//     call; read-only, approval-gated and window-0 unkeyed calls are refused
+//     (a permit is not a client key: under one too, for the first two);
 //  4. derived keys: slot choice and auto-permit mint under the identity's
 //     lock row, the reservation fenced on that lock;
 //  5. client and permit keys: an atomic reservation with the auto permit;
@@ -688,10 +689,10 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		case errors.Is(err, store.ErrPermitExhausted):
 			return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
 		case errors.Is(err, store.ErrPermitExpired) && c.r.PermitID == "" && !g.bugs.On(bugs.StalledPermitExpired):
-			// The auto permit minted with the reservation, which the client
-			// never saw, outlived by a call that stalled before its charge
-			// (BUG stalled-permit-expired answers permit_expired). Nothing
-			// ran and the reservation is gone: a retry runs afresh.
+			// The call stalled between its reservation and its charge past
+			// the life of the auto permit minted with it, a permit the client
+			// never saw (BUG stalled-permit-expired answers permit_expired).
+			// Nothing ran and the reservation is gone: a retry runs afresh.
 			return CallResponse{}, Refuse(ReasonDispatchFailed, "the call stalled before its charge past its reservation's life; nothing ran: retry")
 		case errors.Is(err, store.ErrPermitExpired):
 			return CallResponse{}, Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
