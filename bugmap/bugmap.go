@@ -10,28 +10,35 @@ package bugmap
 // the bug's own effect (e.g. random-unkeyed-key also bypasses the lock, so
 // every lock scenario's pause is never reached).
 var Catchers = map[string][]string{
-	"random-unkeyed-key":          {"ledger-01", "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02"},
-	"floor-bucket":                {"window-01", "window-02"},
+	"random-unkeyed-key":          {"ledger-01", "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02", "window-03", "window-04"},
+	"floor-bucket":                {"window-01", "window-02", "window-03", "window-04"},
 	"principal-unbound":           {"iga-01"},
 	"replay-before-iga":           {"iga-02", "iga-03", "iga-04"},
 	"readonly-collapsed":          {"refuse-02"},
-	"lookup-before-reserve":       {"cancel-03", "lost-04", "twins-03"},
+	"lookup-before-reserve":       {"cancel-03", "lost-04", "lost-05", "twins-03"},
 	"stale-lock-no-fence":         {"lock-01", "lock-02", "lock-03"},
 	"release-unpinned":            {"lock-02", "lock-03"},
 	"select-for-update-sqlite":    {"lock-01", "lock-03"},
 	"lock-timeout-internal":       {"lock-04"},
-	"replay-debits":               {"cancel-01", "cancel-02", "ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02"},
+	"replay-debits":               {"cancel-01", "cancel-02", "ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"},
 	"refund-missing":              {"ledger-01"},
 	"window-ignores-ttl":          {"retry-05"},
-	"takeover-charged":            {"lost-04"},
+	"takeover-charged":            {"lost-04", "window-04"},
 	"permit-expiry-blocks-replay": {"retry-08"},
 	"no-idempotency": {"cancel-01", "cancel-02", "cancel-03", "iga-03", "ledger-01", "ledger-02", "lock-01", "lock-02", "lock-03", "lock-04",
-		"lost-01", "lost-02", "lost-03", "lost-04", "refuse-01", "refuse-02", "refuse-03", "retry-01", "retry-02", "retry-03",
-		"retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"},
+		"lost-01", "lost-02", "lost-03", "lost-04", "lost-05", "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12", "retry-01", "retry-02", "retry-03",
+		"retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"},
 	"key-scope-tool":   {"scope-01"},
 	"key-scope-apikey": {"scope-02"},
 	"key-scope-wallet": {"scope-02", "scope-03"},
 	"cancel-forgets":   {"cancel-01", "cancel-02", "cancel-03", "lost-01"},
+
+	// Issue 13's reference gateway bugs.
+	"removed-tool-takeover":  {"lost-05"},
+	"permit-skips-key-rules": {"refuse-11", "refuse-12"},
+	"slot-lookup-by-bucket":  {"window-03"},
+	"running-slot-expires":   {"window-04"},
+	"stalled-permit-expired": {"lost-06"},
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -59,3 +59,34 @@ Feature: A lost response is not a lost operation
     Then the last answer of "B" replays the first answer of "A"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @lost-05 @must @needs-upstream @needs-fixtures @needs-clock @needs-faults
+  Scenario: A stalled reservation of a removed tool is never run by a retry
+    Requirement: A removed tool may still serve the stored outcome of a call made before its removal, but never starts work: a retry of a reservation stalled past the stale-lock threshold is refused with unknown_tool, and neither the retry nor the stalled holder dispatches or charges anything.
+    Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 1: "a removed tool re-runs a stale reservation with no IGA check and no charge")
+    Given a pause is armed at "reserve.done" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
+    And "A" waits at "reserve.done"
+    And the tool "write" is removed
+    And the gateway clock advances past the stale-lock threshold
+    And "B" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "B" is refused with "unknown_tool"
+    When the pause at "reserve.done" is released
+    Then "A" is refused with retryable "idempotency_in_progress"
+    And the probe saw "$op1" dispatched 0 times
+    And the ledger has 0 debits and 0 refunds
+
+  @lost-06 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
+  Scenario: A call stalled before its charge past its permit's life is answered retryable
+    Requirement: An unkeyed call that stalled after its reservation until the auto permit minted with it expired ran nothing: it is answered retryable, never permit_expired (naming a permit the client never saw), and a retry runs the operation once.
+    Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 5: "a stalled unkeyed call is answered permit_expired, not retryable")
+    Given a pause is armed at "reserve.done" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} without a key
+    And "A" waits at "reserve.done"
+    And the gateway clock advances past the auto-permit life
+    And the pause at "reserve.done" is released
+    Then "A" is refused with retryable "dispatch_failed"
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

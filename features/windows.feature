@@ -37,3 +37,30 @@ Feature: Window boundaries do not split one operation
     Then the last answer of "B" replays the first answer of "A"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @window-03 @must @unkeyed-derived @needs-upstream @needs-settings
+  Scenario: A lowered window still finds the slot cut under the longer one
+    Requirement: Slots are found by time, not by bucket numbers of the window in force: once the window is lowered (settings, or another process with a shorter one), a retry inside it replays the slot cut under the longer window, with no second dispatch or debit.
+    Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 3: "lowering the effective window ... makes a retry dispatch again")
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" gets a result
+    When the unkeyed retry window is 60 seconds
+    And "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @window-04 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
+  Scenario: An unkeyed operation still running is joined after its window has passed
+    Requirement: A charged unkeyed operation still in progress is joined whatever its age: a retry past the window is answered retryable in-progress, never dispatched or charged again; once the first call finishes, one dispatch and one debit in all.
+    Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 4: "an unkeyed operation still running is not joined once the window has passed"); docs/wire.md (An operation in progress)
+    Given a pause is armed at "dispatch.before" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} without a key
+    And "A" waits at "dispatch.before"
+    And the gateway clock advances past the effective window
+    And "B" calls "write" with {"token":"$op1"} without a key
+    Then "B" is refused with retryable "idempotency_in_progress"
+    When the pause at "dispatch.before" is released
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

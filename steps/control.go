@@ -33,6 +33,10 @@ func registerControl(sc *godog.ScenarioContext) {
 		w := getWorld(ctx)
 		return advance(ctx, seconds(w.env.Settings.EffectiveWindowSeconds)+time.Second)
 	})
+	sc.Step(`^the gateway clock advances past the auto-permit life$`, func(ctx context.Context) error {
+		w := getWorld(ctx)
+		return advance(ctx, seconds(w.env.Settings.PermitTTLSeconds)+time.Second)
+	})
 	sc.Step(`^the gateway clock advances past the stale-lock threshold$`, func(ctx context.Context) error {
 		w := getWorld(ctx)
 		stale := seconds(w.env.Settings.StaleLockSeconds)

@@ -32,6 +32,11 @@ const (
 	KeyScopeAPIKey           = "key-scope-apikey"
 	KeyScopeWallet           = "key-scope-wallet"
 	CancelForgets            = "cancel-forgets"
+	RemovedToolTakeover      = "removed-tool-takeover"
+	PermitSkipsKeyRules      = "permit-skips-key-rules"
+	SlotLookupByBucket       = "slot-lookup-by-bucket"
+	RunningSlotExpires       = "running-slot-expires"
+	StalledPermitExpired     = "stalled-permit-expired"
 )
 
 // Bug describes one switch.
@@ -64,6 +69,11 @@ var All = []Bug{
 	{Name: KeyScopeAPIKey, Description: "a client key's record leaves out the API key: another key of the same wallet with the same key and arguments gets the first caller's result"},
 	{Name: KeyScopeWallet, Description: "a client key's record leaves out the wallet and the API key: a caller of another wallet with the same key and arguments gets the first caller's result"},
 	{Name: CancelForgets, Description: "the operation's clean-up is tied to the client's request: a call whose client cancels (notifications/cancelled, or a closed response stream) while the tool runs is thrown away once the tool answers, its charge refunded and its record left for new work, so a same-key retry dispatches the tool again and is charged again"},
+	{Name: RemovedToolTakeover, Description: "the removed-tool path answers a stored in-progress record as any retry does: a reservation past the stale-lock threshold is taken over and run, priced 0 (the removed tool's price is unknown) and with no entitlement check"},
+	{Name: PermitSkipsKeyRules, Description: "a call under an explicit permit and no client key skips the read-only and approval refusals: a read-only tool replays a stale answer for the permit's life, an approval-gated one runs without a client key"},
+	{Name: SlotLookupByBucket, Description: "slot lookups select records by the bucket numbers of the window in force, so a slot cut under a longer window is not found once the window is lowered (settings, or another process): a retry dispatches and charges again"},
+	{Name: RunningSlotExpires, Description: "an unkeyed operation still running is joined only inside the window: a retry past it, while the charged first call has not finished, dispatches and charges again"},
+	{Name: StalledPermitExpired, Description: "a call that stalled before its charge until its auto permit expired is answered permit_expired, naming a permit the client never saw, instead of retryable (nothing ran)"},
 }
 
 // Set is the switches a gateway runs with.

@@ -39,10 +39,11 @@ type callState struct {
 //
 // The pipeline, each step before the next can write anything:
 //  1. the tool (a removed or unknown one still serves this call's stored
-//     outcome, after the replay authorisation);
+//     outcome, after the replay authorisation, and never starts work);
 //  2. the principal's entitlement (IGA);
 //  3. the key: client, explicit permit, or derived for an unkeyed mutating
-//     call; read-only, approval-gated and window-0 unkeyed calls are refused;
+//     call; read-only, approval-gated and window-0 unkeyed calls are refused
+//     (a permit is not a client key: under one too, for the first two);
 //  4. derived keys: slot choice and auto-permit mint under the identity's
 //     lock row, the reservation fenced on that lock;
 //  5. client and permit keys: an atomic reservation with the auto permit;
@@ -237,7 +238,33 @@ func (g *Gateway) existingOr(ctx context.Context, c *callState, p keyPlan, refus
 	if !found || rec.State == store.StateFailedRefunded {
 		return CallResponse{}, refusal // nothing ran, and nothing can run now
 	}
+	if rec.State == store.StateInProgress && rec.Fingerprint == c.fp && !g.bugs.On(bugs.RemovedToolTakeover) {
+		// BUG removed-tool-takeover: existing would take a stale reservation
+		// over and run it, with none of the checks new work gets.
+		return CallResponse{}, g.neverRun(ctx, c, rec, refusal)
+	}
 	return g.existing(ctx, c, rec)
+}
+
+// neverRun answers, on a path that may start no new work, an operation still
+// in progress. Its owner may be running it: in progress. A reservation never
+// charged and older than the stale-lock threshold never reached its tool and
+// its owner is presumed gone: it is dropped (conditional on that owner, whose
+// charge then fails), and the call refused as if it had never been made.
+func (g *Gateway) neverRun(ctx context.Context, c *callState, rec store.Record, refusal *Refusal) error {
+	running := Refuse(ReasonInProgress, "the same operation is running: retry")
+	if rec.Charged || !g.stale(c, rec) {
+		return running
+	}
+	err := g.store.Abandon(ctx, rec.Key, rec.Owner)
+	switch {
+	case errors.Is(err, store.ErrNotOwner):
+		return running // its owner charged it (or a retry decided) meanwhile
+	case err != nil:
+		return g.storeErr("abandon stale reservation", err)
+	}
+	g.log.Info("stale reservation dropped: no new work on this path", "record", rec.Key, "old_owner", rec.Owner, "reason", refusal.Reason)
+	return refusal
 }
 
 // findStored looks up, without writing anything, the record this call would
@@ -253,14 +280,31 @@ func (g *Gateway) findStored(ctx context.Context, c *callState, p keyPlan) (stor
 		}
 		return rec, true, nil
 	}
-	recs, err := g.store.RecordsByIdentity(ctx, p.identity, p.bucket-1)
+	recs, err := g.slots(ctx, c, p)
 	if err != nil {
-		return store.Record{}, false, g.storeErr("read slots", err)
+		return store.Record{}, false, err
 	}
 	if join, _ := g.chooseSlot(recs, p, c.now); join != nil {
 		return *join, true, nil
 	}
 	return store.Record{}, false, nil
+}
+
+// slots reads the records chooseSlot picks from: those cut less than the
+// window ago, whatever window they were cut with, and every one still in
+// progress.
+func (g *Gateway) slots(ctx context.Context, c *callState, p keyPlan) ([]store.Record, error) {
+	recs, err := g.store.RecordsByIdentity(ctx, p.identity, c.now.Add(-p.window))
+	if err != nil {
+		return nil, g.storeErr("read slots", err)
+	}
+	if g.bugs.On(bugs.SlotLookupByBucket) {
+		// BUG slot-lookup-by-bucket: from the previous bucket on, numbered
+		// with the window in force; a slot cut under a longer window has a
+		// smaller number and is missed.
+		recs = slices.DeleteFunc(recs, func(r store.Record) bool { return r.Bucket < p.bucket-1 })
+	}
+	return recs, nil
 }
 
 // peekReplay serves a completed record before any check: only the
@@ -511,11 +555,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 	defer g.releaseLock(ctx, p.identity, owner)
 	g.hit(ctx, faults.LockAcquired, c)
 
-	recs, err := g.store.RecordsByIdentity(ctx, p.identity, p.bucket-1)
+	recs, err := g.slots(ctx, c, p)
 	if err != nil {
 		// Never guess a slot on a failed read: a new slot could double a
 		// dispatch that the unread one already made.
-		return store.Record{}, false, g.storeErr("read slots", err)
+		return store.Record{}, false, err
 	}
 	join, attempt := g.chooseSlot(recs, p, c.now)
 	if join != nil {
@@ -644,6 +688,12 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
 		case errors.Is(err, store.ErrPermitExhausted):
 			return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
+		case errors.Is(err, store.ErrPermitExpired) && c.r.PermitID == "" && !g.bugs.On(bugs.StalledPermitExpired):
+			// The call stalled between its reservation and its charge past
+			// the life of the auto permit minted with it, a permit the client
+			// never saw (BUG stalled-permit-expired answers permit_expired).
+			// Nothing ran and the reservation is gone: a retry runs afresh.
+			return CallResponse{}, Refuse(ReasonDispatchFailed, "the call stalled before its charge past its reservation's life; nothing ran: retry")
 		case errors.Is(err, store.ErrPermitExpired):
 			return CallResponse{}, Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
 		}

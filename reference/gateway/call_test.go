@@ -393,7 +393,7 @@ func TestFailuresAndRetries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := e.st.RecordsByIdentity(e.ctx, identity, 0)
+			recs, err := e.st.RecordsByIdentity(e.ctx, identity, time.Unix(0, 0))
 			e.must(err)
 			if len(recs) != 2 || recs[0].State != store.StateFailedRefunded || recs[1].Attempt != 1 || recs[1].State != store.StateCompleted {
 				t.Fatalf("records %+v", recs)

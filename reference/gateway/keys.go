@@ -130,7 +130,14 @@ func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error)
 		return p, nil
 	case r.PermitID != "":
 		// A call under an explicit permit never gets a derived key (the
-		// CodeRabbit finding): the permit itself names the operation.
+		// CodeRabbit finding): the permit itself names the operation. It is
+		// still unkeyed: a read-only tool would replay one stale read for the
+		// permit's life, and the approval gate wants a key a human can see.
+		if !g.bugs.On(bugs.PermitSkipsKeyRules) { // BUG permit-skips-key-rules: the permit stands in for a key
+			if err := needsClientKey(c, "under a permit with no Idempotency-Key"); err != nil {
+				return keyPlan{}, err
+			}
+		}
 		pm, expired, err := g.explicitPermit(ctx, c)
 		if err != nil {
 			return keyPlan{}, err
@@ -140,15 +147,10 @@ func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error)
 			key: recordKey(store.KindPermit, wallet, keyID, c.principalKey, c.tool.Name, k)}, nil
 	}
 
-	// Unkeyed. Approval-gated tools need a human-visible key; read-only tools
-	// are metered but must not replay a stale read for a whole window (the
-	// "read-only tools are collapsed" blocker), so both are refused rather
-	// than given a derived key.
-	if c.tool.Approval {
-		return keyPlan{}, Refuse(ReasonKeyRequired, "tool %q is approval-gated: send an Idempotency-Key", c.tool.Name)
-	}
-	if c.tool.ReadOnly && !g.bugs.On(bugs.ReadonlyCollapsed) { // bug readonly-collapsed: read-only tools fall through to a derived key
-		return keyPlan{}, Refuse(ReasonKeyRequired, "tool %q is read-only: an unkeyed read is not collapsed into a retry; send an Idempotency-Key", c.tool.Name)
+	// Unkeyed.
+	collapsed := c.tool.ReadOnly && !c.tool.Approval && g.bugs.On(bugs.ReadonlyCollapsed) // BUG readonly-collapsed: read-only tools fall through to a derived key
+	if err := needsClientKey(c, "without a key"); err != nil && !collapsed {
+		return keyPlan{}, err
 	}
 	if c.set.Window == 0 {
 		return keyPlan{}, Refuse(ReasonKeyRequired, "unkeyed calls are turned off (retry window 0): send an Idempotency-Key")
@@ -161,6 +163,21 @@ func (g *Gateway) resolveKey(ctx context.Context, c *callState) (keyPlan, error)
 			key: recordKey(store.KindClient, wallet, keyID, c.principalKey, c.tool.Name, k)}, nil
 	}
 	return g.derivedPlan(c), nil
+}
+
+// needsClientKey refuses a call with no client key to a tool that needs one.
+// Approval-gated tools need a human-visible key; read-only tools are metered
+// but must not replay a stale read for a whole window or a permit's life
+// (the "read-only tools are collapsed" blocker), so both are refused rather
+// than given a key the gateway made up.
+func needsClientKey(c *callState, how string) *Refusal {
+	if c.tool.Approval {
+		return Refuse(ReasonKeyRequired, "tool %q is approval-gated: it is not called %s; send an Idempotency-Key", c.tool.Name, how)
+	}
+	if c.tool.ReadOnly {
+		return Refuse(ReasonKeyRequired, "tool %q is read-only: a read %s is not collapsed into a replay; send an Idempotency-Key", c.tool.Name, how)
+	}
+	return nil
 }
 
 // derivedPlan is step 4's identity and bucket (SEL-498). The JSON-RPC id is
@@ -223,12 +240,15 @@ func (g *Gateway) explicitPermit(ctx context.Context, c *callState) (store.Permi
 // returns the record to join, or the attempt number of a new slot in the
 // current bucket.
 //
-// Join: the newest non-refunded record that is in the current bucket or was
-// created less than W ago. The second arm is the previous-bucket join: the
-// records were read from bucket-1 on, so a retry 1 ms past a boundary (or a
-// twin straddling it) finds the first call's slot instead of dispatching
-// again. A refunded record is never joined: its failure was proven effect-free
-// and refunded, so the retry must really run.
+// Join: the newest non-refunded record that is in the current bucket, was
+// created less than W ago, or is still in progress. The second arm is the
+// previous-bucket join: a retry 1 ms past a boundary (or a twin straddling
+// it) finds the first call's slot instead of dispatching again. The third
+// joins an operation still running whatever its age: it may have been
+// charged and be at its tool, and a charged operation is never run again
+// (an uncharged stale one is taken over, which runs it once). A refunded
+// record is never joined: its failure was proven effect-free and refunded,
+// so the retry must really run.
 //
 // New slot: attempt 0, or one past the newest record of the current bucket
 // when that one was refunded (the retry after a pre-dispatch failure).
@@ -239,7 +259,8 @@ func (g *Gateway) chooseSlot(recs []store.Record, p keyPlan, now time.Time) (joi
 		if rec.State == store.StateFailedRefunded {
 			continue
 		}
-		if rec.Bucket == p.bucket || (!floor && now.Sub(rec.CreatedAt) < p.window) {
+		running := rec.State == store.StateInProgress && !floor && !g.bugs.On(bugs.RunningSlotExpires) // BUG running-slot-expires: only inside the window
+		if rec.Bucket == p.bucket || (!floor && now.Sub(rec.CreatedAt) < p.window) || running {
 			return &rec, 0
 		}
 	}

@@ -40,19 +40,8 @@ var scenarios = []scenario{
 		name:    "unkeyed retry replays the first receipt",
 		catches: []string{bugs.RandomUnkeyedKey},
 		run: func(e *env) error {
-			a, err := ok(run(e.call(req{args: `{"text":"a","n":1}`})))
-			if err != nil {
-				return err
-			}
 			// A retry arrives with a fresh JSON-RPC id and maybe another key order.
-			b, err := ok(run(e.call(req{args: `{"n":1,"text":"a"}`})))
-			if err != nil {
-				return err
-			}
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(err, want("retry receipt", b.ID, a.ID), want("retry replayed", b.Replayed, true),
-				want("dispatches", n, 1), want("debits", l.debits, 1))
+			return e.replays(req{args: `{"text":"a","n":1}`}, func() {}, req{args: `{"n":1,"text":"a"}`})
 		},
 	},
 	{
@@ -141,16 +130,7 @@ var scenarios = []scenario{
 		catches: []string{bugs.LookupBeforeReserve},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
-			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
-			a := e.async(req{key: key})
-			e.await(f, a) // A has reserved and is debited, not yet dispatched
-			_, errB := e.call(req{key: key})
-			e.release(f)
-			ra, errA := ok(e.wait(a))
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(errA, err, want("twin's reason", reason(errB), gateway.ReasonInProgress),
-				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+			return e.joinsHeld(req{key: key}, 0, req{key: key})
 		},
 	},
 	{
@@ -180,17 +160,7 @@ var scenarios = []scenario{
 		catches: []string{bugs.TakeoverCharged},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
-			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
-			a := e.async(req{key: key})
-			e.await(f, a) // A reserved and was debited, not yet dispatched
-			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
-			_, errB := e.call(req{key: key}) // its tool may be running: B cannot decide
-			e.release(f)
-			ra, errA := ok(e.wait(a))
-			n, err := e.dispatches(e.write)
-			l := e.ledger()
-			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
-				want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
+			return e.joinsHeld(req{key: key}, e.g.Settings().StaleLock+time.Second, req{key: key})
 		},
 	},
 	{
@@ -230,7 +200,7 @@ var scenarios = []scenario{
 			rb, errB := ok(run(e.call(req{})))                    // B takes the lock over
 			e.release(f)
 			oa := e.wait(a)
-			recs, err := e.st.RecordsByIdentity(e.ctx, identity, 0)
+			recs, err := e.st.RecordsByIdentity(e.ctx, identity, time.Unix(0, 0))
 			n, derr := e.dispatches(e.write)
 			l := e.ledger()
 			return first(errB, err, derr, want("stale holder's reason", reason(oa.err), gateway.ReasonInProgress),
@@ -366,6 +336,125 @@ var scenarios = []scenario{
 			return first(derr, want("dispatches", n, 2), want("debits", l.debits, 2))
 		},
 	},
+	{
+		name:    "a stale reservation of a removed tool is never run by a retry",
+		catches: []string{bugs.RemovedToolTakeover},
+		run: func(e *env) error {
+			alice, id := e.principal("alice")
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{caller: &alice, key: key})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			e.must(e.st.RemoveTool(e.ctx, e.write))
+			e.must(e.st.RevokePrincipal(e.ctx, id))
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			_, errB := e.call(req{caller: &alice, key: key}) // may serve a stored outcome, never start work
+			e.release(f)
+			oa := e.wait(a)
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(err, want("retry's reason", reason(errB), gateway.ReasonUnknownTool),
+				want("stalled holder's reason", reason(oa.err), gateway.ReasonInProgress),
+				want("dispatches", n, 0), want("debits", l.debits, 0))
+		},
+	},
+	{
+		name:    "under an explicit permit and no key, read-only and approval-gated calls are refused",
+		catches: []string{bugs.PermitSkipsKeyRules},
+		run: func(e *env) error {
+			permit := func(tool string) string {
+				id, now := "pmt-"+uuid.NewString(), e.clk.Now()
+				e.must(e.st.CreatePermit(e.ctx, store.Permit{ID: id, WalletID: e.wallet, APIKeyID: e.caller.APIKeyID, Tool: tool,
+					Budget: 100, ExpiresAt: now.Add(time.Hour), CreatedAt: now}))
+				return id
+			}
+			pr, pa := permit(e.read), permit(e.approve)
+			_, errRead := e.call(req{tool: e.read, permit: pr})
+			_, errApprove := e.call(req{tool: e.approve, permit: pa})
+			// With a client key the permit is spent as usual.
+			_, errKeyed := ok(run(e.call(req{tool: e.approve, permit: pa, key: "k-" + uuid.NewString()})))
+			nr, err := e.dispatches(e.read)
+			na, err2 := e.dispatches(e.approve)
+			l := e.ledger()
+			return first(err, err2, errKeyed, want("read-only reason", reason(errRead), gateway.ReasonKeyRequired),
+				want("approval-gated reason", reason(errApprove), gateway.ReasonKeyRequired),
+				want("read-only dispatches", nr, 0), want("approval-gated dispatches", na, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
+		name:    "a lowered window still finds the slot cut under the longer one",
+		catches: []string{bugs.SlotLookupByBucket},
+		run: func(e *env) error {
+			return e.replays(req{}, func() {
+				s := e.g.Settings()
+				s.Window = s.EffectiveWindow() / 2
+				e.must(e.g.SetSettings(s))
+			}, req{})
+		},
+	},
+	{
+		name:    "an unkeyed operation still running is joined past its window",
+		catches: []string{bugs.RunningSlotExpires},
+		run: func(e *env) error {
+			return e.joinsHeld(req{}, e.g.Settings().EffectiveWindow()+time.Second, req{})
+		},
+	},
+	{
+		name:    "a call stalled before its charge past its permit's life is answered retryable",
+		catches: []string{bugs.StalledPermitExpired},
+		run: func(e *env) error {
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			e.clk.Advance(e.g.Settings().PermitTTL + time.Second)
+			e.release(f)
+			oa := e.wait(a)
+			var ref *gateway.Refusal
+			retry := errors.As(oa.err, &ref) && ref.Retryable
+			rb, errB := ok(run(e.call(req{}))) // nothing ran: the retry runs it
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errB, err, want("stalled call's reason", reason(oa.err), gateway.ReasonDispatchFailed),
+				want("stalled call retryable", retry, true), want("retry replayed", rb.Replayed, false),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
+		},
+	},
+}
+
+// replays makes call a, then (after between) call b, which must replay a's
+// receipt: one dispatch and one debit in all.
+func (e *env) replays(a req, between func(), b req) error {
+	ra, err := ok(run(e.call(a)))
+	if err != nil {
+		return err
+	}
+	between()
+	rb, err := ok(run(e.call(b)))
+	if err != nil {
+		return err
+	}
+	n, err := e.dispatches(e.write)
+	l := e.ledger()
+	return first(err, want("retry receipt", rb.ID, ra.ID), want("retry replayed", rb.Replayed, true),
+		want("dispatches", n, 1), want("debits", l.debits, 1))
+}
+
+// joinsHeld holds call a at dispatch.before (reserved and debited, not yet
+// dispatched), moves the clock by d, and makes call b, which must be
+// answered in progress (a's tool may be running); then a finishes: one
+// dispatch and one debit in all.
+func (e *env) joinsHeld(a req, d time.Duration, b req) error {
+	f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+	ch := e.async(a)
+	e.await(f, ch)
+	e.clk.Advance(d)
+	_, errB := e.call(b)
+	e.release(f)
+	ra, errA := ok(e.wait(ch))
+	n, err := e.dispatches(e.write)
+	l := e.ledger()
+	return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+		want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
 }
 
 // TestScenariosCatchBugs runs every scenario with no switch on (all must

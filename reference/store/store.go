@@ -320,9 +320,12 @@ type Store interface {
 	ReleaseLockAny(ctx context.Context, identity string) error
 
 	Record(ctx context.Context, key string) (Record, error)
-	// RecordsByIdentity lists derived records of identity with Bucket >= minBucket,
-	// ordered by Bucket, then Attempt.
-	RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]Record, error)
+	// RecordsByIdentity lists the derived records of identity created at or
+	// after since, and every one still in progress whatever its age, ordered
+	// by CreatedAt, then Attempt. Selected by time, not by bucket: a bucket
+	// number means nothing under another window, and the window may have
+	// changed since a record was cut (settings, or another process).
+	RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]Record, error)
 	// Reserve inserts the record if no record has its key and returns
 	// (rec, true); if one exists it returns (existing, false) and writes nothing
 	// (unless ReplaceRefunded applies).

@@ -44,6 +44,9 @@ type Options struct {
 type Store struct {
 	pool        *pgxpool.Pool
 	lockTimeout string // a lock_timeout value, e.g. "5000ms"
+	// afterLockRead, set by tests only, runs in AcquireLock between reading
+	// a stale lock and taking it over, where another holder can slip in.
+	afterLockRead func(ctx context.Context)
 }
 
 var _ store.Store = (*Store)(nil)

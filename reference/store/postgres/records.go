@@ -38,11 +38,17 @@ func (s *Store) AcquireLock(ctx context.Context, identity, owner string, now tim
 			if nanos(cur.AcquiredAt) > nanos(now)-int64(staleAfter) {
 				return store.ErrLockHeld
 			}
-			// Conditional on the fence read; a claim holding the row makes
-			// this wait, a takeover that committed meanwhile makes it miss.
+			if s.afterLockRead != nil {
+				s.afterLockRead(ctx)
+			}
+			// Conditional on the holding read, owner and fence; a claim
+			// holding the row makes this wait, a takeover that committed
+			// meanwhile makes it miss. The fence alone is not enough: after
+			// a release a fresh holder starts again at fence 1, and its live
+			// lock would be taken for the stale one.
 			lk.Fence = cur.Fence + 1
-			tag, err = tx.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5`,
-				owner, lk.Fence, nanos(now), identity, cur.Fence)
+			tag, err = tx.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5 AND owner = $6`,
+				owner, lk.Fence, nanos(now), identity, cur.Fence, cur.Owner)
 			if err != nil || tag.RowsAffected() == 1 {
 				return err
 			}
@@ -143,10 +149,11 @@ func (s *Store) Record(ctx context.Context, key string) (store.Record, error) {
 	return r, wrap("record", err)
 }
 
-// RecordsByIdentity lists derived records of identity from minBucket on.
-func (s *Store) RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]store.Record, error) {
+// RecordsByIdentity lists derived records of identity created since, or in progress.
+func (s *Store) RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]store.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+recordCols+` FROM records
-		WHERE kind = $1 AND identity = $2 AND bucket >= $3 ORDER BY bucket, attempt`, store.KindDerived, identity, minBucket)
+		WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`,
+		store.KindDerived, identity, nanos(since), store.StateInProgress)
 	out, err := collect(rows, err, scanRecord)
 	return out, wrap("records by identity", err)
 }

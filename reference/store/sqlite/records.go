@@ -127,10 +127,11 @@ func (s *Store) Record(ctx context.Context, key string) (store.Record, error) {
 	return r, wrap("record", err)
 }
 
-// RecordsByIdentity lists derived records of identity from minBucket on.
-func (s *Store) RecordsByIdentity(ctx context.Context, identity string, minBucket int64) ([]store.Record, error) {
+// RecordsByIdentity lists derived records of identity created since, or in progress.
+func (s *Store) RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]store.Record, error) {
 	rows, err := s.read().QueryContext(ctx, `SELECT `+recordCols+` FROM records
-		WHERE kind = ? AND identity = ? AND bucket >= ? ORDER BY bucket, attempt`, store.KindDerived, identity, minBucket)
+		WHERE kind = ? AND identity = ? AND (created_at >= ? OR state = ?) ORDER BY created_at, attempt`,
+		store.KindDerived, identity, nanos(since), store.StateInProgress)
 	out, err := collect(rows, err, scanRecord)
 	return out, wrap("records by identity", err)
 }

@@ -224,27 +224,39 @@ func testTakeoverDuringClaim(t *testing.T, s store.Store) {
 func testRecordsByIdentity(t *testing.T, s store.Store) {
 	fx := newFixture(t, s, 0)
 	identity := fx.wallet.ID + "|" + fx.tool.Name + "|" + id()
-	mk := func(bucket int64, attempt int) store.Record {
+	mk := func(at time.Duration, attempt int, state string) store.Record {
 		rec, _ := fx.record()
 		rec.PermitID = ""
-		rec.Kind, rec.Identity, rec.Bucket, rec.Attempt = store.KindDerived, identity, bucket, attempt
+		rec.Kind, rec.Identity, rec.Attempt, rec.State = store.KindDerived, identity, attempt, state
+		rec.CreatedAt, rec.UpdatedAt = t0.Add(at), t0.Add(at)
+		// Bucket numbers of two windows, deliberately out of time order:
+		// the selection and the order must not look at them.
+		rec.Bucket = 100 - int64(at/time.Second)
 		return rec
 	}
-	b6, b5a1, b4, b5a0 := mk(6, 0), mk(5, 1), mk(4, 0), mk(5, 0)
-	otherIdentity := mk(5, 0)
+	running := mk(-2*time.Hour, 0, store.StateInProgress) // charged or not, joined whatever its age
+	old := mk(-time.Hour, 0, store.StateInProgress)
+	since, a1, a0, later := mk(0, 0, store.StateInProgress), mk(time.Second, 1, store.StateInProgress),
+		mk(time.Second, 0, store.StateInProgress), mk(2*time.Second, 0, store.StateInProgress)
+	otherIdentity := mk(time.Second, 0, store.StateInProgress)
 	otherIdentity.Identity = identity + "x"
-	client := mk(5, 0)
+	client := mk(time.Second, 0, store.StateInProgress)
 	client.Kind = store.KindClient
-	for _, r := range []store.Record{b6, b5a1, b4, b5a0, otherIdentity, client} {
+	for _, r := range []store.Record{later, a1, running, old, since, a0, otherIdentity, client} {
 		_, _, err := s.Reserve(ctx(t), store.ReserveRequest{Record: r})
 		must(t, err)
 	}
-	got, err := s.RecordsByIdentity(ctx(t), identity, 5)
+	// Every record but running finishes: one older than since is no longer listed.
+	for _, r := range []*store.Record{&old, &since, &a0, &a1, &later} {
+		must(t, s.Finish(ctx(t), r.Key, r.Owner, store.Outcome{State: store.StateFailedRefunded, Now: r.CreatedAt}))
+		r.State = store.StateFailedRefunded
+	}
+	got, err := s.RecordsByIdentity(ctx(t), identity, t0)
 	must(t, err)
-	diff(t, "records from bucket 5", []store.Record{b5a0, b5a1, b6}, got)
-	got, err = s.RecordsByIdentity(ctx(t), identity, 7)
+	diff(t, "records since t0 and the running one", []store.Record{running, since, a0, a1, later}, got)
+	got, err = s.RecordsByIdentity(ctx(t), identity, t0.Add(time.Hour))
 	must(t, err)
-	diff(t, "records from bucket 7", []store.Record(nil), got)
+	diff(t, "records since t0+1h", []store.Record{running}, got)
 }
 
 // state is what a refused money movement must leave untouched.
