@@ -32,6 +32,13 @@ var Catchers = map[string][]string{
 	"key-scope-apikey": {"scope-02"},
 	"key-scope-wallet": {"scope-02", "scope-03"},
 	"cancel-forgets":   {"cancel-01", "cancel-02", "cancel-03", "lost-01"},
+	"double-price": {"cancel-01", "cancel-02", "iga-01", "ledger-01", "ledger-02", "lock-01", "lock-02", "lock-03", "lock-04",
+		"lost-01", "lost-02", "lost-03", "lost-04", "refuse-04", "retry-01", "retry-02", "retry-03", "retry-04", "retry-05",
+		"retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"},
+	"refusal-fee": {"refuse-05"},
+	"fresh-receipt-on-replay": {"ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06",
+		"retry-07", "retry-08", "window-01", "window-02"},
+	"key-reuse-replays": {"retry-02"},
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -43,4 +50,6 @@ var Collateral = map[string][]string{
 	"random-unkeyed-key":    {"ledger-02"},
 	"lookup-before-reserve": {"cancel-01", "cancel-02", "lost-01", "twins-01", "ledger-02"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
+	// Twins whose duplicates were all answered in progress saw no replay.
+	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
 }

@@ -14,13 +14,19 @@ const (
 	FDispatch = "dispatch" // Value: EffectValue with Token
 	FDebit    = "debit"    // Value: EffectValue with Amount and Receipt
 	FRefund   = "refund"
+	// FEntry is a ledger entry of another kind than debit or refund (a fee,
+	// say): the history shows every entry the scenario made.
+	FEntry = "ledger-entry"
 )
 
-// EffectValue is the value of a dispatch, debit or refund event.
+// EffectValue is the value of a dispatch, debit or refund event, and of an
+// entry in a ledger read.
 type EffectValue struct {
 	Token   string `json:"token,omitempty"`
 	Amount  int64  `json:"amount,omitempty"`
 	Receipt string `json:"receipt,omitempty"`
+	Kind    string `json:"kind,omitempty"` // a ledger entry's kind, also one other than debit or refund
+	Tool    string `json:"tool,omitempty"`
 }
 
 // BankInvariant checks that the net of debits and refunds in the history

@@ -192,6 +192,10 @@ type Op struct {
 	F       string          `json:"f"`       // e.g. "tools/call"
 	Value   json.RawMessage `json:"value"`   // operation token, key, receipt, reason...
 	Time    time.Time       `json:"time"`
+	// Step is the index in Scenario.Steps of the step that was running when
+	// the event was recorded, so a check (Check.StepIndex) can be recomputed
+	// from the events it saw; nil in files written before it existed.
+	Step *int `json:"step,omitempty"`
 }
 
 // Dispatch is one call the upstream probe received.

@@ -78,13 +78,13 @@ func (w *world) recordEffects(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the ledger for the history: %w", err)
 	}
-	for _, e := range l.Entries {
-		f := map[string]string{"debit": reports.FDebit, "refund": reports.FRefund}[e.Kind]
+	for _, e := range w.scenarioEntries(l) {
+		f := map[string]string{reports.EntryDebit: reports.FDebit, reports.EntryRefund: reports.FRefund}[e.Kind]
 		if f == "" {
-			continue
+			f = reports.FEntry
 		}
 		w.record(reports.Op{Process: "ledger", Type: "ok", F: f, Time: e.At,
-			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt})})
+			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
 	}
 	return nil
 }

@@ -109,6 +109,10 @@ func (w *world) record(op reports.Op) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	op.Index = len(w.history)
+	if op.Step == nil {
+		step := w.stepIdx
+		op.Step = &step
+	}
 	if op.Time.IsZero() {
 		op.Time = time.Now()
 	}

@@ -32,6 +32,10 @@ const (
 	KeyScopeAPIKey           = "key-scope-apikey"
 	KeyScopeWallet           = "key-scope-wallet"
 	CancelForgets            = "cancel-forgets"
+	DoublePrice              = "double-price"
+	RefusalFee               = "refusal-fee"
+	FreshReceiptOnReplay     = "fresh-receipt-on-replay"
+	KeyReuseReplays          = "key-reuse-replays"
 )
 
 // Bug describes one switch.
@@ -64,6 +68,10 @@ var All = []Bug{
 	{Name: KeyScopeAPIKey, Description: "a client key's record leaves out the API key: another key of the same wallet with the same key and arguments gets the first caller's result"},
 	{Name: KeyScopeWallet, Description: "a client key's record leaves out the wallet and the API key: a caller of another wallet with the same key and arguments gets the first caller's result"},
 	{Name: CancelForgets, Description: "the operation's clean-up is tied to the client's request: a call whose client cancels (notifications/cancelled, or a closed response stream) while the tool runs is thrown away once the tool answers, its charge refunded and its record left for new work, so a same-key retry dispatches the tool again and is charged again"},
+	{Name: DoublePrice, Description: "every dispatch is debited twice the tool's price (one debit entry, the wrong amount)"},
+	{Name: RefusalFee, Description: "a call refused for insufficient funds writes a 5-credit \"fee\" ledger entry, a charge for nothing dispatched"},
+	{Name: FreshReceiptOnReplay, Description: "a replay is served with a fresh receipt id instead of the stored one: the client cannot match it to the debit it paid"},
+	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 }
 
 // Set is the switches a gateway runs with.
