@@ -38,7 +38,7 @@ var Catchers = map[string][]string{
 	"refusal-fee": {"refuse-05"},
 	"fresh-receipt-on-replay": {"ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06",
 		"retry-07", "retry-08", "window-01", "window-02"},
-	"key-reuse-replays": {"retry-02"},
+	"key-reuse-replays": {"ledger-02", "retry-02"},
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

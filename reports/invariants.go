@@ -29,34 +29,6 @@ type EffectValue struct {
 	Tool    string `json:"tool,omitempty"`
 }
 
-// BankInvariant checks that the net of debits and refunds in the history
-// equals price times the number of distinct operations dispatched.
-func BankInvariant(ops []Op, price int64) (ok bool, expected, actual string) {
-	var net int64
-	tokens := map[string]bool{}
-	for _, op := range ops {
-		var v EffectValue
-		switch op.F {
-		case FDispatch:
-			if json.Unmarshal(op.Value, &v) == nil {
-				tokens[v.Token] = true
-			}
-		case FDebit:
-			if json.Unmarshal(op.Value, &v) == nil {
-				net += v.Amount
-			}
-		case FRefund:
-			if json.Unmarshal(op.Value, &v) == nil {
-				net -= v.Amount
-			}
-		}
-	}
-	want := price * int64(len(tokens))
-	return net == want,
-		fmt.Sprintf("net debits %d = %d x %d dispatched operations", want, price, len(tokens)),
-		fmt.Sprintf("net debits %d", net)
-}
-
 // AtMostOnce checks that no operation token was dispatched twice, and names
 // the ones that were.
 func AtMostOnce(ops []Op) (ok bool, twice []string) {
