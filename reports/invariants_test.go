@@ -37,3 +37,34 @@ func TestRecheckFindsAHistoryThatContradictsTheVerdict(t *testing.T) {
 		t.Errorf("Recheck(forged) = %+v, %v; want one failing recomputed check and a mismatch", checks, mismatch)
 	}
 }
+
+func TestRecheckHoldsTheVerdictAndTheLedgerToTheHistory(t *testing.T) {
+	step := func(i int) *int { return &i }
+	read := func(r LedgerRead) Op {
+		b, _ := json.Marshal(r)
+		return Op{Process: "ledger", Type: "ok", F: FLedgerRead, Value: b, Step: step(2)}
+	}
+	twoDebits := read(LedgerRead{Baseline: 100, Balance: 94, Prices: map[string]int64{"write": 3},
+		Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+	steps := []StepResult{{Text: "a wallet"}, {Text: "a call"}, {Text: "the ledger has 1 debit and 0 refunds"}}
+	ledgerCheck := func(state string) []Check {
+		return []Check{{Step: "the ledger has 1 debits and 0 refunds", State: state, OK: state == Held, StepIndex: 2}}
+	}
+	for _, tc := range []struct {
+		name     string
+		s        Scenario
+		mismatch bool
+	}{
+		{"a failed ledger check the history confirms", Scenario{Verdict: Failed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Violated)}, false},
+		{"a held ledger check over two debits", Scenario{Verdict: Passed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Held)}, true},
+		{"passed with no check", Scenario{Verdict: Passed, Steps: steps}, true},
+		{"passed with a check not observed", Scenario{Verdict: Passed, Steps: steps, Checks: []Check{{Step: "x", State: NotObserved}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks, mismatch := Recheck(tc.s)
+			if mismatch != tc.mismatch {
+				t.Errorf("Recheck mismatch = %v, want %v: %+v", mismatch, tc.mismatch, checks)
+			}
+		})
+	}
+}

@@ -12,6 +12,10 @@ import (
 // outcome is unknown).
 const FCall = "tools/call"
 
+// FRaw is the F of a raw body a client sent (a batch, malformed JSON, an
+// oversized call): its outcome is recorded like a call's.
+const FRaw = "raw"
+
 // CallValue is the value of a tools/call event. Token is the operation's
 // probe token, which ties the call to its dispatches, and its receipt to
 // its debits.
@@ -25,6 +29,8 @@ type CallValue struct {
 	Retryable bool   `json:"retryable,omitempty"`
 	Status    int    `json:"status,omitempty"`
 	Error     string `json:"error,omitempty"`
+
+	typ string // the event's Type, for the recheck's reading
 }
 
 // operation is what the history shows of one operation token: its calls'

@@ -227,7 +227,7 @@ func (w *world) countCheck(ctx context.Context, step, token, expected string, ok
 		return fmt.Errorf("read the probe: %w", err)
 	}
 	w.mu.Lock()
-	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
+	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
 	w.mu.Unlock()
 	return w.check(step, reports.CapUpstream, ok(got), expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
 }
@@ -312,7 +312,7 @@ func probeSawAll(ctx context.Context, n int) error {
 		got += c
 		per = append(per, fmt.Sprintf("%s=%d", tok, c))
 		w.mu.Lock()
-		w.counted = append(w.counted, countedCheck{step: fmt.Sprintf("the probe saw %s dispatched %d times", tok, c), token: tok, seen: c})
+		w.counted = append(w.counted, countedCheck{step: fmt.Sprintf("the probe saw %s dispatched %d times", tok, c), token: tok, seen: c, stepIdx: w.stepIdx})
 		w.mu.Unlock()
 	}
 	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))

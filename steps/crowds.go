@@ -238,6 +238,10 @@ func bankInvariant(ctx context.Context) error {
 	if err := w.recordEffects(ctx); err != nil {
 		return err
 	}
+	// The read puts the prices in the history, for recheck.
+	if _, err := w.ledgerRead(ctx); err != nil {
+		return err
+	}
 	ok, expected, actual := reports.BankInvariant(w.history, w.prices[w.workloadTool])
 	return w.check(step, reports.CapLedger, ok, expected, actual)
 }

@@ -8,11 +8,13 @@ import (
 )
 
 // recheckCmd recomputes what can be recomputed from a report directory alone:
-// the run verdict from the stored scenarios, and at-most-once dispatch from
-// each scenario's history, so a reviewer need not trust the run's own word.
+// the run verdict from the stored scenarios, and every check it can from
+// each scenario's history (probe counts, ledger entries, amounts and
+// balances, the bank invariant, receipts, replays, refusals), so a reviewer
+// need not trust the run's own word.
 func recheckCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: mcpconform recheck DIR\n\nRecomputes the verdict and the history invariants from a report directory (mcpconform run --out DIR).")
+		fmt.Fprintln(stderr, "Usage: mcpconform recheck DIR\n\nRecomputes the verdict and every check it can from the histories of a report directory (mcpconform run --out DIR).")
 		if len(args) == 1 {
 			return 0
 		}
@@ -38,7 +40,7 @@ func recheckCmd(args []string, stdout, stderr io.Writer) int {
 	for _, w := range why {
 		fmt.Fprintln(stdout, w)
 	}
-	fmt.Fprintf(stdout, "%d scenarios loaded, %d dispatch checks recomputed from histories; verdict ok=%v; %d scenarios contradicted by their history\n", len(run.Scenarios), rechecked, ok, bad)
+	fmt.Fprintf(stdout, "%d scenarios loaded, %d checks recomputed from histories; verdict ok=%v; %d scenarios contradicted by their history\n", len(run.Scenarios), rechecked, ok, bad)
 	if !ok || bad > 0 {
 		return 1
 	}
