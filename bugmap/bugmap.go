@@ -17,6 +17,30 @@ type Check struct {
 	Step     string
 }
 
+// Steps most catches name.
+const (
+	dispatchedOnce  = `the probe saw "$op1" dispatched 1 time`
+	neverDispatched = `the probe saw "$op1" dispatched 0 times`
+	oneDebit        = `the ledger has 1 debit and 0 refunds`
+)
+
+// at names the check of step in each scenario.
+func at(step string, scenarios ...string) []Check {
+	out := make([]Check, len(scenarios))
+	for i, id := range scenarios {
+		out[i] = Check{Scenario: id, Step: step}
+	}
+	return out
+}
+
+func join(lists ...[]Check) []Check {
+	var out []Check
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
 // Scenarios lists the scenario IDs of checks, sorted, each once.
 func Scenarios(cs []Check) []string {
 	var out []string
@@ -39,181 +63,74 @@ func Scenarios(cs []Check) []string {
 // lock, so each lock scenario's pause is never reached; the scenario goes
 // on and its probe count shows the second dispatch).
 var Catchers = map[string][]Check{
-	"random-unkeyed-key": {
-		{"ledger-01", `the wallet balance changed by -3`},
-		{"lock-01", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-02", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-03", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-04", `the probe saw "$op1" dispatched 1 time`},
-		{"lost-02", `the probe saw "$op1" dispatched 1 time`},
-		{"retry-03", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-02", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-04", `the probe saw "$op1" dispatched 1 time`},
-		{"window-01", `the probe saw "$op1" dispatched 1 time`},
-		{"window-02", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"floor-bucket": {
-		{"window-01", `the probe saw "$op1" dispatched 1 time`},
-		{"window-02", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"principal-unbound": {
-		{"iga-01", `the probe saw "$op1" dispatched 2 times`},
-	},
-	"replay-before-iga": {
-		{"iga-02", `"alice" is refused with "principal_denied"`},
-		{"iga-03", `"alice" is refused with "principal_denied"`},
-		{"iga-04", `"alice" is refused with "principal_denied"`},
-	},
-	"readonly-collapsed": {
-		{"refuse-02", `the probe saw "$op1" dispatched 0 times`},
-	},
-	"lookup-before-reserve": {
-		{"lost-04", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-03", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"stale-lock-no-fence": {
-		{"lock-01", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-02", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-03", `"A" is refused with retryable "idempotency_in_progress"`},
-	},
-	"release-unpinned": {
-		{"lock-02", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-03", `"C" is refused with retryable "idempotency_in_progress"`},
-	},
-	"select-for-update-sqlite": {
-		{"lock-01", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-03", `"A" is refused with retryable "idempotency_in_progress"`},
-	},
-	"lock-timeout-internal": {
-		{"lock-04", `"B" is refused with retryable "idempotency_in_progress"`},
-	},
-	"replay-debits": {
-		{"cancel-01", `the ledger has 1 debit and 0 refunds`},
-		{"cancel-02", `the ledger has 1 debit and 0 refunds`},
-		{"ledger-01", `the wallet balance changed by -3`},
-		{"lost-01", `the ledger has 1 debit and 0 refunds`},
-		{"lost-02", `the ledger has 1 debit and 0 refunds`},
-		{"lost-03", `the ledger has 1 debit and 0 refunds`},
-		{"lost-04", `the ledger has 1 debit and 0 refunds`},
-		{"retry-01", `the ledger has 1 debit and 0 refunds`},
-		{"retry-03", `the ledger has 1 debit and 0 refunds`},
-		{"retry-06", `the ledger has 1 debit and 0 refunds`},
-		{"retry-07", `the ledger has 1 debit and 0 refunds`},
-		{"retry-08", `the ledger has 1 debit and 0 refunds`},
-		{"window-01", `the ledger has 1 debit and 0 refunds`},
-		{"window-02", `the ledger has 1 debit and 0 refunds`},
-	},
-	"refund-missing": {
-		{"ledger-01", `the wallet balance changed by 0`},
-	},
-	"window-ignores-ttl": {
-		{"retry-05", `the probe saw "$op1" dispatched 2 times`},
-	},
-	"permit-expiry-blocks-replay": {
-		{"retry-08", `the last answer of "A" carries the receipt the ledger debited`},
-	},
-	"takeover-charged": {
-		{"lost-04", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"no-idempotency": {
-		{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-		{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-		{"cancel-03", `the probe saw "$op1" dispatched at most 1 time`},
-		{"iga-03", `"alice" is refused with "principal_denied"`},
-		{"ledger-01", `the wallet balance changed by -3`},
-		{"ledger-02", `every dispatched operation was charged exactly once`},
-		{"lock-01", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-02", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-03", `the probe saw "$op1" dispatched 1 time`},
-		{"lock-04", `the probe saw "$op1" dispatched 1 time`},
-		{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-		{"lost-02", `the probe saw "$op1" dispatched 1 time`},
-		{"lost-03", `the probe saw "$op1" dispatched 1 time`},
-		{"lost-04", `the probe saw "$op1" dispatched 1 time`},
-		{"refuse-01", `the probe saw "$op1" dispatched 0 times`},
-		{"refuse-02", `the probe saw "$op1" dispatched 0 times`},
-		{"refuse-03", `the probe saw "$op1" dispatched 0 times`},
-		{"retry-01", `the probe saw "$op1" dispatched 1 time`},
-		{"retry-02", `the probe saw "$op2" dispatched 0 times`},
-		{"retry-03", `the probe saw "$op1" dispatched 1 time`},
-		{"retry-06", `the probe saw "$op1" dispatched 1 time`},
-		{"retry-07", `the probe saw "$op1" dispatched 1 time`},
-		{"retry-08", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-01", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-02", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-03", `the probe saw "$op1" dispatched 1 time`},
-		{"twins-04", `the probe saw "$op1" dispatched 1 time`},
-		{"window-01", `the probe saw "$op1" dispatched 1 time`},
-		{"window-02", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"key-scope-tool": {
-		{"scope-01", `the last answer of "A" is its own operation or a refusal, never the first answer of "A"`},
-	},
-	"key-scope-apikey": {
-		{"scope-02", `the last answer of "B" is its own operation or a refusal, never the first answer of "A"`},
-	},
-	"key-scope-wallet": {
-		{"scope-02", `the last answer of "B" is its own operation or a refusal, never the first answer of "A"`},
-		{"scope-03", `the last answer of "C" is its own operation or a refusal, never the first answer of "A"`},
-	},
-	"cancel-forgets": {
-		{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-		{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-		{"cancel-03", `the probe saw "$op1" dispatched at most 1 time`},
-		{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-	},
-	"double-price": {
-		{"cancel-01", `the ledger has 1 debit and 0 refunds`},
-		{"cancel-02", `the ledger has 1 debit and 0 refunds`},
-		{"iga-01", `the ledger has 2 debits and 0 refunds`},
-		{"ledger-01", `the wallet balance changed by -3`},
-		{"ledger-02", `every dispatched operation was charged exactly once`},
-		{"lock-01", `the ledger has 1 debit and 0 refunds`},
-		{"lock-02", `the ledger has 1 debit and 0 refunds`},
-		{"lock-03", `the ledger has 1 debit and 0 refunds`},
-		{"lock-04", `the ledger has 1 debit and 0 refunds`},
-		{"lost-01", `the ledger has 1 debit and 0 refunds`},
-		{"lost-02", `the ledger has 1 debit and 0 refunds`},
-		{"lost-03", `the ledger has 1 debit and 0 refunds`},
-		{"lost-04", `the ledger has 1 debit and 0 refunds`},
-		{"refuse-04", `the ledger has 2 debits and 0 refunds`},
-		{"retry-01", `the ledger has 1 debit and 0 refunds`},
-		{"retry-02", `the ledger has 1 debit and 0 refunds`},
-		{"retry-03", `the ledger has 1 debit and 0 refunds`},
-		{"retry-04", `the ledger has 2 debits and 0 refunds`},
-		{"retry-05", `the ledger has 2 debits and 0 refunds`},
-		{"retry-06", `the ledger has 1 debit and 0 refunds`},
-		{"retry-07", `the ledger has 1 debit and 0 refunds`},
-		{"retry-08", `"A" lost the connection without an answer`},
-		{"twins-01", `the ledger has 1 debit and 0 refunds`},
-		{"twins-02", `the ledger has 1 debit and 0 refunds`},
-		{"twins-03", `the ledger has 1 debit and 0 refunds`},
-		{"twins-04", `the ledger has 1 debit and 0 refunds`},
-		{"window-01", `the ledger has 1 debit and 0 refunds`},
-		{"window-02", `the ledger has 1 debit and 0 refunds`},
-	},
-	"refusal-fee": {
-		{"refuse-05", `the ledger has 0 debits and 0 refunds`},
-	},
-	"fresh-receipt-on-replay": {
-		{"ledger-01", `the last answer of "A" replays its second answer`},
-		{"ledger-02", `every operation of the workload got one outcome`},
-		{"lost-01", `the last answer of "A" carries the receipt the ledger debited`},
-		{"lost-02", `the last answer of "A" carries the receipt the ledger debited`},
-		{"lost-03", `the last answer of "A" carries the receipt the ledger debited`},
-		{"lost-04", `the last answer of "B" replays the first answer of "A"`},
-		{"retry-01", `the last answer of "A" replays its first answer`},
-		{"retry-03", `the last answer of "A" replays its first answer`},
-		{"retry-06", `the last answer of "A" replays its first answer`},
-		{"retry-07", `the last answer of "A" replays its first answer`},
-		{"retry-08", `the last answer of "A" carries the receipt the ledger debited`},
-		{"window-01", `the last answer of "A" replays its first answer`},
-		{"window-02", `the last answer of "B" replays the first answer of "A"`},
-	},
-	"key-reuse-replays": {
-		{"ledger-02", `every operation of the workload got one outcome`},
-		{"retry-02", `"A" is refused with "idempotency_key_reused"`},
-	},
+	"random-unkeyed-key": join(
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(dispatchedOnce, "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02"),
+	),
+	"floor-bucket":          at(dispatchedOnce, "window-01", "window-02"),
+	"principal-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
+	"replay-before-iga":     at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
+	"readonly-collapsed":    at(neverDispatched, "refuse-02"),
+	"lookup-before-reserve": at(dispatchedOnce, "lost-04", "twins-03"),
+	"stale-lock-no-fence": join(
+		at(dispatchedOnce, "lock-01", "lock-02"),
+		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"release-unpinned": join(
+		at(dispatchedOnce, "lock-02"),
+		at(`"C" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"select-for-update-sqlite": join(
+		at(dispatchedOnce, "lock-01"),
+		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"lock-timeout-internal": at(`"B" is refused with retryable "idempotency_in_progress"`, "lock-04"),
+	"replay-debits": join(
+		at(oneDebit, "cancel-01", "cancel-02", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+	),
+	"refund-missing":              at(`the wallet balance changed by 0`, "ledger-01"),
+	"window-ignores-ttl":          at(`the probe saw "$op1" dispatched 2 times`, "retry-05"),
+	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
+	"takeover-charged":            at(dispatchedOnce, "lost-04"),
+	"no-idempotency": join(
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"),
+		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
+		at(`"alice" is refused with "principal_denied"`, "iga-03"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`every dispatched operation was charged exactly once`, "ledger-02"),
+		at(neverDispatched, "refuse-01", "refuse-02", "refuse-03"),
+		at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+	),
+	"key-scope-tool":   at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
+	"key-scope-apikey": at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+	"key-scope-wallet": join(
+		at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+		at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+	),
+	"cancel-forgets": join(
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
+	),
+	"double-price": join(
+		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"),
+		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-04", "retry-05"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`every dispatched operation was charged exactly once`, "ledger-02"),
+		at(`"A" lost the connection without an answer`, "retry-08"),
+	),
+	"refusal-fee": at(`the ledger has 0 debits and 0 refunds`, "refuse-05"),
+	"fresh-receipt-on-replay": join(
+		at(`the last answer of "A" replays its second answer`, "ledger-01"),
+		at(`every operation of the workload got one outcome`, "ledger-02"),
+		at(`the last answer of "A" carries the receipt the ledger debited`, "lost-01", "lost-02", "lost-03", "retry-08"),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "window-01"),
+	),
+	"key-reuse-replays": join(
+		at(`every operation of the workload got one outcome`, "ledger-02"),
+		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+	),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -17,74 +17,43 @@ const (
 // (their scenarios are incomplete or skipped, never passed).
 var External = map[string]map[string][]Check{
 	ModeWire: {
-		"no-idempotency": {
-			{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-			{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-			{"ledger-02", `no operation was dispatched twice`},
-			{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-			{"refuse-02", `the probe saw "$op1" dispatched 0 times`},
-			{"refuse-03", `the probe saw "$op1" dispatched 0 times`},
-			{"retry-01", `the probe saw "$op1" dispatched 1 time`},
-			{"retry-02", `the probe saw "$op2" dispatched 0 times`},
-			{"retry-03", `the probe saw "$op1" dispatched 1 time`},
-			{"retry-06", `the probe saw "$op1" dispatched 1 time`},
-			{"retry-07", `the probe saw "$op1" dispatched 1 time`},
-			{"twins-01", `the probe saw "$op1" dispatched 1 time`},
-			{"twins-02", `the probe saw "$op1" dispatched 1 time`},
-		},
-		"random-unkeyed-key": {
-			{"retry-03", `the probe saw "$op1" dispatched 1 time`},
-			{"twins-02", `the probe saw "$op1" dispatched 1 time`},
-		},
-		"readonly-collapsed": {{"refuse-02", `the probe saw "$op1" dispatched 0 times`}},
-		"key-scope-tool":     {{"scope-01", `the last answer of "A" is its own operation or a refusal, never the first answer of "A"`}},
-		"key-scope-apikey":   {{"scope-02", `the last answer of "B" is its own operation or a refusal, never the first answer of "A"`}},
-		"key-scope-wallet": {
-			{"scope-02", `the last answer of "B" is its own operation or a refusal, never the first answer of "A"`},
-			{"scope-03", `the last answer of "C" is its own operation or a refusal, never the first answer of "A"`},
-		},
-		"cancel-forgets": {
-			{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-			{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-			{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-		},
-		"fresh-receipt-on-replay": {
-			{"ledger-02", `every operation of the workload got one outcome`},
-			{"retry-01", `the last answer of "A" replays its first answer`},
-			{"retry-03", `the last answer of "A" replays its first answer`},
-			{"retry-06", `the last answer of "A" replays its first answer`},
-			{"retry-07", `the last answer of "A" replays its first answer`},
-		},
-		"key-reuse-replays": {
-			{"ledger-02", `every operation of the workload got one outcome`},
-			{"retry-02", `"A" is refused with "idempotency_key_reused"`},
-		},
+		"no-idempotency": join(
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02"),
+			at(`no operation was dispatched twice`, "ledger-02"),
+			at(neverDispatched, "refuse-02", "refuse-03"),
+			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+		),
+		"random-unkeyed-key": at(dispatchedOnce, "retry-03", "twins-02"),
+		"readonly-collapsed": at(neverDispatched, "refuse-02"),
+		"key-scope-tool":     at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
+		"key-scope-apikey":   at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+		"key-scope-wallet": join(
+			at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+			at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+		),
+		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		"fresh-receipt-on-replay": join(
+			at(`every operation of the workload got one outcome`, "ledger-02"),
+			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07"),
+		),
+		"key-reuse-replays": join(
+			at(`every operation of the workload got one outcome`, "ledger-02"),
+			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+		),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's.
 	ModeWirePrincipals: {
-		"principal-unbound": {{"iga-01", `the probe saw "$op1" dispatched 2 times`}},
+		"principal-unbound": at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
 	},
 	ModeWireRefuse: {
-		"no-idempotency": {
-			{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-			{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-			{"ledger-02", `no operation was dispatched twice`},
-			{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-			{"refuse-02", `the probe saw "$op1" dispatched 0 times`},
-			{"refuse-03", `the probe saw "$op1" dispatched 0 times`},
-			{"refuse-10", `the probe saw "$op1" dispatched 0 times`},
-			{"retry-01", `the probe saw "$op1" dispatched 1 time`},
-			{"retry-02", `the probe saw "$op2" dispatched 0 times`},
-			{"retry-06", `the probe saw "$op1" dispatched 1 time`},
-			{"retry-07", `the probe saw "$op1" dispatched 1 time`},
-			{"twins-01", `the probe saw "$op1" dispatched 1 time`},
-		},
-		"cancel-forgets": {
-			{"cancel-01", `the probe saw "$op1" dispatched 1 time`},
-			{"cancel-02", `the probe saw "$op1" dispatched 1 time`},
-			{"lost-01", `the probe saw "$op1" dispatched 1 time`},
-		},
+		"no-idempotency": join(
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-06", "retry-07", "twins-01"),
+			at(`no operation was dispatched twice`, "ledger-02"),
+			at(neverDispatched, "refuse-02", "refuse-03", "refuse-10"),
+			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+		),
+		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
 	},
 }
 

@@ -31,6 +31,17 @@ type EffectValue struct {
 // AtMostOnce checks that no operation token was dispatched twice, and names
 // the ones that were.
 func AtMostOnce(ops []Op) (ok bool, twice []string) {
+	for tok, k := range dispatchCounts(ops) {
+		if k > 1 {
+			twice = append(twice, fmt.Sprintf("%s x%d", tok, k))
+		}
+	}
+	sort.Strings(twice)
+	return len(twice) == 0, twice
+}
+
+// dispatchCounts counts the history's dispatches by operation token.
+func dispatchCounts(ops []Op) map[string]int {
 	n := map[string]int{}
 	for _, op := range ops {
 		var v EffectValue
@@ -38,11 +49,5 @@ func AtMostOnce(ops []Op) (ok bool, twice []string) {
 			n[v.Token]++
 		}
 	}
-	for tok, k := range n {
-		if k > 1 {
-			twice = append(twice, fmt.Sprintf("%s x%d", tok, k))
-		}
-	}
-	sort.Strings(twice)
-	return len(twice) == 0, twice
+	return n
 }

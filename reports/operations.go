@@ -87,13 +87,7 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 			o.unknown = append(o.unknown, v.Reason+v.Error)
 		}
 	}
-	n := map[string]int{}
-	for _, op := range ops {
-		var v EffectValue
-		if op.F == FDispatch && json.Unmarshal(op.Value, &v) == nil {
-			n[v.Token]++
-		}
-	}
+	n := dispatchCounts(ops)
 	for _, o := range order {
 		o.dispatches = n[o.token]
 	}

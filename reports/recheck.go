@@ -119,16 +119,7 @@ func (h history) ledgerRead(i int) (LedgerRead, bool) {
 	return LedgerRead{}, false
 }
 
-func (h history) dispatches() map[string]int {
-	n := map[string]int{}
-	for _, op := range h.s.History {
-		var v EffectValue
-		if op.F == FDispatch && json.Unmarshal(op.Value, &v) == nil {
-			n[v.Token]++
-		}
-	}
-	return n
-}
+func (h history) dispatches() map[string]int { return dispatchCounts(h.s.History) }
 
 func unquote(s string) string { return strings.Trim(s, `"`) }
 
