@@ -318,6 +318,12 @@ func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err erro
 	}
 	r := &w.evidence.Steps[i]
 	r.Text, r.Status = st.Text, status.String()
+	for _, c := range w.evidence.Checks {
+		// A violated check lets the scenario go on, but its step failed.
+		if c.StepIndex == i && c.Status() == reports.Violated && r.Error == "" {
+			r.Status, r.Error = "failed", w.violation(c)
+		}
+	}
 	if err != nil {
 		r.Error = err.Error()
 		if w.stepErr == nil {
