@@ -172,7 +172,7 @@ func (h history) recompute(c Check) (rc Check, complete, ok bool) {
 	case c.Step == "every operation of the workload got one outcome":
 		ok, exp, act := EveryOperationAnswered(h.s.History, "workload")
 		return Check{OK: ok, Expected: exp, Actual: act}, true, true
-	case scan(text, "%s carries the receipt the ledger debited", &who) && strings.HasPrefix(text, "the last answer of "):
+	case strings.HasPrefix(text, "the last answer of ") && strings.HasSuffix(text, " carries the receipt the ledger debited"):
 		return h.carriesReceipt(c, unquote(strings.TrimPrefix(strings.TrimSuffix(text, " carries the receipt the ledger debited"), "the last answer of ")))
 	case scan(text, "%s gets a result with a new receipt", &who):
 		return h.newReceipt(c, unquote(who))
