@@ -68,3 +68,23 @@ func TestRecheckHoldsTheVerdictAndTheLedgerToTheHistory(t *testing.T) {
 		})
 	}
 }
+
+// A retry served with a fresh receipt is recomputed from its outcome and
+// the ledger read of its step: a report that says it held is contradicted.
+func TestRecheckTheDebitedReceipt(t *testing.T) {
+	step := func(i int) *int { return &i }
+	outcome := func(typ, receipt, errText string, at int) Op {
+		b, _ := json.Marshal(CallValue{Token: "op1", Receipt: receipt, Error: errText})
+		return Op{Process: "A", F: FCall, Type: typ, Value: b, Step: step(at)}
+	}
+	rd, _ := json.Marshal(LedgerRead{Baseline: 100, Balance: 97, Prices: map[string]int64{"write": 3},
+		Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+	s := Scenario{Verdict: Passed,
+		Steps: []StepResult{{Text: "a call"}, {Text: "a retry"}, {Text: `the last answer of "A" carries the receipt the ledger debited`}},
+		History: []Op{outcome("info", "", "EOF", 0), outcome("ok", "r-fresh", "", 1),
+			{Process: "ledger", Type: "ok", F: FLedgerRead, Value: rd, Step: step(2)}},
+		Checks: []Check{{Step: "the last answer of A carries the receipt the ledger debited", State: Held, OK: true, StepIndex: 2}}}
+	if checks, mismatch := Recheck(s); !mismatch || len(checks) == 0 || checks[0].OK {
+		t.Errorf("Recheck = %+v, %v; want the receipt check recomputed violated", checks, mismatch)
+	}
+}

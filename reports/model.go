@@ -82,7 +82,10 @@ type Catch struct {
 	// violated it: a catch counts only when its named check failed, not
 	// when its scenario failed for another reason.
 	Checks []CatchCheck `json:"checks,omitempty"`
-	OK     bool         `json:"ok"`
+	// Contradicted are scenarios whose recorded checks their own history
+	// contradicts (Recheck): recheck must agree with the run, bug or not.
+	Contradicted []string `json:"contradicted,omitempty"`
+	OK           bool     `json:"ok"`
 }
 
 // CatchCheck is one check a bug switch names: its scenario and the step

@@ -48,7 +48,13 @@ func catchRow(run reports.Run, bug string, catchers []bugmap.Check, collateral [
 	for _, id := range failed {
 		ok = ok && (slices.Contains(want, id) || slices.Contains(collateral, id))
 	}
-	return reports.Catch{Bug: bug, Expected: want, CaughtBy: failed, Checks: checks, OK: ok}
+	var contradicted []string
+	for _, s := range run.Scenarios {
+		if _, mismatch := reports.Recheck(s); mismatch {
+			contradicted = append(contradicted, s.ID)
+		}
+	}
+	return reports.Catch{Bug: bug, Expected: want, CaughtBy: failed, Checks: checks, Contradicted: contradicted, OK: ok && len(contradicted) == 0}
 }
 
 // caughtAt finds the named check among a scenario's violated checks.

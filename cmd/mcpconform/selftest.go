@@ -130,5 +130,8 @@ func catchFault(c reports.Catch, collateral []string) string {
 			why = append(why, id+" failed outside the catchers and the collateral ("+strings.Join(collateral, " ")+")")
 		}
 	}
+	if len(c.Contradicted) > 0 {
+		why = append(why, "recheck contradicts "+strings.Join(c.Contradicted, " "))
+	}
 	return strings.Join(why, "; ")
 }
