@@ -1,44 +1,146 @@
-// Package bugmap says which scenarios are expected to catch each of the
+// Package bugmap says which checks are expected to catch each of the
 // reference gateway's bug switches. The self-test holds the suite to it: with
-// a switch on, every catcher must fail, and nothing may fail outside the
-// catchers and the bug's collateral (another failure would be for a reason
-// other than the bug).
+// a switch on, every named check must be violated, and no scenario may fail
+// outside the catchers and the bug's collateral (another failure would be
+// for a reason other than the bug).
 package bugmap
 
-// Catchers maps a bug switch to the scenario IDs that fail with it on. Each
-// list was observed, then read scenario by scenario to confirm the failure is
-// the bug's own effect (e.g. random-unkeyed-key also bypasses the lock, so
-// every lock scenario's pause is never reached).
-var Catchers = map[string][]string{
-	"random-unkeyed-key":          {"ledger-01", "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02", "window-03", "window-04"},
-	"floor-bucket":                {"window-01", "window-02", "window-03", "window-04"},
-	"principal-unbound":           {"iga-01"},
-	"replay-before-iga":           {"iga-02", "iga-03", "iga-04"},
-	"readonly-collapsed":          {"refuse-02"},
-	"lookup-before-reserve":       {"cancel-03", "lost-04", "lost-05", "twins-03"},
-	"stale-lock-no-fence":         {"lock-01", "lock-02", "lock-03"},
-	"release-unpinned":            {"lock-02", "lock-03"},
-	"select-for-update-sqlite":    {"lock-01", "lock-03"},
-	"lock-timeout-internal":       {"lock-04"},
-	"replay-debits":               {"cancel-01", "cancel-02", "ledger-01", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"},
-	"refund-missing":              {"ledger-01"},
-	"window-ignores-ttl":          {"retry-05"},
-	"takeover-charged":            {"lost-04", "window-04"},
-	"permit-expiry-blocks-replay": {"retry-08"},
-	"no-idempotency": {"cancel-01", "cancel-02", "cancel-03", "iga-03", "ledger-01", "ledger-02", "lock-01", "lock-02", "lock-03", "lock-04",
-		"lost-01", "lost-02", "lost-03", "lost-04", "lost-05", "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12", "retry-01", "retry-02", "retry-03",
-		"retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"},
-	"key-scope-tool":   {"scope-01"},
-	"key-scope-apikey": {"scope-02"},
-	"key-scope-wallet": {"scope-02", "scope-03"},
-	"cancel-forgets":   {"cancel-01", "cancel-02", "cancel-03", "lost-01"},
+import (
+	"slices"
+	"sort"
+)
 
+// Check names one check a bug switch must violate: the scenario, and the
+// step that makes the check, as the feature file writes it.
+type Check struct {
+	Scenario string
+	Step     string
+}
+
+// Steps most catches name.
+const (
+	dispatchedOnce  = `the probe saw "$op1" dispatched 1 time`
+	neverDispatched = `the probe saw "$op1" dispatched 0 times`
+	oneDebit        = `the ledger has 1 debit and 0 refunds`
+)
+
+// at names the check of step in each scenario.
+func at(step string, scenarios ...string) []Check {
+	out := make([]Check, len(scenarios))
+	for i, id := range scenarios {
+		out[i] = Check{Scenario: id, Step: step}
+	}
+	return out
+}
+
+func join(lists ...[]Check) []Check {
+	var out []Check
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Scenarios lists the scenario IDs of checks, sorted, each once.
+func Scenarios(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		if !slices.Contains(out, c.Scenario) {
+			out = append(out, c.Scenario)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Catchers maps a bug switch to the checks it must violate, one per
+// scenario that catches it. A scenario failing is not enough: the named
+// check is the one that observes the bug's own harm (the second dispatch,
+// the wrong debit, the other operation's receipt), so a scenario failing
+// for another reason (a pause its path never reaches) does not count. Each
+// list was observed, then read scenario by scenario to confirm the named
+// check fails because of the bug (e.g. random-unkeyed-key bypasses the
+// lock, so each lock scenario's pause is never reached; the scenario goes
+// on and its probe count shows the second dispatch).
+var Catchers = map[string][]Check{
+	"random-unkeyed-key": join(
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(dispatchedOnce, "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+	),
+	"floor-bucket":          at(dispatchedOnce, "window-01", "window-02", "window-03", "window-04"),
+	"principal-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
+	"replay-before-iga":     at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
+	"readonly-collapsed":    at(neverDispatched, "refuse-02"),
+	"lookup-before-reserve": at(dispatchedOnce, "lost-04", "twins-03"),
+	"stale-lock-no-fence": join(
+		at(dispatchedOnce, "lock-01", "lock-02"),
+		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"release-unpinned": join(
+		at(dispatchedOnce, "lock-02"),
+		at(`"C" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"select-for-update-sqlite": join(
+		at(dispatchedOnce, "lock-01"),
+		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
+	),
+	"lock-timeout-internal": at(`"B" is refused with retryable "idempotency_in_progress"`, "lock-04"),
+	"replay-debits": join(
+		at(oneDebit, "cancel-01", "cancel-02", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+	),
+	"refund-missing":              at(`the wallet balance changed by 0`, "ledger-01"),
+	"window-ignores-ttl":          at(`the probe saw "$op1" dispatched 2 times`, "retry-05"),
+	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
+	"takeover-charged":            at(dispatchedOnce, "lost-04", "window-04"),
+	"no-idempotency": join(
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
+		at(`"A" is refused with retryable "idempotency_in_progress"`, "lost-05"),
+		at(`"alice" is refused with "principal_denied"`, "iga-03"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`every dispatched operation was charged exactly once`, "ledger-02"),
+		at(neverDispatched, "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12"),
+		at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+	),
+	"key-scope-tool":   at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
+	"key-scope-apikey": at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+	"key-scope-wallet": join(
+		at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+		at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+	),
+	"cancel-forgets": join(
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
+	),
+	"double-price": join(
+		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"),
+		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-04", "retry-05"),
+		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`every dispatched operation was charged exactly once`, "ledger-02"),
+		at(`"A" lost the connection without an answer`, "retry-08"),
+		at(oneDebit, "lost-06", "window-03", "window-04"),
+	),
+	"refusal-fee": at(`the ledger has 0 debits and 0 refunds`, "refuse-05"),
+	"fresh-receipt-on-replay": join(
+		at(`the last answer of "A" replays its second answer`, "ledger-01"),
+		at(`every operation of the workload got one outcome`, "ledger-02"),
+		at(`the last answer of "A" carries the receipt the ledger debited`, "lost-01", "lost-02", "lost-03", "retry-08"),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-03"),
+	),
 	// Issue 13's reference gateway bugs.
-	"removed-tool-takeover":  {"lost-05"},
-	"permit-skips-key-rules": {"refuse-11", "refuse-12"},
-	"slot-lookup-by-bucket":  {"window-03"},
-	"running-slot-expires":   {"window-04"},
-	"stalled-permit-expired": {"lost-06"},
+	// The takeover starts work the removed tool cannot do: the retry is
+	// answered dispatch_failed (work begun and refunded), not unknown_tool.
+	"removed-tool-takeover":  at(`"B" is refused with "unknown_tool"`, "lost-05"),
+	"permit-skips-key-rules": at(neverDispatched, "refuse-11", "refuse-12"),
+	"slot-lookup-by-bucket":  at(dispatchedOnce, "window-03"),
+	"running-slot-expires":   at(dispatchedOnce, "window-04"),
+	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06"),
+	"key-reuse-replays": join(
+		at(`every operation of the workload got one outcome`, "ledger-02"),
+		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+	),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -47,7 +149,11 @@ var Catchers = map[string][]string{
 // record write, a seeded workload that may or may not retry unkeyed calls.
 // They catch the bug when they fail but are not required to.
 var Collateral = map[string][]string{
-	"random-unkeyed-key":    {"ledger-02"},
-	"lookup-before-reserve": {"cancel-01", "cancel-02", "lost-01", "twins-01", "ledger-02"},
+	"random-unkeyed-key": {"ledger-02"},
+	// cancel-03's and lost-05's pause at reserve.done is never reached on
+	// the bug's path: they fail, but at that pause, not at the harm.
+	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "twins-01", "ledger-02"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
+	// Twins whose duplicates were all answered in progress saw no replay.
+	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
 }

@@ -11,28 +11,49 @@ const (
 )
 
 // External maps a mode to the bug switches the wire and the probe can see
-// in it, each with the scenarios that must fail. Bugs that only the ledger,
+// in it, each with the checks that must fail. Bugs that only the ledger,
 // the clock, the faults or two processes reveal are not listed: a gateway
 // without a control API gives no way to see them, and the run says so
 // (their scenarios are incomplete or skipped, never passed).
-var External = map[string]map[string][]string{
+var External = map[string]map[string][]Check{
 	ModeWire: {
-		"no-idempotency":     {"cancel-01", "cancel-02", "ledger-02", "lost-01", "refuse-02", "refuse-03", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02"},
-		"random-unkeyed-key": {"retry-03", "twins-02"},
-		"readonly-collapsed": {"refuse-02"},
-		"key-scope-tool":     {"scope-01"},
-		"key-scope-apikey":   {"scope-02"},
-		"key-scope-wallet":   {"scope-02", "scope-03"},
-		"cancel-forgets":     {"cancel-01", "cancel-02", "lost-01"},
+		"no-idempotency": join(
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02"),
+			at(`no operation was dispatched twice`, "ledger-02"),
+			at(neverDispatched, "refuse-02", "refuse-03"),
+			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+		),
+		"random-unkeyed-key": at(dispatchedOnce, "retry-03", "twins-02"),
+		"readonly-collapsed": at(neverDispatched, "refuse-02"),
+		"key-scope-tool":     at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
+		"key-scope-apikey":   at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+		"key-scope-wallet": join(
+			at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+			at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+		),
+		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		"fresh-receipt-on-replay": join(
+			at(`every operation of the workload got one outcome`, "ledger-02"),
+			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07"),
+		),
+		"key-reuse-replays": join(
+			at(`every operation of the workload got one outcome`, "ledger-02"),
+			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+		),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's.
 	ModeWirePrincipals: {
-		"principal-unbound": {"iga-01"},
+		"principal-unbound": at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
 	},
 	ModeWireRefuse: {
-		"no-idempotency": {"cancel-01", "cancel-02", "ledger-02", "lost-01", "refuse-02", "refuse-03", "refuse-10", "retry-01", "retry-02", "retry-06", "retry-07", "twins-01"},
-		"cancel-forgets": {"cancel-01", "cancel-02", "lost-01"},
+		"no-idempotency": join(
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-06", "retry-07", "twins-01"),
+			at(`no operation was dispatched twice`, "ledger-02"),
+			at(neverDispatched, "refuse-02", "refuse-03", "refuse-10"),
+			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+		),
+		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
 	},
 }
 
@@ -41,5 +62,7 @@ var External = map[string]map[string][]string{
 var ExternalCollateral = map[string]map[string][]string{
 	ModeWire: {
 		"random-unkeyed-key": {"ledger-02"},
+		// Twins whose duplicates were all answered in progress saw no replay.
+		"fresh-receipt-on-replay": {"twins-01", "twins-02"},
 	},
 }

@@ -9,11 +9,12 @@ Feature: A stalled lock holder is fenced
     And an upstream tool "write" priced 3 credits
     And the gateway clock is frozen 1ms before a window boundary
 
-  @lock-01 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
+  @lock-01 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A holder paused between the fence read and the claim writes nothing after a takeover
     Requirement: A takeover forced after the ownership read and before the claim makes the stale holder write nothing; one dispatch in all.
     Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: SELECT ... FOR UPDATE is ignored by SQLite; "Needs ... a test that takes the lock over after the ownership read")
-    Given a pause is armed at "fence.read" for "write"
+    Given the stale-lock threshold is 10 seconds
+    And a pause is armed at "fence.read" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "fence.read"
     And the gateway clock advances past the stale-lock threshold
@@ -24,11 +25,12 @@ Feature: A stalled lock holder is fenced
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lock-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
+  @lock-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A holder paused before it reads its fence writes nothing after a takeover
     Requirement: A takeover forced before the claim makes the holder fail with fence-lost and write nothing; it answers in-progress.
     Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (follow-up: "test :1403 forces the delete before the claim ... asserts ... IdempotencyFenceLostError, and that no mint row was written")
-    Given a pause is armed at "lock.acquired" for "write"
+    Given the stale-lock threshold is 10 seconds
+    And a pause is armed at "lock.acquired" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "lock.acquired"
     And the gateway clock advances past the stale-lock threshold
@@ -42,11 +44,12 @@ Feature: A stalled lock holder is fenced
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lock-03 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
+  @lock-03 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: The fenced-out holder's release does not free the new holder's lock
     Requirement: Release is pinned to the owner's record id, so a stalled holder cannot delete a newer lock.
     Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "its release isn't pinned to the holder ... A's finally can also delete the lock B ... currently holds")
-    Given a pause is armed at "fence.read" for "write"
+    Given the stale-lock threshold is 10 seconds
+    And a pause is armed at "fence.read" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "fence.read"
     And the gateway clock advances past the stale-lock threshold

@@ -16,6 +16,7 @@ Feature: A lost response is not a lost operation
     And the probe releases "$op1"
     And "A" retries its last call with a new JSON-RPC id until it is not in progress
     Then "A" gets a result
+    And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
@@ -28,6 +29,7 @@ Feature: A lost response is not a lost operation
     Then "A" lost the connection without an answer
     When "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
+    And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
@@ -40,6 +42,7 @@ Feature: A lost response is not a lost operation
     Then "A" is refused with retryable "response_failed"
     When "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
+    And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 

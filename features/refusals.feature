@@ -111,7 +111,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-11 @must @needs-tool-read-only @needs-fixtures
   Scenario: A read-only call under an explicit permit and no key is refused
     Requirement: An explicit permit is not a client key: an unkeyed read-only call under one is refused with idempotency_key_required, first call and retry, and never replays a stale read for the permit's life; nothing is dispatched or charged.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Read-only tools are collapsed"); issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 2)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Read-only tools are collapsed"); issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 2)
     Given an upstream read-only tool "count" priced 1 credit
     And an explicit permit "P1" for "count" with a budget of 5 credits, valid for 60s
     When "A" calls "count" with {"token":"$op1"} under permit "P1"
@@ -124,7 +124,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-12 @must @needs-tool-approval @needs-fixtures
   Scenario: An approval-gated call under an explicit permit and no key is refused
     Requirement: The human-approval gate requires an explicit client key, which a permit is not: an approval-gated call under a permit and no key is refused with idempotency_key_required; nothing is dispatched or charged.
-    Source: seeds/sel-498-unkeyed-retry-review.txt (Design, Unchanged); issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 2)
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design, Unchanged); issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 2)
     Given an upstream approval-gated tool "approve" priced 5 credits
     And an explicit permit "P1" for "approve" with a budget of 5 credits, valid for 60s
     When "A" calls "approve" with {"token":"$op1"} under permit "P1"

@@ -103,5 +103,6 @@ Feature: Retries of tools/call are one operation
     When the gateway clock advances 61s
     And "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
+    And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds

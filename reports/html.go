@@ -166,8 +166,19 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 	}
 	for _, c := range run.CatchTable {
 		row := catchRow{Bug: c.Bug, Expected: c.Expected, CaughtBy: c.CaughtBy, OK: c.OK}
+		if len(c.Checks) > 0 {
+			// The named checks, each "scenario: step": a catch is its check.
+			row.Expected = nil
+			for _, ch := range c.Checks {
+				named := ch.Scenario + ": " + ch.Step
+				row.Expected = append(row.Expected, named)
+				if !ch.Violated {
+					row.Miss = append(row.Miss, named)
+				}
+			}
+		}
 		for _, id := range c.Expected {
-			if !slices.Contains(c.CaughtBy, id) {
+			if len(c.Checks) == 0 && !slices.Contains(c.CaughtBy, id) {
 				row.Miss = append(row.Miss, id)
 			}
 		}

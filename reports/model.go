@@ -79,9 +79,27 @@ type Target struct {
 // Catch is one row of the self-test's catch table.
 type Catch struct {
 	Bug      string   `json:"bug"`
-	Expected []string `json:"expected"` // scenario IDs listed for the bug
-	CaughtBy []string `json:"caught_by"`
-	OK       bool     `json:"ok"`
+	Expected []string `json:"expected"`  // scenario IDs listed for the bug
+	CaughtBy []string `json:"caught_by"` // every scenario that failed
+	// Checks are the checks named for the bug, each with whether the run
+	// violated it: a catch counts only when its named check failed, not
+	// when its scenario failed for another reason.
+	Checks []CatchCheck `json:"checks,omitempty"`
+	// Contradicted are scenarios whose recorded checks their own history
+	// contradicts (Recheck): recheck must agree with the run, bug or not.
+	Contradicted []string `json:"contradicted,omitempty"`
+	OK           bool     `json:"ok"`
+}
+
+// CatchCheck is one check a bug switch names: its scenario and the step
+// that makes it, as the feature file writes it.
+type CatchCheck struct {
+	Scenario string `json:"scenario"`
+	Step     string `json:"step"`
+	Violated bool   `json:"violated"`
+	// Observed is what the violated check saw, or why it was not caught:
+	// the scenario passed, or failed at other checks.
+	Observed string `json:"observed,omitempty"`
 }
 
 // Scenario is the verdict and evidence of one scenario.
@@ -195,6 +213,10 @@ type Op struct {
 	F       string          `json:"f"`       // e.g. "tools/call"
 	Value   json.RawMessage `json:"value"`   // operation token, key, receipt, reason...
 	Time    time.Time       `json:"time"`
+	// Step is the index in Scenario.Steps of the step that was running when
+	// the event was recorded, so a check (Check.StepIndex) can be recomputed
+	// from the events it saw; nil in files written before it existed.
+	Step *int `json:"step,omitempty"`
 }
 
 // Dispatch is one call the upstream probe received.

@@ -34,6 +34,7 @@ func registerAssertions(sc *godog.ScenarioContext) {
 		return ownOperation(ctx, who, other, ordinal(nth))
 	})
 	sc.Step(`^the ledger has (\d+) debits? and (\d+) refunds?$`, ledgerHas)
+	sc.Step(`^the last answer of "([^"]*)" carries the receipt the ledger debited$`, carriesDebitedReceipt)
 	sc.Step(`^the wallet balance changed by (-?\d+)$`, balanceChanged)
 	sc.Step(`^"([^"]*)" lost the connection without an answer$`, lostConnection)
 }
@@ -226,7 +227,7 @@ func (w *world) countCheck(ctx context.Context, step, token, expected string, ok
 		return fmt.Errorf("read the probe: %w", err)
 	}
 	w.mu.Lock()
-	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got})
+	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
 	w.mu.Unlock()
 	return w.check(step, reports.CapUpstream, ok(got), expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
 }
@@ -311,7 +312,7 @@ func probeSawAll(ctx context.Context, n int) error {
 		got += c
 		per = append(per, fmt.Sprintf("%s=%d", tok, c))
 		w.mu.Lock()
-		w.counted = append(w.counted, countedCheck{step: fmt.Sprintf("the probe saw %s dispatched %d times", tok, c), token: tok, seen: c})
+		w.counted = append(w.counted, countedCheck{step: fmt.Sprintf("the probe saw %s dispatched %d times", tok, c), token: tok, seen: c, stepIdx: w.stepIdx})
 		w.mu.Unlock()
 	}
 	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
@@ -325,57 +326,6 @@ func (w *world) settleAll() error {
 		}
 	}
 	return nil
-}
-
-func ledgerHas(ctx context.Context, debits, refunds int) error {
-	w := getWorld(ctx)
-	if err := w.settleAll(); err != nil {
-		return err
-	}
-	step := fmt.Sprintf("the ledger has %d debits and %d refunds", debits, refunds)
-	expected := fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds)
-	if !w.has(reports.CapLedger) {
-		return w.unobserved(step, reports.CapLedger, expected)
-	}
-	l, err := w.ledger(ctx)
-	if err != nil {
-		return err
-	}
-	var d, r int
-	var rows []string
-	for _, e := range l.Entries {
-		switch e.Kind {
-		case "debit":
-			d++
-		case "refund":
-			r++
-		default:
-			continue
-		}
-		rows = append(rows, fmt.Sprintf("%s %d %s", e.Kind, e.Amount, e.Receipt))
-	}
-	return w.check(step, reports.CapLedger, d == debits && r == refunds, expected,
-		fmt.Sprintf("%d debit(s) and %d refund(s): [%s]", d, r, strings.Join(rows, "; ")))
-}
-
-func balanceChanged(ctx context.Context, delta int64) error {
-	w := getWorld(ctx)
-	if err := w.settleAll(); err != nil {
-		return err
-	}
-	step := fmt.Sprintf("the wallet balance changed by %d", delta)
-	if !w.has(reports.CapLedger) {
-		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("a balance change of %+d", delta))
-	}
-	wallet, err := w.env.Control().Wallet(ctx, w.walletID)
-	if err != nil {
-		return fmt.Errorf("read balance: %w", err)
-	}
-	bal := wallet.Balance
-	got := bal - w.baseline
-	return w.check(step, reports.CapLedger, got == delta,
-		fmt.Sprintf("balance %d (%+d from %d)", w.baseline+delta, delta, w.baseline),
-		fmt.Sprintf("balance %d (%+d)", bal, got))
 }
 
 // lostConnection holds that the connection really closed without an answer:

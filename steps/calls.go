@@ -267,8 +267,12 @@ func sendRaw(ctx context.Context, who string, body []byte) error {
 	c := w.clientFor(who)
 	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
+	w.record(reports.Op{Process: c.name, Type: "invoke", F: reports.FRaw, Value: mustJSON(map[string]int{"bytes": len(body)})})
 	wa, err := c.wire.Send(ctx, body, nil)
 	a := newAnswer(wa, err)
+	out := outcomeOp(c.name, &wire.Call{}, a, err)
+	out.F = reports.FRaw
+	w.record(out)
 	if err != nil && a == nil {
 		return fmt.Errorf("%s sends a raw body: %w", who, err)
 	}

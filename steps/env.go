@@ -143,7 +143,7 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 			e.historyOfLate(ctx, s, c.token)
 			s.Checks = append(s.Checks, reports.Check{
 				Step: c.step + reports.LateSuffixes[1], State: reports.Violated, Capability: reports.CapUpstream,
-				StepIndex: -1, Expected: fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
+				StepIndex: c.stepIdx, Expected: fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
 				Actual: fmt.Sprintf("%d dispatch(es) once the probe had been quiet for %v after the last scenario: a late dispatch", n, quiet),
 			})
 		}

@@ -2,32 +2,25 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
-type opValue struct {
-	Tool      string `json:"tool"`
-	Key       string `json:"key,omitempty"`
-	Arguments any    `json:"arguments,omitempty"`
-	Receipt   string `json:"receipt,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
 func invokeOp(process string, c *wire.Call) reports.Op {
-	return reports.Op{Process: process, Type: "invoke", F: "tools/call",
-		Value: mustJSON(opValue{Tool: c.Tool, Key: c.IdempotencyKey, Arguments: c.Arguments})}
+	return reports.Op{Process: process, Type: "invoke", F: reports.FCall,
+		Value: mustJSON(reports.CallValue{Tool: c.Tool, Key: c.IdempotencyKey, Token: tokenOf(c), Arguments: c.Arguments})}
 }
 
 // outcomeOp classifies an answer: ok with a receipt, fail for a definite
 // refusal, info when the outcome is unknown (transport error, in progress).
 func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
-	v := opValue{Tool: c.Tool, Key: c.IdempotencyKey}
+	v := reports.CallValue{Tool: c.Tool, Key: c.IdempotencyKey, Token: tokenOf(c)}
 	typ := "info"
+	if a != nil {
+		v.Status = a.Status
+	}
 	switch {
 	case a == nil || a.TransportError != "":
 		if err != nil {
@@ -38,13 +31,12 @@ func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
 	case a.IsResult():
 		typ, v.Receipt = "ok", a.Receipt()
 	case a.IsRefusal():
-		v.Reason = a.ErrorReason()
+		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		if !a.Retryable() {
 			typ = "fail"
 		}
 	}
-	raw, _ := json.Marshal(v)
-	return reports.Op{Process: process, Type: typ, F: "tools/call", Value: raw}
+	return reports.Op{Process: process, Type: typ, F: reports.FCall, Value: mustJSON(v)}
 }
 
 // recordEffects appends the effects to the history once: every probe
@@ -78,13 +70,13 @@ func (w *world) recordEffects(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the ledger for the history: %w", err)
 	}
-	for _, e := range l.Entries {
-		f := map[string]string{"debit": reports.FDebit, "refund": reports.FRefund}[e.Kind]
+	for _, e := range w.scenarioEntries(l) {
+		f := map[string]string{reports.EntryDebit: reports.FDebit, reports.EntryRefund: reports.FRefund}[e.Kind]
 		if f == "" {
-			continue
+			f = reports.FEntry
 		}
 		w.record(reports.Op{Process: "ledger", Type: "ok", F: f, Time: e.At,
-			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt})})
+			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
 	}
 	return nil
 }

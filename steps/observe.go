@@ -17,6 +17,7 @@ var observedBy = []struct {
 	{regexp.MustCompile(`^no operation was dispatched twice$`), reports.CapUpstream},
 	{regexp.MustCompile(`^the ledger has `), reports.CapLedger},
 	{regexp.MustCompile(`^the wallet balance changed by `), reports.CapLedger},
+	{regexp.MustCompile(` carries the receipt the ledger debited$`), reports.CapLedger},
 	{regexp.MustCompile(`^every dispatched operation was charged exactly once$`), reports.CapLedger},
 }
 

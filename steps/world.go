@@ -75,6 +75,7 @@ type client struct {
 type countedCheck struct {
 	step, token string
 	seen        int
+	stepIdx     int // the step that made the check; a late recount is its own
 }
 
 type callOutcome struct {
@@ -109,6 +110,10 @@ func (w *world) record(op reports.Op) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	op.Index = len(w.history)
+	if op.Step == nil {
+		step := w.stepIdx
+		op.Step = &step
+	}
 	if op.Time.IsZero() {
 		op.Time = time.Now()
 	}
@@ -121,18 +126,24 @@ func (w *world) addExchange(ex reports.Exchange) {
 	w.evidence.Exchanges = append(w.evidence.Exchanges, ex)
 }
 
-// check records an observed assertion and turns a violation into the
-// step's error: expected next to what was observed, and the evidence file.
+// check records an observed assertion. A violation fails the scenario but
+// does not stop it: the later steps run and their checks are observed too,
+// so the evidence shows the harm a bug does (the second dispatch and debit
+// after a stale holder answered wrongly), and the self-test can hold each
+// bug to the check it names.
 func (w *world) check(step, capability string, ok bool, expected, actual string) error {
 	state := reports.Held
 	if !ok {
 		state = reports.Violated
 	}
 	w.addCheck(reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual})
-	if ok {
-		return nil
-	}
-	return fmt.Errorf("%s\n  expected: %s\n  observed: %s\n  evidence: evidence/%s.json", step, expected, actual, reports.SafeName(w.entry.ID))
+	return nil
+}
+
+// violation is a violated check as a failure message: expected next to
+// what was observed, and the evidence file.
+func (w *world) violation(c reports.Check) string {
+	return fmt.Sprintf("%s\n  expected: %s\n  observed: %s\n  evidence: evidence/%s.json", c.Step, c.Expected, c.Actual, reports.SafeName(w.entry.ID))
 }
 
 // unobserved records a check the target gives no way to observe; the
@@ -307,6 +318,12 @@ func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err erro
 	}
 	r := &w.evidence.Steps[i]
 	r.Text, r.Status = st.Text, status.String()
+	for _, c := range w.evidence.Checks {
+		// A violated check lets the scenario go on, but its step failed.
+		if c.StepIndex == i && c.Status() == reports.Violated && r.Error == "" {
+			r.Status, r.Error = "failed", w.violation(c)
+		}
+	}
 	if err != nil {
 		r.Error = err.Error()
 		if w.stepErr == nil {
@@ -376,9 +393,16 @@ func (w *world) recount(ctx context.Context) {
 		if err != nil || n == c.seen {
 			continue
 		}
+		w.mu.Lock()
+		at := w.stepIdx
+		w.stepIdx = c.stepIdx
+		w.mu.Unlock()
 		_ = w.check(c.step+reports.LateSuffixes[0], reports.CapUpstream, false,
 			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
 			fmt.Sprintf("%d dispatch(es) after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, w.env.Settle))
+		w.mu.Lock()
+		w.stepIdx = at
+		w.mu.Unlock()
 	}
 }
 
@@ -405,9 +429,13 @@ func (w *world) decide(err error, interrupted bool) {
 		err = w.stepErr
 	}
 	var violated, unobserved []string
-	for _, c := range ev.Checks {
+	var first *reports.Check
+	for i, c := range ev.Checks {
 		switch c.Status() {
 		case reports.Violated:
+			if first == nil {
+				first = &ev.Checks[i]
+			}
 			violated = append(violated, c.Step)
 		case reports.NotObserved:
 			unobserved = append(unobserved, fmt.Sprintf("%s (needs %s)", c.Step, c.Capability))
@@ -422,10 +450,12 @@ func (w *world) decide(err error, interrupted bool) {
 		ev.Verdict, ev.Reason = reports.Interrupted, "the run was interrupted"
 	case len(violated) > 0:
 		ev.Verdict = reports.Failed
+		ev.Reason = w.violation(*first)
+		if len(violated) > 1 {
+			ev.Reason += "\n  also violated: " + strings.Join(violated[1:], "; ")
+		}
 		if err != nil && !errors.Is(err, godog.ErrSkip) {
-			ev.Reason = err.Error()
-		} else {
-			ev.Reason = "violated: " + strings.Join(violated, "; ")
+			ev.Reason += "\n  then: " + err.Error()
 		}
 	case err != nil && errors.As(err, &skip):
 		ev.Missing = skip.capability

@@ -25,7 +25,7 @@ func bugsCmd(args []string, stdout, stderr io.Writer) int {
 		if store == "" {
 			store = "any"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, store, strings.Join(bugmap.Catchers[b.Name], ","), b.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, store, strings.Join(bugmap.Scenarios(bugmap.Catchers[b.Name]), ","), b.Description)
 	}
 	tw.Flush()
 	return 0

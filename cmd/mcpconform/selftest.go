@@ -23,9 +23,11 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for scenario order and random workloads")
 	fs.StringVar(&cfg.Out, "out", "", "write each bug's report under DIR/<bug>/")
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
+	var only stringList
+	fs.Var(&only, "bug", "run only this bug switch (repeatable; full mode)")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: which scenarios caught each bug. Fails unless every bug's listed\ncatchers fail and nothing else does (beyond its known collateral).\n\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -41,13 +43,13 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cfg.Binary, cfg.Concurrency = exe, 64
 	progress := func(c reports.Catch) {
-		fmt.Fprintf(stderr, "%s: %s\n", c.Bug, strings.Join(c.CaughtBy, " "))
+		fmt.Fprintf(stderr, "%s: failed %s\n", c.Bug, strings.Join(c.CaughtBy, " "))
 	}
 	collateral := bugmap.Collateral
 	var table []reports.Catch
 	switch *mode {
 	case "full":
-		table, err = runner.SelfTest(ctx, cfg, progress)
+		table, err = runner.SelfTest(ctx, cfg, only, progress)
 	case bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse:
 		table, err = runner.SelfTestExternal(ctx, cfg, *mode, progress)
 		collateral = bugmap.ExternalCollateral[*mode]
@@ -61,12 +63,12 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	ok := true
 	if *markdown {
-		fmt.Fprintln(stdout, "| bug switch | caught by | also failed (collateral) | ok |")
+		fmt.Fprintln(stdout, "| bug switch | caught by (the check that failed) | also failed (collateral) | ok |")
 		fmt.Fprintln(stdout, "|---|---|---|---|")
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !*markdown {
-		fmt.Fprintln(tw, "BUG\tCAUGHT BY\tALSO FAILED\tOK")
+		fmt.Fprintln(tw, "BUG\tCAUGHT BY (THE CHECK THAT FAILED)\tALSO FAILED\tOK")
 	}
 	for _, c := range table {
 		ok = ok && c.OK
@@ -78,12 +80,33 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		verdict := "yes"
 		if !c.OK {
-			verdict = "NO (listed: " + strings.Join(c.Expected, " ") + "; collateral allowed: " + strings.Join(collateral[c.Bug], " ") + ")"
+			verdict = "NO (" + catchFault(c, collateral[c.Bug]) + ")"
+		}
+		var caught []string
+		for _, ch := range c.Checks {
+			mark := ""
+			if !ch.Violated {
+				mark = " [NOT VIOLATED]"
+			}
+			if *markdown {
+				caught = append(caught, fmt.Sprintf("%s: `%s`%s", ch.Scenario, ch.Step, mark))
+			} else {
+				caught = append(caught, fmt.Sprintf("%s: %s%s", ch.Scenario, ch.Step, mark))
+			}
 		}
 		if *markdown {
-			fmt.Fprintf(stdout, "| `%s` | %s | %s | %s |\n", c.Bug, strings.Join(c.Expected, ", "), strings.Join(extra, ", "), verdict)
-		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Bug, strings.Join(c.Expected, ","), strings.Join(extra, ","), verdict)
+			fmt.Fprintf(stdout, "| `%s` | %s | %s | %s |\n", c.Bug, strings.Join(caught, "<br>"), strings.Join(extra, ", "), verdict)
+			continue
+		}
+		if len(caught) == 0 {
+			caught = []string{"-"}
+		}
+		for i, line := range caught {
+			bug, also, v := c.Bug, strings.Join(extra, ","), verdict
+			if i > 0 {
+				bug, also, v = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", bug, line, also, v)
 		}
 	}
 	tw.Flush()
@@ -91,4 +114,24 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return 0
+}
+
+// catchFault says why a catch row is not OK: a named check that held (and
+// what its scenario did instead), or a failure outside the catchers.
+func catchFault(c reports.Catch, collateral []string) string {
+	var why []string
+	for _, ch := range c.Checks {
+		if !ch.Violated {
+			why = append(why, fmt.Sprintf("%s: %q %s", ch.Scenario, ch.Step, ch.Observed))
+		}
+	}
+	for _, id := range c.CaughtBy {
+		if !slices.Contains(c.Expected, id) && !slices.Contains(collateral, id) {
+			why = append(why, id+" failed outside the catchers and the collateral ("+strings.Join(collateral, " ")+")")
+		}
+	}
+	if len(c.Contradicted) > 0 {
+		why = append(why, "recheck contradicts "+strings.Join(c.Contradicted, " "))
+	}
+	return strings.Join(why, "; ")
 }

@@ -24,7 +24,7 @@ func TestSelfTestCatchesEveryBug(t *testing.T) {
 	t.Setenv(beMain, "1")
 	table, err := runner.SelfTest(context.Background(), runner.Config{
 		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 64,
-	}, func(c reports.Catch) {
+	}, nil, func(c reports.Catch) {
 		t.Logf("%-26s caught by %v", c.Bug, c.CaughtBy)
 	})
 	if err != nil {
@@ -32,7 +32,7 @@ func TestSelfTestCatchesEveryBug(t *testing.T) {
 	}
 	for _, row := range table {
 		if !row.OK {
-			t.Errorf("bug %s: failures %v, want every one of %v and nothing outside them and %v", row.Bug, row.CaughtBy, row.Expected, bugmap.Collateral[row.Bug])
+			t.Errorf("bug %s: failures %v, want every one of %v and nothing outside them and %v; named checks %+v", row.Bug, row.CaughtBy, row.Expected, bugmap.Collateral[row.Bug], row.Checks)
 		}
 	}
 }

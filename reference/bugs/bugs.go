@@ -37,6 +37,10 @@ const (
 	SlotLookupByBucket       = "slot-lookup-by-bucket"
 	RunningSlotExpires       = "running-slot-expires"
 	StalledPermitExpired     = "stalled-permit-expired"
+	DoublePrice              = "double-price"
+	RefusalFee               = "refusal-fee"
+	FreshReceiptOnReplay     = "fresh-receipt-on-replay"
+	KeyReuseReplays          = "key-reuse-replays"
 )
 
 // Bug describes one switch.
@@ -74,6 +78,10 @@ var All = []Bug{
 	{Name: SlotLookupByBucket, Description: "slot lookups select records by the bucket numbers of the window in force, so a slot cut under a longer window is not found once the window is lowered (settings, or another process): a retry dispatches and charges again"},
 	{Name: RunningSlotExpires, Description: "an unkeyed operation still running is joined only inside the window: a retry past it, while the charged first call has not finished, dispatches and charges again"},
 	{Name: StalledPermitExpired, Description: "a call that stalled before its charge until its auto permit expired is answered permit_expired, naming a permit the client never saw, instead of retryable (nothing ran)"},
+	{Name: DoublePrice, Description: "every dispatch is debited twice the tool's price (one debit entry, the wrong amount)"},
+	{Name: RefusalFee, Description: "a call refused for insufficient funds writes a 5-credit \"fee\" ledger entry, a charge for nothing dispatched"},
+	{Name: FreshReceiptOnReplay, Description: "a replay is served with a fresh receipt id instead of the stored one: the client cannot match it to the debit it paid"},
+	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 }
 
 // Set is the switches a gateway runs with.

@@ -127,6 +127,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 		c.tool = store.Tool{Name: r.Tool} // treated as mutating: the key it would have had
 		return g.missingTool(ctx, c)
 	}
+	if g.bugs.On(bugs.DoublePrice) {
+		tool.Price *= 2 // BUG double-price: the permit, the debit and the receipt all say twice
+	}
 	c.tool = tool
 
 	// Step 2: the principal's entitlement, before anything new is reserved or
@@ -376,7 +379,8 @@ func (g *Gateway) authoriseReplay(ctx context.Context, c *callState, rec store.R
 
 // existing is step 6: the key already has a record.
 func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
-	if rec.Fingerprint != c.fp {
+	reuseReplays := g.bugs.On(bugs.KeyReuseReplays) && rec.State == store.StateCompleted // BUG key-reuse-replays
+	if rec.Fingerprint != c.fp && !reuseReplays {
 		return CallResponse{}, Refuse(ReasonKeyReused, "idempotency key %q was used with other arguments", rec.ClientKey)
 	}
 	switch rec.State {
@@ -505,6 +509,13 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 			Kind: store.EntryDebit, Amount: rc.Charged, RecordKey: rec.Key, Receipt: rec.Receipt, Tool: rec.Tool, At: g.clock.Now()})
 		if err != nil {
 			return CallResponse{}, g.storeErr("append debit", err)
+		}
+	}
+	if g.bugs.On(bugs.FreshReceiptOnReplay) {
+		// BUG fresh-receipt-on-replay: the replay looks like a new operation.
+		rc.ID = "rcpt-" + uuid.NewString()
+		if body, err = withReceipt(body, rc); err != nil {
+			return CallResponse{}, fmt.Errorf("gateway: replay receipt: %w", err)
 		}
 	}
 	g.log.Info("tools/call replayed", "tool", rec.Tool, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", rec.Receipt)
@@ -685,6 +696,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		}
 		switch {
 		case errors.Is(err, store.ErrInsufficientFunds):
+			if g.bugs.On(bugs.RefusalFee) {
+				g.chargeFee(ctx, rec) // BUG refusal-fee
+			}
 			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
 		case errors.Is(err, store.ErrPermitExhausted):
 			return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
@@ -788,6 +802,15 @@ func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, re
 	}
 	g.log.Info("tools/call cancelled by its client: outcome dropped, refunded", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt)
 	return fmt.Errorf("gateway: the client cancelled the call: %w", context.Canceled)
+}
+
+// chargeFee is the refusal-fee bug: a refusal billed a flat fee.
+func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
+	err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryFee,
+		Amount: 5, RecordKey: rec.Key, Tool: rec.Tool, At: g.clock.Now()})
+	if err != nil {
+		g.log.Warn("refusal fee", "record", rec.Key, "err", err)
+	}
 }
 
 // dispatchRow is the dispatch log row of a call that just reached its tool.

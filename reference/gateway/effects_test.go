@@ -135,6 +135,71 @@ var effects = []effect{
 		off: "cancelled call: ran; retry: replayed, the cancelled call's receipt; runs 1; debits 1, refunds 0, balance 97",
 		on:  "cancelled call: internal; retry: ran; runs 2; debits 2, refunds 1, balance 97",
 	},
+	{
+		bug:  bugs.DoublePrice,
+		name: "a call is debited the tool's price, and its receipt says so",
+		observe: func(e *env) string {
+			rc, err := ok(run(e.call(req{key: "k-" + uuid.NewString()})))
+			e.must(err)
+			l := e.ledger()
+			return fmt.Sprintf("debits %d of %d credits; receipt charged %d", l.debits, l.debited, rc.Charged)
+		},
+		off: "debits 1 of 3 credits; receipt charged 3",
+		on:  "debits 1 of 6 credits; receipt charged 6",
+	},
+	{
+		bug:  bugs.RefusalFee,
+		name: "a call refused for too little balance writes no ledger entry",
+		observe: func(e *env) string {
+			poor := e.newCaller(e.newWallet(price - 1))
+			got := answer(e.call(req{caller: &poor, key: "k-" + uuid.NewString()}))
+			entries, err := e.st.Ledger(e.ctx, poor.WalletID)
+			e.must(err)
+			var rows []string
+			for _, en := range entries {
+				if en.Kind != store.EntryCredit {
+					rows = append(rows, fmt.Sprintf("%s %d", en.Kind, en.Amount))
+				}
+			}
+			w, err := e.st.Wallet(e.ctx, poor.WalletID)
+			e.must(err)
+			return fmt.Sprintf("%s; entries %v; balance %d", got, rows, w.Balance)
+		},
+		off: gateway.ReasonInsufficient + "; entries []; balance 2",
+		on:  gateway.ReasonInsufficient + "; entries [fee 5]; balance -3",
+	},
+	{
+		bug:  bugs.FreshReceiptOnReplay,
+		name: "a replay carries the receipt of the operation it replays",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			a, err := ok(run(e.call(req{key: key})))
+			e.must(err)
+			resp, err := e.call(req{key: key})
+			b, _, rerr := receiptOf(resp)
+			e.must(errors.Join(err, rerr))
+			whose := "the first receipt"
+			if b.ID != a.ID {
+				whose = "a fresh receipt"
+			}
+			return fmt.Sprintf("replay: %s, %s; debits %d", answer(resp, err), whose, e.ledger().debits)
+		},
+		off: "replay: replayed, the first receipt; debits 1",
+		on:  "replay: replayed, a fresh receipt; debits 1",
+	},
+	{
+		bug:  bugs.KeyReuseReplays,
+		name: "a client key reused with other arguments is refused, not answered with the first arguments' result",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			_, err := ok(run(e.call(req{key: key, args: `{"text":"one"}`})))
+			e.must(err)
+			got := answer(e.call(req{key: key, args: `{"text":"two"}`}))
+			return fmt.Sprintf("other arguments: %s; runs %d; debits %d", got, e.disp.count(e.write), e.ledger().debits)
+		},
+		off: "other arguments: " + gateway.ReasonKeyReused + "; runs 1; debits 1",
+		on:  "other arguments: replayed; runs 1; debits 1",
+	},
 }
 
 func init() {

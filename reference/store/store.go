@@ -151,6 +151,9 @@ const (
 	EntryCredit = "credit" // top-up by a fixture
 	EntryDebit  = "debit"
 	EntryRefund = "refund"
+	// EntryFee is written only by the refusal-fee bug switch: a charge that
+	// is neither a debit for a dispatch nor a refund.
+	EntryFee = "fee"
 )
 
 // LedgerEntry is one movement of a wallet's balance. Amount is always positive;
@@ -333,8 +336,8 @@ type Store interface {
 	// Charge debits the wallet and spends the permit, conditional on the record.
 	// ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, ErrNotOwner.
 	Charge(ctx context.Context, c ChargeRequest) error
-	// AppendDebit writes a debit with no condition. Only the replay-debits bug
-	// switch calls it.
+	// AppendDebit writes a debit (or, for the refusal-fee bug, a fee) with no
+	// condition. Only bug switches call it.
 	AppendDebit(ctx context.Context, e LedgerEntry) error
 	Finish(ctx context.Context, key, owner string, o Outcome) error
 	// Abandon deletes an in-progress, uncharged record owned by owner (a call

@@ -45,7 +45,11 @@ func (s *Store) Credit(ctx context.Context, e store.LedgerEntry) error {
 
 // AppendDebit takes e.Amount off the wallet with no condition at all.
 func (s *Store) AppendDebit(ctx context.Context, e store.LedgerEntry) error {
-	e, err := entry(e, store.EntryDebit)
+	kind := store.EntryDebit
+	if e.Kind == store.EntryFee {
+		kind = store.EntryFee // takes money off like a debit (the refusal-fee bug)
+	}
+	e, err := entry(e, kind)
 	if err != nil {
 		return wrap("append debit", err)
 	}

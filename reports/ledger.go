@@ -1,0 +1,185 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// FLedgerRead is the history event of a ledger check: the wallet as the
+// check saw it (LedgerRead), so the check can be recomputed from the
+// history alone, amounts and balance included.
+const FLedgerRead = "ledger-read"
+
+// LedgerRead is the value of a FLedgerRead event.
+type LedgerRead struct {
+	Baseline int64 `json:"baseline"` // the balance when the scenario began
+	Balance  int64 `json:"balance"`
+	// Entries are the entries the scenario made (the wallet's entries not
+	// in its ledger when the scenario began), of every kind.
+	Entries []EffectValue `json:"entries"`
+	// Prices are the prices the scenario set or the profile declares, by
+	// tool name on the target.
+	Prices map[string]int64 `json:"prices,omitempty"`
+}
+
+// allowed is the amounts a debit of tool may have: its price, or, when the
+// ledger does not name the tool, any price of the scenario.
+func (r LedgerRead) allowed(tool string) []int64 {
+	if p, ok := r.Prices[tool]; ok {
+		return []int64{p}
+	}
+	var out []int64
+	for _, p := range r.Prices {
+		if !containsInt(out, p) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func containsInt(xs []int64, x int64) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Delta is the balance change since the scenario began.
+func (r LedgerRead) Delta() int64 { return r.Balance - r.Baseline }
+
+// LedgerHas judges "the ledger has N debits and M refunds" from what a
+// ledger read saw: exactly those entries and no entry of any other kind,
+// every debit at its tool's price, every refund giving back its debit, and
+// the balance moved by exactly the entries' net. Counting rows alone would
+// pass a debit at twice the price or a fee on a refusal.
+func LedgerHas(r LedgerRead, debits, refunds int) (ok bool, expected, actual string) {
+	var d, rf int
+	var net int64
+	var wrong []string
+	debitOf := map[string]int64{}
+	for _, e := range r.Entries {
+		if e.Kind == EntryDebit && e.Receipt != "" {
+			debitOf[e.Receipt] = e.Amount
+		}
+	}
+	for _, e := range r.Entries {
+		switch e.Kind {
+		case EntryDebit:
+			d++
+			net -= e.Amount
+			if want := r.allowed(e.Tool); !containsInt(want, e.Amount) {
+				wrong = append(wrong, fmt.Sprintf("debit %s of %d credits, price %s", e.Receipt, e.Amount, amounts(want)))
+			}
+		case EntryRefund:
+			rf++
+			net += e.Amount
+			want, found := debitOf[e.Receipt]
+			if !found && e.Receipt == "" {
+				if ws := r.allowed(e.Tool); len(ws) == 1 {
+					want, found = ws[0], true
+				}
+			}
+			if !found || e.Amount != want {
+				wrong = append(wrong, fmt.Sprintf("refund %s of %d credits, its debit %s", e.Receipt, e.Amount, orNone(want, found)))
+			}
+		default:
+			wrong = append(wrong, fmt.Sprintf("a %q entry of %d credits", e.Kind, e.Amount))
+		}
+	}
+	expected = fmt.Sprintf("%d debit(s) and %d refund(s) and no other entry", debits, refunds)
+	wantDelta, single := int64(0), false
+	if ps := r.allowed(""); len(ps) == 1 {
+		single = true
+		wantDelta = -ps[0] * int64(debits-refunds)
+		expected += fmt.Sprintf(", each debit %d credits, each refund its debit's amount; balance %d (%+d from %d)", ps[0], r.Baseline+wantDelta, wantDelta, r.Baseline)
+	} else {
+		expected += fmt.Sprintf(", each debit its tool's price %s, each refund its debit's amount; the balance moved by the entries' net", prices(r.Prices))
+	}
+	ok = d == debits && rf == refunds && len(wrong) == 0 && r.Delta() == net && (!single || r.Delta() == wantDelta)
+	var rows []string
+	for _, e := range r.Entries {
+		rows = append(rows, e.Row())
+	}
+	actual = fmt.Sprintf("%d debit(s), %d refund(s), %d other: [%s]; balance %d (%+d), entries net %+d",
+		d, rf, len(r.Entries)-d-rf, strings.Join(rows, "; "), r.Balance, r.Delta(), net)
+	if len(wrong) > 0 {
+		actual += "; wrong: " + strings.Join(wrong, "; ")
+	}
+	return ok, expected, actual
+}
+
+// BalanceChanged judges "the wallet balance changed by delta".
+func BalanceChanged(r LedgerRead, delta int64) (ok bool, expected, actual string) {
+	return r.Delta() == delta,
+		fmt.Sprintf("balance %d (%+d from %d)", r.Baseline+delta, delta, r.Baseline),
+		fmt.Sprintf("balance %d (%+d)", r.Balance, r.Delta())
+}
+
+// Ledger entry kinds of the control API.
+const (
+	EntryDebit  = "debit"
+	EntryRefund = "refund"
+)
+
+// Row is an entry as a failure message shows it.
+func (e EffectValue) Row() string {
+	s := fmt.Sprintf("%s %d", e.Kind, e.Amount)
+	if e.Receipt != "" {
+		s += " " + e.Receipt
+	}
+	if e.Tool != "" {
+		s += " (" + e.Tool + ")"
+	}
+	return s
+}
+
+func amounts(xs []int64) string {
+	if len(xs) == 0 {
+		return "unknown"
+	}
+	var s []string
+	for _, x := range xs {
+		s = append(s, fmt.Sprint(x))
+	}
+	return strings.Join(s, " or ")
+}
+
+func orNone(x int64, ok bool) string {
+	if !ok {
+		return "not in the ledger"
+	}
+	return fmt.Sprintf("%d credits", x)
+}
+
+func prices(m map[string]int64) string {
+	var s []string
+	for t, p := range m {
+		s = append(s, fmt.Sprintf("%s=%d", t, p))
+	}
+	sort.Strings(s)
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// CarriesDebitedReceipt judges a retry's receipt against the debits a
+// ledger read saw: it must be the receipt of a debit that was not refunded.
+func CarriesDebitedReceipt(r LedgerRead, receipt string) (ok bool, expected, actual string) {
+	refunded := map[string]bool{}
+	for _, e := range r.Entries {
+		if e.Kind == EntryRefund {
+			refunded[e.Receipt] = true
+		}
+	}
+	var paid []string
+	for _, e := range r.Entries {
+		if e.Kind == EntryDebit && !refunded[e.Receipt] {
+			paid = append(paid, e.Receipt)
+			ok = ok || (receipt != "" && e.Receipt == receipt)
+		}
+	}
+	return ok, fmt.Sprintf("a result whose receipt is the one the ledger debited: %q", paid),
+		fmt.Sprintf("a result with receipt %q", receipt)
+}

@@ -1,0 +1,141 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// scenarioEntries are the wallet's entries the scenario made: those not in
+// its ledger when the scenario began (a shared wallet of a vendor's
+// gateway holds other scenarios' entries too).
+func (w *world) scenarioEntries(l *reports.Ledger) []reports.LedgerEntry {
+	key := func(e reports.LedgerEntry) string {
+		if e.ID != "" {
+			return e.ID
+		}
+		return fmt.Sprintf("%s|%d|%s|%s", e.Kind, e.Amount, e.Receipt, e.At)
+	}
+	before := map[string]int{}
+	if b := w.evidence.LedgerBefore; b != nil {
+		for _, e := range b.Entries {
+			before[key(e)]++
+		}
+	}
+	var out []reports.LedgerEntry
+	for _, e := range l.Entries {
+		if k := key(e); before[k] > 0 {
+			before[k]--
+			continue
+		}
+		if w.evidence.LedgerBefore == nil && e.Kind == "credit" {
+			continue // the fixture's top-up, when no read before it was possible
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// ledgerRead reads the wallet for a ledger check and records what it saw in
+// the history (every entry the scenario made, of any kind, the balance and
+// the prices), so recheck recomputes the check from the history alone.
+func (w *world) ledgerRead(ctx context.Context) (reports.LedgerRead, error) {
+	l, err := w.ledger(ctx)
+	if err != nil {
+		return reports.LedgerRead{}, err
+	}
+	r := reports.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Entries: []reports.EffectValue{}, Prices: map[string]int64{}}
+	for _, e := range w.scenarioEntries(l) {
+		r.Entries = append(r.Entries, reports.EffectValue{Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool})
+	}
+	w.mu.Lock()
+	for alias, name := range w.tools {
+		if p, ok := w.prices[alias]; ok {
+			r.Prices[name] = p
+		}
+	}
+	w.mu.Unlock()
+	w.record(reports.Op{Process: "ledger", Type: "ok", F: reports.FLedgerRead, Value: mustJSON(r)})
+	return r, nil
+}
+
+// ledgerHas counts the entries the scenario made and weighs them: the
+// debits at their tool's price, the refunds giving back their debits, no
+// entry of another kind (a fee), and the balance moved by exactly that.
+func ledgerHas(ctx context.Context, debits, refunds int) error {
+	w := getWorld(ctx)
+	if err := w.settleAll(); err != nil {
+		return err
+	}
+	step := fmt.Sprintf("the ledger has %d debits and %d refunds", debits, refunds)
+	if !w.has(reports.CapLedger) {
+		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds))
+	}
+	r, err := w.ledgerRead(ctx)
+	if err != nil {
+		return err
+	}
+	ok, expected, actual := reports.LedgerHas(r, debits, refunds)
+	return w.check(step, reports.CapLedger, ok, expected, actual)
+}
+
+func balanceChanged(ctx context.Context, delta int64) error {
+	w := getWorld(ctx)
+	if err := w.settleAll(); err != nil {
+		return err
+	}
+	step := fmt.Sprintf("the wallet balance changed by %d", delta)
+	if !w.has(reports.CapLedger) {
+		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("a balance change of %+d", delta))
+	}
+	r, err := w.ledgerRead(ctx)
+	if err != nil {
+		return fmt.Errorf("read balance: %w", err)
+	}
+	ok, expected, actual := reports.BalanceChanged(r, delta)
+	return w.check(step, reports.CapLedger, ok, expected, actual)
+}
+
+// carriesDebitedReceipt holds that a retry's answer is the operation the
+// wallet paid for: its receipt is the first answer's receipt when the client
+// saw one, else the receipt of the ledger's debit. A gateway that gives a
+// replay a fresh receipt leaves the client unable to match what it got to
+// what it paid.
+func carriesDebitedReceipt(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	step := fmt.Sprintf("the last answer of %s carries the receipt the ledger debited", who)
+	c := w.clientFor(who)
+	for _, earlier := range c.answers[:len(c.answers)-1] {
+		if earlier.IsResult() && earlier.Receipt() != "" {
+			return w.check(step, reports.CapWire, a.IsResult() && a.Receipt() == earlier.Receipt(),
+				fmt.Sprintf("a result with receipt %q, the first answer's", earlier.Receipt()), w.describe(a))
+		}
+	}
+	if !w.has(reports.CapLedger) {
+		return w.unobserved(step, reports.CapLedger, "a result whose receipt is the ledger's debit for the operation")
+	}
+	if err := w.settleAll(); err != nil {
+		return err
+	}
+	r, err := w.ledgerRead(ctx)
+	if err != nil {
+		return err
+	}
+	ok, expected, actual := reports.CarriesDebitedReceipt(r, answerReceipt(a))
+	if !a.IsResult() {
+		ok, actual = false, w.describe(a)
+	}
+	return w.check(step, reports.CapLedger, ok, expected, actual)
+}
+
+func answerReceipt(a *answer) string {
+	if a == nil || !a.IsResult() {
+		return ""
+	}
+	return a.Receipt()
+}
