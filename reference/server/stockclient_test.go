@@ -14,25 +14,14 @@ import (
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
-// headerTransport sets fixed headers on every request of an MCP client.
-type headerTransport map[string]string
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h {
-		r.Header.Set(k, v)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // stockCall is one tools/call of a stock go-sdk client: a session opened with
-// the given headers (the Bearer key among them), then the call. A refusal of
-// the session's opening counts as the call's answer.
-func stockCall(t *testing.T, g *gatewayProc, version string, hdr map[string]string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+// an API key and other headers, then the call. A refusal of the session's
+// opening counts as the call's answer.
+func stockCall(t *testing.T, g *gatewayProc, version string, c *clientTransport, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "stock-client", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.base + "/mcp",
-		HTTPClient: &http.Client{Transport: headerTransport(hdr)}, DisableStandaloneSSE: true},
+		HTTPClient: &http.Client{Transport: c}, DisableStandaloneSSE: true},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -70,9 +59,9 @@ func TestStockClientRefusals(t *testing.T) {
 		Fixtures: writeFixtures(t)})
 	poor := g.control(t, "POST", "/control/wallets", `{"balance": 0}`, 201)["wallet_id"].(string)
 	poorKey := g.control(t, "POST", "/control/keys", `{"wallet_id": "`+poor+`"}`, 201)["api_key"].(string)
-	auth := map[string]string{"Authorization": "Bearer " + extKey}
-	with := func(k, v string) map[string]string {
-		return map[string]string{"Authorization": auth["Authorization"], k: v}
+	auth := &clientTransport{key: extKey}
+	with := func(k, v string) *clientTransport {
+		return &clientTransport{key: extKey, header: map[string]string{k: v}}
 	}
 	keyed := func(tool, key string, args map[string]any, meta mcp.Meta) *mcp.CallToolParams {
 		m := mcp.Meta{"idempotencyKey": key}
@@ -95,27 +84,27 @@ func TestStockClientRefusals(t *testing.T) {
 					t.Errorf("%s: want a *jsonrpc.Error with data.reason %s; %s%s", what, want, got, why)
 				}
 			}
-			call := func(what, want string, hdr map[string]string, p *mcp.CallToolParams) {
+			call := func(what, want string, c *clientTransport, p *mcp.CallToolParams) {
 				t.Helper()
-				res, err := stockCall(t, g, version, hdr, p)
+				res, err := stockCall(t, g, version, c, p)
 				expect(what, want, res, err)
 			}
-			ok := func(what string, hdr map[string]string, p *mcp.CallToolParams) {
+			ok := func(what string, c *clientTransport, p *mcp.CallToolParams) {
 				t.Helper()
-				if res, err := stockCall(t, g, version, hdr, p); err != nil || res.IsError {
+				if res, err := stockCall(t, g, version, c, p); err != nil || res.IsError {
 					t.Fatalf("%s: %+v %v", what, res, err)
 				}
 			}
 			args := map[string]any{"text": version}
 
-			call("wrong API key", gateway.ReasonUnauthenticated, map[string]string{"Authorization": "Bearer mcpk_nope_x"},
+			call("wrong API key", gateway.ReasonUnauthenticated, &clientTransport{key: "mcpk_nope_x"},
 				keyed("partner.echo", k("auth"), args, nil))
 			call("forged principal token", gateway.ReasonPrincipalInvalid, with("X-Principal-Token", "forged"),
 				keyed("partner.echo", k("principal"), args, nil))
 			call("unkeyed read-only call", gateway.ReasonKeyRequired, auth, &mcp.CallToolParams{Name: "partner.notes.count", Arguments: map[string]any{}})
 			call("overlong key", gateway.ReasonKeyInvalid, auth, keyed("partner.echo", strings.Repeat("k", 300), args, nil))
 			call("no such tool", gateway.ReasonUnknownTool, auth, keyed("acme.missing", k("missing"), args, nil))
-			call("empty wallet", gateway.ReasonInsufficient, map[string]string{"Authorization": "Bearer " + poorKey},
+			call("empty wallet", gateway.ReasonInsufficient, &clientTransport{key: poorKey},
 				keyed("partner.notes.write", k("poor"), args, nil))
 			call("unknown permit", gateway.ReasonPermitInvalid, auth, keyed("partner.echo", k("permit"), args, mcp.Meta{"permitId": "pmt-nope"}))
 
