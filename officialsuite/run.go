@@ -180,25 +180,43 @@ func BuildEverythingServer(ctx context.Context, cfg Config) (string, error) {
 	return out, nil
 }
 
-// Start runs a process until ctx ends, its output in work/name.log, and
-// waits until addr accepts connections.
-func Start(ctx context.Context, cfg Config, name, addr string, bin string, args ...string) error {
+// Procs are the processes a run started.
+type Procs struct {
+	cmds  []*exec.Cmd
+	exits []chan error
+}
+
+// Stop kills every process and waits for it: a run leaves none behind, even
+// when the caller exits right after.
+func (p *Procs) Stop() {
+	for i, c := range p.cmds {
+		_ = c.Process.Kill()
+		<-p.exits[i]
+	}
+	p.cmds, p.exits = nil, nil
+}
+
+// Start runs a process, its output in work/name.log, and waits until addr
+// accepts connections. Procs.Stop ends it.
+func (p *Procs) Start(cfg Config, name, addr string, bin string, args ...string) error {
 	logf, err := os.Create(filepath.Join(cfg.Work, name+".log"))
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logf.Close() }()
+	p.cmds = append(p.cmds, cmd)
+	p.exits = append(p.exits, exited)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		select {
 		case err := <-exited:
+			exited <- err // for Stop
 			return fmt.Errorf("%s exited before listening (%v): see %s.log", name, err, name)
 		default:
 		}
@@ -299,6 +317,7 @@ func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (str
 			r.Out.Header.Set("Authorization", "Bearer "+apiKey)
 		},
 		FlushInterval: -1,
+		Transport:     &http.Transport{DisableKeepAlives: true},
 		// A stream the suite closes mid-answer is logged here, not on the
 		// console: it is how SSE scenarios end.
 		ErrorLog: log.New(errLog, "proxy: ", log.LstdFlags),
@@ -307,7 +326,13 @@ func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (str
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		p.ServeHTTP(sw, r)
+		p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q: %d after %v", r.Method, r.URL.Path, r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), sw.status, time.Since(start).Round(time.Millisecond))
+	})
+	srv := &http.Server{Handler: logged}
 	go func() { _ = srv.Serve(l) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return "http://" + l.Addr().String(), nil
@@ -339,3 +364,25 @@ func RunSuite(ctx context.Context, cfg Config, nodeBin, entry string, v Version,
 	}
 	return res, nil
 }
+
+// statusWriter remembers the status a handler answered with, for the
+// proxy's log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

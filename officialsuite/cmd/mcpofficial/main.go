@@ -87,6 +87,8 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 
 	// One stateful and one stateless everything-server for the runs alone;
 	// the gateway fronts the stateful one.
+	var procs officialsuite.Procs
+	defer procs.Stop()
 	addrs := map[bool]string{}
 	for _, stateless := range []bool{false, true} {
 		addr, err := officialsuite.FreeAddr()
@@ -94,7 +96,7 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 			return false, err
 		}
 		name := fmt.Sprintf("everything-server-stateless-%v", stateless)
-		if err := officialsuite.Start(ctx, cfg, name, addr, everything, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)); err != nil {
+		if err := procs.Start(cfg, name, addr, everything, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)); err != nil {
 			return false, err
 		}
 		addrs[stateless] = addr
@@ -104,7 +106,7 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 		return false, err
 	}
 	const token = "mcpofficial"
-	if err := officialsuite.Start(ctx, cfg, "gateway", gwAddr, cfg.Gateway, "gateway", "--addr", gwAddr,
+	if err := procs.Start(cfg, "gateway", gwAddr, cfg.Gateway, "gateway", "--addr", gwAddr,
 		"--store", "sqlite:"+filepath.Join(cfg.Work, "gateway.db"), "--control-token", token); err != nil {
 		return false, err
 	}
