@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
@@ -48,8 +50,8 @@ func reasonOf(err error) (string, string) {
 
 // TestStockClientRefusals calls the gateway with go-sdk's own client, on both
 // protocol versions, and provokes every refusal a client can (all of the
-// gateway's reasons but principal_denied, which needs an identity provider,
-// and the HTTP-layer ones a client SDK never sends: batch, parse, too large):
+// gateway's reasons but the HTTP-layer ones a client SDK never sends: batch,
+// parse, too large):
 // each must reach the caller as a *jsonrpc.Error carrying its data.reason.
 // With the seed gateway's codes (--codes seed) the same client loses
 // idempotency_key_reused to mcp.ErrConnectionClosed (go-sdk's -32004), which
@@ -57,6 +59,17 @@ func reasonOf(err error) (string, string) {
 func TestStockClientRefusals(t *testing.T) {
 	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
 		Fixtures: writeFixtures(t)})
+	ip, err := idp.Start(idp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ip.Close() })
+	g.control(t, "POST", "/control/trust", `{"provider": "harness", "issuer": "`+ip.Issuer()+`", "jwks_url": "`+ip.JWKSURL()+`", "audience": "`+ip.Audience()+`"}`, 204)
+	g.control(t, "POST", "/control/principals", `{"provider": "harness", "issuer": "`+ip.Issuer()+`", "subject": "mallory", "tools": ["partner.notes.count"]}`, 201)
+	token, err := ip.Token("mallory", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	poor := g.control(t, "POST", "/control/wallets", `{"balance": 0}`, 201)["wallet_id"].(string)
 	poorKey := g.control(t, "POST", "/control/keys", `{"wallet_id": "`+poor+`"}`, 201)["api_key"].(string)
 	auth := &clientTransport{key: extKey}
@@ -101,6 +114,8 @@ func TestStockClientRefusals(t *testing.T) {
 				keyed("partner.echo", k("auth"), args, nil))
 			call("forged principal token", gateway.ReasonPrincipalInvalid, with("X-Principal-Token", "forged"),
 				keyed("partner.echo", k("principal"), args, nil))
+			call("principal not entitled to the tool", gateway.ReasonPrincipalDenied, with("X-Principal-Token", token),
+				keyed("partner.echo", k("denied"), args, nil))
 			call("unkeyed read-only call", gateway.ReasonKeyRequired, auth, &mcp.CallToolParams{Name: "partner.notes.count", Arguments: map[string]any{}})
 			call("overlong key", gateway.ReasonKeyInvalid, auth, keyed("partner.echo", strings.Repeat("k", 300), args, nil))
 			call("no such tool", gateway.ReasonUnknownTool, auth, keyed("acme.missing", k("missing"), args, nil))
