@@ -43,7 +43,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool, error) {
+func run(ctx context.Context, cfg officialsuite.Config, baselines string) (ok bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if cfg.Work == "" {
@@ -52,6 +52,12 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 			return false, err
 		}
 		cfg.Work = dir
+		// Kept when the run fails, for its results and logs.
+		defer func() {
+			if ok {
+				_ = os.RemoveAll(dir)
+			}
+		}()
 	} else if err := os.MkdirAll(cfg.Work, 0o755); err != nil {
 		return false, err
 	}
@@ -60,7 +66,7 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 		return false, err
 	}
 	cfg.Gateway = gw
-	fmt.Printf("work: %s\n", cfg.Work)
+	fmt.Printf("work: %s (removed if the run passes and -work is not given)\n", cfg.Work)
 
 	versions := officialsuite.Versions(baselines)
 	base := make([]officialsuite.Baseline, len(versions))
@@ -125,7 +131,7 @@ func run(ctx context.Context, cfg officialsuite.Config, baselines string) (bool,
 	}
 	fmt.Printf("gateway at %s fronting the everything-server's %d tools; suite sees it at %s/mcp\n", gwAddr, n, proxy)
 
-	ok := true
+	ok = true
 	for i, v := range versions {
 		alone, err := officialsuite.RunSuite(ctx, cfg, nodeBin, entries[i], v, "http://"+addrs[v.Stateless]+"/mcp", "alone-"+v.Spec)
 		if err != nil {
