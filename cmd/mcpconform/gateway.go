@@ -40,6 +40,7 @@ Examples:
   mcpconform gateway
   mcpconform gateway --store postgres://user:pass@localhost:5432/mcpconform --control-token secret
   mcpconform gateway --fixtures fixtures.json --window 0
+  mcpconform gateway --codes seed     (the seed gateway's JSON-RPC codes)
   mcpconform gateway --bug random-unkeyed-key     (deliberately wrong; see mcpconform bugs)
 
 Flags:
@@ -77,6 +78,7 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 		bugNames = append(bugNames, v)
 		return nil
 	})
+	fs.StringVar(&cfg.Codes, "codes", gateway.CodesDefault, "JSON-RPC codes of the refusals: \"default\" (docs/wire.md) or \"seed\" (the seed gateway's, for a vendor matching them; data.reason is the same)")
 	fs.DurationVar(&window, "window", window, "unkeyed retry window (default from $"+envWindow+" when set); 0 refuses unkeyed calls; negative is an error")
 	permitTTL := fs.Duration("permit-ttl", def.PermitTTL, "auto-permit lifetime; caps the effective window")
 	staleLock := fs.Duration("stale-lock", def.StaleLock, "age after which an unkeyed call's lock row may be taken over (the old holder is fenced)")
@@ -106,6 +108,9 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	}
 	if _, err := server.CheckBugs(cfg.Bugs, kind); err != nil {
 		return cfg, false, err
+	}
+	if _, err := gateway.CodeTable(cfg.Codes); err != nil {
+		return cfg, false, fmt.Errorf("--codes: %w", err)
 	}
 	return cfg, *verbose, nil
 }

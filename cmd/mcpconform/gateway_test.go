@@ -31,12 +31,12 @@ func TestGatewayFlags(t *testing.T) {
 
 	cfg, verbose, err := gatewayConfig([]string{"--addr", "127.0.0.1:0", "--store", "postgres://u@h/db", "--control-token", "T",
 		"--bug", "random-unkeyed-key", "--bug", "replay-debits", "--window", "0", "--permit-ttl", "30s", "--stale-lock", "2s", "--lock-timeout", "1s", "-v",
-		"--fixtures", "fx.json"}, io.Discard)
+		"--fixtures", "fx.json", "--codes", "seed"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := gateway.Settings{Window: 0, PermitTTL: 30 * time.Second, StaleLock: 2 * time.Second, LockTimeout: time.Second}
-	if cfg.Settings != want || cfg.ControlToken != "T" || strings.Join(cfg.Bugs, ",") != "random-unkeyed-key,replay-debits" || !verbose || cfg.Fixtures != "fx.json" {
+	if cfg.Settings != want || cfg.ControlToken != "T" || strings.Join(cfg.Bugs, ",") != "random-unkeyed-key,replay-debits" || !verbose || cfg.Fixtures != "fx.json" || cfg.Codes != gateway.CodesSeed {
 		t.Fatalf("parsed %+v", cfg)
 	}
 
@@ -75,6 +75,7 @@ func TestGatewayCmdRefusals(t *testing.T) {
 		{"zero lock timeout", []string{"--lock-timeout", "0s"}, "", 2, "--lock-timeout"},
 		{"bad duration", []string{"--window", "5"}, "", 2, "invalid value"},
 		{"unknown bug", []string{"--bug", "nope"}, "", 2, "unknown bug switch"},
+		{"unknown code table", []string{"--codes", "grpc"}, "", 2, `--codes: code table "grpc"`},
 		{"bug of another store", []string{"--store", "postgres://u@127.0.0.1:1/db", "--bug", "select-for-update-sqlite"}, "", 2, "needs the sqlite store"},
 		{"bad store", []string{"--store", "redis://x"}, "", 2, "want sqlite:PATH or postgres://"},
 		{"extra arguments", []string{"serve"}, "", 2, "unexpected arguments"},

@@ -105,12 +105,54 @@ const (
 	ReasonInternal         = "internal_error"
 )
 
-// Codes maps a reason to its default JSON-RPC code.
-var Codes = map[string]int64{
+// jsonrpcCodes are the reasons JSON-RPC has a standard code for: the same
+// in every code table.
+var jsonrpcCodes = map[string]int64{
+	ReasonKeyInvalid:       -32602,
+	ReasonUnknownTool:      -32602,
+	ReasonInvalidArguments: -32602,
+	ReasonBatch:            -32600,
+	ReasonParse:            -32700,
+	ReasonTooLarge:         -32600,
+	ReasonInternal:         -32603,
+}
+
+// withJSONRPCCodes completes a code table with jsonrpcCodes.
+func withJSONRPCCodes(own map[string]int64) map[string]int64 {
+	for r, c := range jsonrpcCodes {
+		own[r] = c
+	}
+	return own
+}
+
+// Codes maps a reason to its default JSON-RPC code (docs/wire.md says why
+// these): the standard codes where JSON-RPC has one, else a code outside the
+// band JSON-RPC reserves (-32768..-32000), where no MCP SDK keeps a transport
+// error of its own, ending in the HTTP status a REST gateway would answer.
+var Codes = withJSONRPCCodes(map[string]int64{
+	ReasonKeyRequired:      -31428,
+	ReasonInProgress:       -31409,
+	ReasonKeyReused:        -31422,
+	ReasonUnauthenticated:  -31401,
+	ReasonPrincipalInvalid: -31401,
+	ReasonPrincipalDenied:  -31403,
+	ReasonInsufficient:     -31402,
+	ReasonPermitInvalid:    -31412,
+	ReasonPermitExhausted:  -31412,
+	ReasonPermitExpired:    -31412,
+	ReasonDispatchFailed:   -31502,
+	ReasonResponseFailed:   -31500,
+})
+
+// SeedCodes are the codes of the seed gateway (the SEL-498 review), for a
+// vendor whose gateway answers with them: `mcpconform gateway --codes seed`.
+// Several are transport errors of MCP SDKs (go-sdk reads -32003 and -32004
+// as a closed connection, -32005 as a transport rejection; the TypeScript
+// SDK -32001 as a request timeout), so a stock client may lose the reason.
+var SeedCodes = withJSONRPCCodes(map[string]int64{
 	ReasonKeyRequired:      -32003,
 	ReasonInProgress:       -32005,
 	ReasonKeyReused:        -32004,
-	ReasonKeyInvalid:       -32602,
 	ReasonUnauthenticated:  -32001,
 	ReasonPrincipalInvalid: -32001,
 	ReasonPrincipalDenied:  -32001,
@@ -120,12 +162,23 @@ var Codes = map[string]int64{
 	ReasonPermitExpired:    -32006,
 	ReasonDispatchFailed:   -32007,
 	ReasonResponseFailed:   -32008,
-	ReasonUnknownTool:      -32602,
-	ReasonInvalidArguments: -32602,
-	ReasonBatch:            -32600,
-	ReasonParse:            -32700,
-	ReasonTooLarge:         -32600,
-	ReasonInternal:         -32603,
+})
+
+// Code tables a gateway may answer with, by the name --codes takes.
+const (
+	CodesDefault = "default"
+	CodesSeed    = "seed"
+)
+
+// CodeTable returns the code table of a --codes name ("" is the default).
+func CodeTable(name string) (map[string]int64, error) {
+	switch name {
+	case "", CodesDefault:
+		return Codes, nil
+	case CodesSeed:
+		return SeedCodes, nil
+	}
+	return nil, fmt.Errorf("code table %q: want %q or %q", name, CodesDefault, CodesSeed)
 }
 
 // Refuse builds a refusal with the default code; retryable only for the

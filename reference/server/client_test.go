@@ -53,24 +53,28 @@ func newSlowUpstream(t *testing.T) *slowUpstream {
 	return u
 }
 
-// clientTransport puts the API key on every request of an MCP client and
-// reports each notifications/cancelled it sends, with the HTTP status the
-// gateway answered it with.
+// clientTransport puts the API key (and header, if any) on every request of
+// an MCP client and reports each notifications/cancelled it sends, with the
+// HTTP status the gateway answered it with, on cancelled if not nil.
 type clientTransport struct {
 	key       string
+	header    map[string]string
 	cancelled chan int
 }
 
 func (c *clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+c.key)
+	for k, v := range c.header {
+		r.Header.Set(k, v)
+	}
 	var body []byte
 	if r.Body != nil {
 		body, _ = io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	resp, err := http.DefaultTransport.RoundTrip(r)
-	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+	if c.cancelled != nil && bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 		status := 0
 		if err == nil {
 			status = resp.StatusCode

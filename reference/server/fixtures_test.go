@@ -143,7 +143,7 @@ func TestWindowZeroRefusesUnkeyed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.hdr["Authorization"] = "Bearer " + extKey
 			_, a := g.mcp(t, c.hdr, c.body)
-			if a.Error == nil || a.Error.Code != -32003 || a.Error.Data["reason"] != gateway.ReasonKeyRequired || a.Error.Data["retryable"] != false {
+			if a.Error == nil || a.Error.Code != gateway.Codes[gateway.ReasonKeyRequired] || a.Error.Data["reason"] != gateway.ReasonKeyRequired || a.Error.Data["retryable"] != false {
 				t.Fatalf("unkeyed call with window 0: %+v", a.Error)
 			}
 		})

@@ -55,6 +55,9 @@ type Config struct {
 	// Fixtures is a fixtures file (docs/fixtures.md) applied at start-up,
 	// before the gateway listens; "" applies none.
 	Fixtures string
+	// Codes names the JSON-RPC codes of the gateway's refusals (a name of
+	// gateway.CodeTable): "" or "default", or "seed" for the seed gateway's.
+	Codes string
 }
 
 // StartupError is an error of Run before the gateway served anything: bad
@@ -133,6 +136,10 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	if err != nil {
 		return err
 	}
+	codes, err := gateway.CodeTable(cfg.Codes)
+	if err != nil {
+		return err
+	}
 	// A bad file is refused before the store is touched.
 	var fx *fixtures.File
 	if cfg.Fixtures != "" {
@@ -178,7 +185,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	verifier := principal.New(st, principal.Options{Now: clk.Now})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log}))
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes}))
 	if cfg.ControlToken != "" {
 		ch, err := control.New(control.Config{
 			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,

@@ -320,8 +320,14 @@ func (d *Dispatcher) session(ctx context.Context, url string) (*mcp.ClientSessio
 	if u.sess != nil {
 		return u.sess, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.opts.ConnectTimeout)
+	// Not ctx itself: go-sdk's server keeps a request's protocol version in
+	// its context and go-sdk's client sends a context's version with
+	// initialize, so a connect made for a 2026-07-28 call would ask a
+	// stateful upstream for 2026-07-28 and be refused. Only ctx's end is
+	// passed on.
+	cctx, cancel := context.WithTimeout(context.Background(), d.opts.ConnectTimeout)
 	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
 	sess, err := d.client.Connect(cctx, &mcp.StreamableClientTransport{
 		Endpoint:             url,
 		HTTPClient:           d.opts.HTTPClient,

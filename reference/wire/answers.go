@@ -28,6 +28,7 @@ type answerWriter struct {
 	id     json.RawMessage // the request's id as the outer handler read it
 	method string          // the request's method as the outer handler read it
 	log    *slog.Logger
+	codes  map[string]int64 // Options.Codes
 
 	status int // 0 until WriteHeader
 	hold   bool
@@ -139,7 +140,7 @@ func (a *answerWriter) rewrite(body []byte) ([]byte, bool) {
 	if text == "" {
 		text = http.StatusText(a.status)
 	}
-	return rpcErrorBody(a.id, toRPCError(refuse(reason, "%s", text))), true
+	return rpcErrorBody(a.id, toRPCError(recode(a.codes, refuse(reason, "%s", text)))), true
 }
 
 // rpcMessage is a JSON-RPC response as this layer reads one.

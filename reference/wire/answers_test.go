@@ -300,7 +300,7 @@ func TestAnswerWriter(t *testing.T) {
 		{"sdk 413", plain(413, "request body exceeds 1048576 bytes"), 413,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"request body exceeds 1048576 bytes","data":{"reason":"request_too_large","retryable":false}}}`},
 		{"sdk 401", plain(401, "no bearer token"), 401,
-			`{"jsonrpc":"2.0","id":9,"error":{"code":-32001,"message":"no bearer token","data":{"reason":"unauthenticated","retryable":false}}}`},
+			`{"jsonrpc":"2.0","id":9,"error":{"code":-31401,"message":"no bearer token","data":{"reason":"unauthenticated","retryable":false}}}`},
 		{"unknown 400", plain(400, "something new"), 400,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"something new","data":{"reason":"protocol_error","retryable":false}}}`},
 		{"unknown 4xx", plain(418, "teapot"), 418,

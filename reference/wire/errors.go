@@ -141,6 +141,29 @@ func asRPCError(err error) *jsonrpc.Error {
 	return toRPCError(gateway.Refuse(gateway.ReasonInternal, "internal error"))
 }
 
+// recode gives a refusal of one of the gateway's reasons its code in codes
+// (Options.Codes); transport reasons keep theirs.
+func recode(codes map[string]int64, r *gateway.Refusal) *gateway.Refusal {
+	c, ok := codes[r.Reason]
+	if !ok || c == r.Code {
+		return r
+	}
+	cp := *r
+	cp.Code = c
+	return &cp
+}
+
+func (h *handler) recode(r *gateway.Refusal) *gateway.Refusal { return recode(h.opts.Codes, r) }
+
+// rpcError is asRPCError with the handler's code table.
+func (h *handler) rpcError(err error) *jsonrpc.Error {
+	var ref *gateway.Refusal
+	if errors.As(err, &ref) {
+		return toRPCError(h.recode(ref))
+	}
+	return asRPCError(err)
+}
+
 // rpcErrorBody is one JSON-RPC error response.
 func rpcErrorBody(id json.RawMessage, e *jsonrpc.Error) []byte {
 	resp := struct {
@@ -154,8 +177,8 @@ func rpcErrorBody(id json.RawMessage, e *jsonrpc.Error) []byte {
 
 // writeError answers a request at the HTTP layer, before the SDK saw it.
 // id is the request's id when known (echoed if it is a string or number).
-func writeError(w http.ResponseWriter, status int, id json.RawMessage, r *gateway.Refusal) {
-	writeJSON(w, status, rpcErrorBody(id, toRPCError(r)))
+func (h *handler) writeError(w http.ResponseWriter, status int, id json.RawMessage, r *gateway.Refusal) {
+	writeJSON(w, status, rpcErrorBody(id, toRPCError(h.recode(r))))
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

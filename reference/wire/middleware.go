@@ -27,7 +27,7 @@ func (h *handler) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if v := recover(); v != nil {
 				h.log.Error("mcp method panic", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				res, err = nil, asRPCError(fmt.Errorf("panic"))
+				res, err = nil, h.rpcError(fmt.Errorf("panic"))
 			}
 		}()
 		if method == "tools/list" {
@@ -44,7 +44,7 @@ func (h *handler) listTools(ctx context.Context) (mcp.Result, error) {
 	tools, err := h.tools.ListTools(ctx)
 	if err != nil {
 		h.log.Error("tools/list", "err", err)
-		return nil, asRPCError(err)
+		return nil, h.rpcError(err)
 	}
 	if tools == nil {
 		tools = []*mcp.Tool{}
@@ -61,15 +61,15 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 	if st == nil {
 		// Only reachable if the SDK were served without our outer handler.
 		h.log.Error("tools/call without request state")
-		return nil, asRPCError(fmt.Errorf("no request state"))
+		return nil, h.rpcError(fmt.Errorf("no request state"))
 	}
 	params, ok := req.GetParams().(*mcp.CallToolParamsRaw)
 	if !ok || params == nil {
-		return nil, toRPCError(gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call needs params"))
+		return nil, h.rpcError(gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call needs params"))
 	}
 	cr, ref := h.buildCall(ctx, st, hdr, params)
 	if ref != nil {
-		return nil, toRPCError(ref)
+		return nil, h.rpcError(ref)
 	}
 
 	// The core is told when the client gives up: a notifications/cancelled
@@ -91,19 +91,19 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 		if !asRefusal(err, &refusal) {
 			h.log.Error("tools/call", "tool", cr.Tool, "wallet", cr.Caller.WalletID, "err", err)
 		}
-		return nil, asRPCError(err)
+		return nil, h.rpcError(err)
 	}
 	if resp.Drop {
 		st.drop.Store(true)
 	}
-	result, err := newRawResult(resp.Result)
+	result, err := newRawResult(resp.Result, usesNewProtocol(params))
 	if err != nil {
 		h.log.Error("tools/call: core returned a malformed result", "tool", cr.Tool, "err", err)
 		if resp.Drop {
 			// Nothing will be written anyway; the SDK still needs a result.
 			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
 		}
-		return nil, asRPCError(err)
+		return nil, h.rpcError(err)
 	}
 	return result, nil
 }
@@ -185,13 +185,22 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 
 // rawResult carries the core's CallToolResult JSON through the SDK without
 // re-encoding its content: the SDK may add _meta entries (2026-07-28 puts
-// its serverInfo there), everything else is written as the core produced it.
+// its serverInfo there), everything else is written as the core produced it,
+// but for resultType, which belongs to the wire and not to the outcome.
 type rawResult struct {
 	mcp.ResultBase
 	fields map[string]json.RawMessage // every member but _meta
 }
 
-func newRawResult(raw json.RawMessage) (*rawResult, error) {
+// resultComplete is the resultType of a final result on 2026-07-28.
+const resultComplete = `"complete"`
+
+// newRawResult wraps a CallToolResult for the wire the request came on. A
+// stored outcome is the same bytes whichever wire produced it or replays it,
+// so resultType is decided here, per answer: 2026-07-28 requires it (the
+// SDK adds it only to its own result types), 2025-11-25 does not know it,
+// and a replay on the other wire than the first call's must be valid there.
+func newRawResult(raw json.RawMessage, newProtocol bool) (*rawResult, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("result is not a JSON object: %v", err)
@@ -213,7 +222,23 @@ func newRawResult(raw json.RawMessage) (*rawResult, error) {
 	if _, ok := fields["content"]; !ok {
 		fields["content"] = json.RawMessage("[]")
 	}
+	if newProtocol {
+		var rt string
+		if json.Unmarshal(fields["resultType"], &rt) != nil || rt == "" {
+			fields["resultType"] = json.RawMessage(resultComplete)
+		}
+	} else {
+		delete(fields, "resultType")
+	}
 	return r, nil
+}
+
+// usesNewProtocol reports whether a tools/call came on the 2026-07-28 wire,
+// as the SDK decides it: by the protocol version in the request's _meta
+// (the SDK has refused the request already if that _meta is incomplete).
+func usesNewProtocol(p *mcp.CallToolParamsRaw) bool {
+	v, _ := p.GetMeta()[mcp.MetaKeyProtocolVersion].(string)
+	return v >= Protocol20260728
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {

@@ -105,6 +105,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// SessionTimeout closes idle 2025-11-25 sessions. Zero means 30 minutes.
 	SessionTimeout time.Duration
+	// Codes are the JSON-RPC codes of the gateway's reasons (a table of
+	// gateway.CodeTable); nil answers with gateway.Codes.
+	Codes map[string]int64
 }
 
 // Handler returns the http.Handler for POST /mcp (and GET/DELETE of
@@ -205,7 +208,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			h.log.Error("mcp handler panic", "panic", fmt.Sprint(v))
-			writeError(w, http.StatusInternalServerError, nil, gateway.Refuse(gateway.ReasonInternal, "internal error"))
+			h.writeError(w, http.StatusInternalServerError, nil, gateway.Refuse(gateway.ReasonInternal, "internal error"))
 		}
 	}()
 	// Nobody but this handler sets the internal header.
@@ -215,29 +218,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "reading the request body: %v", err))
+			h.writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "reading the request body: %v", err))
 			return
 		}
 		if len(body) > MaxBodyBytes {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestEntityTooLarge, nil, gateway.Refuse(gateway.ReasonTooLarge, "request body exceeds %d bytes", MaxBodyBytes))
+			h.writeError(w, http.StatusRequestEntityTooLarge, nil, gateway.Refuse(gateway.ReasonTooLarge, "request body exceeds %d bytes", MaxBodyBytes))
 			return
 		}
 		trimmed := bytes.TrimLeft(body, " \t\r\n")
 		if len(trimmed) > 0 && trimmed[0] == '[' {
-			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonBatch, "JSON-RPC batches are not supported; send one request per POST"))
+			h.writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonBatch, "JSON-RPC batches are not supported; send one request per POST"))
 			return
 		}
 		if !json.Valid(body) {
-			writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "the body is not valid JSON"))
+			h.writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "the body is not valid JSON"))
 			return
 		}
 		if trimmed[0] != '{' {
-			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
+			h.writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "the body is not a JSON-RPC message object"))
 			return
 		}
 		if env, err = readEnvelope(body); err != nil {
-			writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
+			h.writeError(w, http.StatusBadRequest, nil, refuse(ReasonInvalidRequest, "not a JSON-RPC message: %v", err))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -249,17 +252,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ref *gateway.Refusal
 		if errors.As(err, &ref) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpconform"`)
-			writeError(w, http.StatusUnauthorized, env.ID, ref)
+			h.writeError(w, http.StatusUnauthorized, env.ID, ref)
 			return
 		}
 		h.log.Error("authenticate", "err", err)
-		writeError(w, http.StatusInternalServerError, env.ID, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
+		h.writeError(w, http.StatusInternalServerError, env.ID, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
 		return
 	}
 
 	if env.Method != nil && *env.Method == "tools/call" {
 		if ref := checkCallParams(env.Params); ref != nil {
-			writeError(w, http.StatusBadRequest, env.ID, ref)
+			h.writeError(w, http.StatusBadRequest, env.ID, ref)
 			return
 		}
 	}
@@ -276,7 +279,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.states.Delete(tok)
 	r.Header.Set(headerInternal, tok)
 
-	aw := &answerWriter{w: &dropWriter{w: w, st: st}, id: env.ID, log: h.log}
+	aw := &answerWriter{w: &dropWriter{w: w, st: st}, id: env.ID, log: h.log, codes: h.opts.Codes}
 	if env.Method != nil {
 		aw.method = *env.Method
 	}

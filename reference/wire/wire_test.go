@@ -34,6 +34,9 @@ type fakeCore struct {
 	// did not within 20 s); "peek-cancel" says it at once.
 	started chan struct{}
 	client  chan string
+	// resultType, when set, is the raw resultType member of every result,
+	// as an outcome stored by another wire might carry it.
+	resultType string
 }
 
 func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
@@ -52,15 +55,20 @@ func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallR
 	f.mu.Lock()
 	f.calls = append(f.calls, r)
 	n := len(f.calls)
+	resultType := f.resultType
 	f.mu.Unlock()
 	result := func() json.RawMessage {
-		b, _ := json.Marshal(map[string]any{
+		res := map[string]any{
 			"content":           []any{map[string]any{"type": "text", "text": "ok"}},
 			"structuredContent": map[string]any{"args": r.Arguments, "n": n},
 			"_meta": map[string]any{gateway.ReceiptMetaKey: gateway.Receipt{
 				ID: fmt.Sprintf("rcpt-%d", n), IdempotencyKey: r.ClientKey, Charged: 2,
 			}},
-		})
+		}
+		if resultType != "" {
+			res["resultType"] = json.RawMessage(resultType)
+		}
+		b, _ := json.Marshal(res)
 		return b
 	}
 	switch r.Tool {
@@ -298,7 +306,7 @@ func TestStateful20251125(t *testing.T) {
 	if resp.StatusCode != 200 || r.Error == nil {
 		t.Fatalf("busy: %d %s", resp.StatusCode, raw)
 	}
-	if r.Error.Code != -32005 || r.Error.Data["reason"] != "idempotency_in_progress" || r.Error.Data["retryable"] != true || r.Error.Data["retry_after_ms"] != float64(100) {
+	if r.Error.Code != gateway.Codes[gateway.ReasonInProgress] || r.Error.Data["reason"] != "idempotency_in_progress" || r.Error.Data["retryable"] != true || r.Error.Data["retry_after_ms"] != float64(100) {
 		t.Fatalf("busy error: %s", raw)
 	}
 	if string(r.ID) != `"x"` {
@@ -393,9 +401,9 @@ func TestRefusedBeforeSDK(t *testing.T) {
 		{"not an object", good, `42`, 400, -32600, "invalid_request", "null"},
 		{"method not a string", good, `{"jsonrpc":"2.0","id":1,"method":5}`, 400, -32600, "invalid_request", "null"},
 		{"too large", good, big, 413, -32600, "request_too_large", "null"},
-		{"no auth", map[string]string{HeaderProtocol: Protocol20251125}, callBody(5, "ok", `{}`, ""), 401, -32001, "unauthenticated", "5"},
-		{"basic auth", map[string]string{"Authorization": "Basic a2V5LWE6"}, callBody(5, "ok", `{}`, ""), 401, -32001, "unauthenticated", "5"},
-		{"wrong key", map[string]string{"Authorization": "Bearer nope"}, callBody("s", "ok", `{}`, ""), 401, -32001, "unauthenticated", `"s"`},
+		{"no auth", map[string]string{HeaderProtocol: Protocol20251125}, callBody(5, "ok", `{}`, ""), 401, gateway.Codes[gateway.ReasonUnauthenticated], "unauthenticated", "5"},
+		{"basic auth", map[string]string{"Authorization": "Basic a2V5LWE6"}, callBody(5, "ok", `{}`, ""), 401, gateway.Codes[gateway.ReasonUnauthenticated], "unauthenticated", "5"},
+		{"wrong key", map[string]string{"Authorization": "Bearer nope"}, callBody("s", "ok", `{}`, ""), 401, gateway.Codes[gateway.ReasonUnauthenticated], "unauthenticated", `"s"`},
 		{"store down", map[string]string{"Authorization": "Bearer key-broken"}, callBody(5, "ok", `{}`, ""), 500, -32603, "internal_error", "5"},
 		{"params not object", good, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, 400, -32602, "invalid_arguments", "1"},
 		{"name not string", good, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, 400, -32602, "unknown_tool", "1"},
@@ -449,8 +457,8 @@ func TestCallRefusals(t *testing.T) {
 		{"meta key not string", h(), callBody(1, "ok", `{}`, `{"idempotencyKey":5}`), -32602, "idempotency_key_invalid"},
 		{"meta key non-ascii", h(), callBody(1, "ok", `{}`, `{"idempotencyKey":"é"}`), -32602, "idempotency_key_invalid"},
 		{"keys differ", h(HeaderIdempotencyKey, "a"), callBody(1, "ok", `{}`, `{"idempotencyKey":"b"}`), -32602, "idempotency_key_invalid"},
-		{"permits differ", h(HeaderPermitID, "pmt-1"), callBody(1, "ok", `{}`, `{"permitId":"pmt-2"}`), -32006, "permit_invalid"},
-		{"bad principal", h(HeaderPrincipalToken, "forged"), callBody(1, "ok", `{}`, ""), -32001, "principal_invalid"},
+		{"permits differ", h(HeaderPermitID, "pmt-1"), callBody(1, "ok", `{}`, `{"permitId":"pmt-2"}`), gateway.Codes[gateway.ReasonPermitInvalid], "permit_invalid"},
+		{"bad principal", h(HeaderPrincipalToken, "forged"), callBody(1, "ok", `{}`, ""), gateway.Codes[gateway.ReasonPrincipalInvalid], "principal_invalid"},
 		{"unknown tool", h(), callBody(1, "nope", `{}`, ""), -32602, "unknown_tool"},
 		{"core internal", h(), callBody(1, "internal", `{}`, ""), -32603, "internal_error"},
 		{"core panic", h(), callBody(1, "panic", `{}`, ""), -32603, "internal_error"},
@@ -609,7 +617,7 @@ func TestSDKClients(t *testing.T) {
 			}
 			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "busy", Arguments: map[string]any{}})
 			var werr *jsonrpc.Error
-			if !errors.As(err, &werr) || werr.Code != -32005 || !strings.Contains(string(werr.Data), `"reason":"idempotency_in_progress"`) {
+			if !errors.As(err, &werr) || werr.Code != gateway.Codes[gateway.ReasonInProgress] || !strings.Contains(string(werr.Data), `"reason":"idempotency_in_progress"`) {
 				t.Fatalf("busy: %v", err)
 			}
 		})

