@@ -164,7 +164,8 @@ func cpuShares(p *profile.Profile) (flat, cum []Share, total float64) {
 // blockShares sums a block profile's delay by the first package up each
 // stack that is not a waiting primitive's (waitPackage). Two kinds of wait
 // are left out, as they only contain the others: the load client's (this
-// package on the stack: a request waiting for its answer) and the MCP
+// package or its HTTP transport on the stack: a request waiting for its
+// answer, a connection for its next request) and the MCP
 // transport's wait for the tool handler's answer.
 func blockShares(p *profile.Profile) ([]Share, float64) {
 	vi := valueIndex(p, "delay", "nanoseconds")
@@ -179,7 +180,7 @@ func blockShares(p *profile.Profile) ([]Share, float64) {
 				break
 			}
 		}
-		if nested(pkg) || slices.ContainsFunc(fns, func(fn string) bool { return Package(fn) == selfPackage }) {
+		if nested(pkg) || slices.ContainsFunc(fns, loadClient) {
 			continue
 		}
 		v := float64(s.Value[vi]) / 1e9
@@ -191,6 +192,13 @@ func blockShares(p *profile.Profile) ([]Share, float64) {
 
 // selfPackage is this package's path, as it appears in profiles.
 const selfPackage = "github.com/mcpconform/mcpconform/bench"
+
+// loadClient: a function of the load client, this package's or its HTTP
+// transport's (whose connection goroutines wait beside every request).
+func loadClient(fn string) bool {
+	return Package(fn) == selfPackage || strings.HasPrefix(fn, "net/http.(*persistConn)") ||
+		strings.HasPrefix(fn, "net/http.(*Transport)")
+}
 
 // waitPackage: packages whose functions are where a goroutine waits, not
 // what made it wait (a pool's semaphore is the pool's wait).

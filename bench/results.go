@@ -617,7 +617,7 @@ func renderProfiles(p func(string, ...any), r Results) {
 	p("Each phase of a missed target run once more with the CPU profiler on and the block profiler recording every wait of %d µs or more (the gateway runs in the bench's process, so its client is in the profile too). "+
 		"*CPU, flat*: on-CPU time by the package of the running function; *CPU, cumulative*: by every package on the stack; "+
 		"*waited*: goroutines' blocked time by the first package up the stack that is not a waiting primitive's (runtime, sync, context, time, a pool's semaphore): the code that waited; "+
-		"the load client's waits and the MCP transport's wait for the tool handler's answer, which only contain the others, are left out. "+
+		"the load client's waits (its HTTP transport's included) and the MCP transport's wait for the tool handler's answer, which only contain the others, are left out. "+
 		"Network reads (a PostgreSQL round trip) are not blocking in this sense: they show as the gap between the wall time and the CPU time.\n\n", BlockRate/1000)
 	p("*PostgreSQL sessions*: the gateway's sessions sampled every %s during the phase (pg_stat_activity, idle ones left out), by state and wait event: "+
 		"`Lock:transactionid` or `Lock:tuple` is a queue on a row lock, `Client:ClientRead` inside a transaction a session waiting for the gateway's next statement.\n\n", fmtDur(WaitEvery))
