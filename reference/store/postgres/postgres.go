@@ -36,6 +36,10 @@ var migrations embed.FS
 // DefaultLockTimeout is the lock_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
 
+// DefaultMaxConns is the pool's size when the DSN does not set
+// pool_max_conns.
+const DefaultMaxConns = 16
+
 // Options tune a Store.
 type Options struct {
 	// LockTimeout is how long a write waits for a row another transaction
@@ -67,6 +71,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	// own lock_timeout gives way to Options, as it did when it was set per
 	// transaction.
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default, max(4, cores), makes concurrent calls queue
+		// for a connection while others wait on a commit (the server's
+		// WAL flush), not on this machine's cores.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
