@@ -89,7 +89,11 @@ func (g *Gateway) storeErr(op string, err error) error {
 }
 
 func (g *Gateway) hit(ctx context.Context, point string, c *callState) string {
-	return g.faults.Hit(ctx, point, faults.Match{Tool: c.r.Tool, WalletID: c.r.Caller.WalletID})
+	return g.faults.Hit(ctx, point, faultMatch(c))
+}
+
+func faultMatch(c *callState) faults.Match {
+	return faults.Match{Tool: c.r.Tool, WalletID: c.r.Caller.WalletID}
 }
 
 func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error) {
@@ -552,15 +556,16 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 
 	pm := g.autoPermit(c, rec.Key)
 	rec.PermitID = pm.ID
-	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{
-		Record: rec,
-		Permit: &pm,
-		Fence:  fence,
-		AfterClaim: func(ctx context.Context) error {
+	var afterClaim func(ctx context.Context) error
+	if g.faults.Armed(faults.ClaimHeld, faultMatch(c)) {
+		// Only for an armed pause point: a hook that may stall inside the
+		// transaction makes SQLite commit it alone, not with the others.
+		afterClaim = func(ctx context.Context) error {
 			g.hit(ctx, faults.ClaimHeld, c)
 			return nil
-		},
-	})
+		}
+	}
+	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim})
 	if errors.Is(err, store.ErrFenceLost) {
 		// A stale holder writes nothing: the taker-over decides the slot.
 		g.log.Info("unkeyed call lost its retry lock", "identity", p.identity, "owner", owner, "fence", lock.Fence)
