@@ -802,3 +802,44 @@ func TestTwoGateways(t *testing.T) {
 		})
 	})
 }
+
+// TestChangesSeenByEveryProcess: what another gateway process changes in
+// the store, this one acts on at its next call. A key imported there
+// authenticates here at once, though this gateway looked its id up before
+// it existed (no key is remembered as missing); a principal revoked and a
+// tool removed there are denied and unknown here on the very next call
+// (neither is remembered at all).
+func TestChangesSeenByEveryProcess(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		g2, _ := e.secondGateway()
+		other := e.reopen(e.t) // the other process's store, as its control API writes it
+
+		apiKey := "mcpk_k-two-" + uuid.NewString()[:8] + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		if _, err := e.g.Authenticate(e.ctx, apiKey); reason(err) != gateway.ReasonUnauthenticated {
+			t.Fatalf("Authenticate before the key exists = %v, want unauthenticated", err)
+		}
+		if _, _, err := g2.ImportAPIKey(e.ctx, e.wallet, apiKey); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := e.g.Authenticate(e.ctx, apiKey); err != nil || c.WalletID != e.wallet {
+			t.Fatalf("Authenticate after the other process imported the key = %+v, %v", c, err)
+		}
+
+		caller, pid := e.principal("two-processes")
+		if _, err := e.call(req{caller: &caller, args: `{"text":"before revocation"}`}); err != nil {
+			t.Fatalf("call as the principal: %v", err)
+		}
+		e.must(other.RevokePrincipal(e.ctx, pid))
+		if _, err := e.call(req{caller: &caller, args: `{"text":"after revocation"}`}); reason(err) != gateway.ReasonPrincipalDenied {
+			t.Errorf("call after the other process revoked the principal: %v, want principal_denied", err)
+		}
+
+		if _, err := e.call(req{args: `{"text":"before removal"}`}); err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		e.must(other.RemoveTool(e.ctx, e.write))
+		if _, err := e.call(req{args: `{"text":"after removal"}`}); reason(err) != gateway.ReasonUnknownTool {
+			t.Errorf("call after the other process removed the tool: %v, want unknown_tool", err)
+		}
+	})
+}
