@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 var update = flag.Bool("update", false, "rewrite bench/testdata golden files")
@@ -169,7 +171,8 @@ func sample() Results {
 				Profiles: []Profiled{{Store: SQLite, Phase: PhaseKeyedFirst, Rate: 480, CPUFile: "/x/sqlite-keyed-first-calls.cpu.pb.gz", BlockFile: "/x/sqlite-keyed-first-calls.block.pb.gz",
 					CPUTotal: 5.9, CPU: []Share{{"runtime", 3, 0.5}, {"modernc.org/sqlite/lib", 1.2, 0.2}},
 					CPUCum:     []Share{{"net/http", 4, 0.68}, {"github.com/mcpconform/mcpconform/reference/store/sqlite", 2, 0.34}},
-					BlockTotal: 2.5, Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 2, 0.8}}}},
+					BlockTotal: 2.5, Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 2, 0.8}}},
+					{Store: SQLite, Phase: PhaseUnkeyed, Err: "cpu profile: cpu profiling already in use"}},
 				Suite: &suite},
 			{Store: PostgreSQL, Reason: "DATABASE_URL is not set"},
 		},
@@ -298,6 +301,83 @@ func TestPackage(t *testing.T) {
 	} {
 		if got := Package(fn); got != want {
 			t.Errorf("Package(%q) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+func TestProfileNote(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pr   Profiled
+		want string // a part of the note; "" for none
+	}{
+		{"postgres row locks and WAL flushes", Profiled{Store: PostgreSQL, Phase: PhaseKeyedFirst,
+			DBWaits: []Share{{"active Lock:transactionid", 40, 0.4}, {"active LWLock:WALWrite", 20, 0.2}, {"active", 40, 0.4}}},
+			"row lock in 40% of the samples and on the WAL flush of a commit in 20%"},
+		{"postgres mostly running", Profiled{Store: PostgreSQL, Phase: PhaseKeyedReplay,
+			DBWaits: []Share{{"active", 80, 0.8}, {"active Client:ClientRead", 20, 0.2}}}, ""},
+		{"sqlite writer queue", Profiled{Store: SQLite, Phase: PhaseUnkeyed,
+			Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 3, 0.75}}}, "75% of the gateway's waiting"},
+		{"sqlite waits elsewhere", Profiled{Store: SQLite, Phase: PhaseUnkeyed,
+			Block: []Share{{"modernc.org/sqlite", 3, 0.75}}}, ""},
+	} {
+		got := profileNote(tc.pr)
+		if (tc.want == "") != (got == "") || !bytes.Contains([]byte(got), []byte(tc.want)) {
+			t.Errorf("%s: profileNote = %q, want it to say %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// blockProfile is a block profile with one sample per stack (leaf first),
+// each delay in seconds.
+func blockProfile(stacks map[float64][]string) *profile.Profile {
+	p := &profile.Profile{PeriodType: &profile.ValueType{Type: "contentions", Unit: "count"}, Period: 1,
+		SampleType: []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}}
+	fns := map[string]*profile.Function{}
+	for delay, stack := range stacks {
+		s := &profile.Sample{Value: []int64{1, int64(delay * 1e9)}}
+		for _, name := range stack {
+			fn := fns[name]
+			if fn == nil {
+				fn = &profile.Function{ID: uint64(len(fns) + 1), Name: name}
+				fns[name] = fn
+				p.Function = append(p.Function, fn)
+			}
+			loc := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+			p.Location = append(p.Location, loc)
+			s.Location = append(s.Location, loc)
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	return p
+}
+
+// TestBlockShares: a wait is put on the first package up the stack that is
+// not a waiting primitive's, and the load client's waits and the MCP
+// transport's wait for its handler are left out; Delta keeps only what
+// happened between two snapshots.
+func TestBlockShares(t *testing.T) {
+	store := "github.com/mcpconform/mcpconform/reference/store/sqlite.(*Store).enqueue"
+	before := blockProfile(map[float64][]string{1: {"runtime.selectgo", store}})
+	after := blockProfile(map[float64][]string{
+		4: {"runtime.selectgo", store},
+		2: {"runtime.selectgo", "golang.org/x/sync/semaphore.(*Weighted).Acquire", "github.com/jackc/puddle/v2.(*Pool[...]).Acquire", "github.com/jackc/pgx/v5/pgxpool.(*Pool).Acquire"},
+		7: {"runtime.selectgo", "net/http.(*persistConn).roundTrip", "net/http.(*Client).Do"},
+		8: {"runtime.selectgo", "github.com/mcpconform/mcpconform/bench.(*Request).Send"},
+		9: {"runtime.chanrecv1", "github.com/modelcontextprotocol/go-sdk/mcp.(*streamableServerConn).servePOST", "net/http.(*conn).serve"},
+	})
+	d, err := Delta(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares, total := blockShares(d)
+	want := []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 3, 0.6}, {"github.com/jackc/pgx/v5/pgxpool", 2, 0.4}}
+	if total < 4.99 || total > 5.01 || len(shares) != len(want) {
+		t.Fatalf("blockShares = %v, total %v; want %v, total 5", shares, total, want)
+	}
+	for i, w := range want {
+		if g := shares[i]; g.Package != w.Package || g.Value < w.Value-0.01 || g.Value > w.Value+0.01 {
+			t.Errorf("share %d = %+v, want %+v", i, g, w)
 		}
 	}
 }

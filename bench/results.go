@@ -549,26 +549,48 @@ func Notes(r Results) []string {
 		conc, ok2 := st.scaleAt(1, r.Setup.Concurrency)
 		if ok1 && ok2 && one.Stats.Rate > 0 && conc.Stats.Rate < 1.5*one.Stats.Rate {
 			out = append(out, fmt.Sprintf("%s keyed first calls: %d clients on one wallet reach %s, one client %s: %d× the clients give %.1f× the calls. "+
-				"The calls queue on the store's writes (SQLite admits one writer at a time; on PostgreSQL the wallet row and the pool's connections); "+
+				"The calls queue on the store's writes (SQLite admits one writer at a time; on PostgreSQL every charge of the wallet updates its row); "+
 				"the block profile of a missed target's phase shows where they wait.",
 				st.Store, r.Setup.Concurrency, fmtRate(conc.Stats.Rate), fmtRate(one.Stats.Rate), r.Setup.Concurrency, conc.Stats.Rate/one.Stats.Rate))
 		}
 	}
 	for _, st := range r.Stores {
-		s, ok := st.storm(false)
-		if !ok {
-			continue
-		}
-		if s.Unsettled > 0 || s.Settled > 4*max(s.Answered, time.Second) {
-			left := fmt.Sprintf("all settled in %s, %.1f× the time to answer", fmtDur(s.Settled), float64(s.Settled)/float64(max(s.Answered, 1)))
-			if s.Unsettled > 0 {
-				left = fmt.Sprintf("%d still unsettled after %s", s.Unsettled, fmtDur(SettleTimeout))
+		for _, pr := range st.Profiles {
+			if n := profileNote(pr); n != "" {
+				out = append(out, n)
 			}
-			out = append(out, fmt.Sprintf("%s unkeyed storm, settling: a twin that retries after the first call finished still needs the retry lock to join "+
-				"its slot, so retries of one finished unkeyed call run one at a time and the others are told in progress again (%s).", st.Store, left))
 		}
 	}
 	return out
+}
+
+// profileNote says what a profile shows, when it shows one cause clearly:
+// on PostgreSQL the sessions' row-lock and WAL-flush waits, on SQLite the
+// wait for this process's one writer.
+func profileNote(pr Profiled) string {
+	var lock, wal float64
+	for _, w := range pr.DBWaits {
+		switch {
+		case strings.Contains(w.Package, "Lock:transactionid"), strings.Contains(w.Package, "Lock:tuple"):
+			lock += w.Frac
+		case strings.Contains(w.Package, "WALWrite"), strings.Contains(w.Package, "WALSync"):
+			wal += w.Frac
+		}
+	}
+	if lock+wal >= 0.3 {
+		return fmt.Sprintf("%s %s: the gateway's sessions were waiting on a row lock in %.0f%% of the samples and on the WAL flush of a commit in %.0f%%. "+
+			"Every charge of a wallet updates its row, which stays locked until the commit is flushed to disk, so the charges of one wallet run one flush after another: "+
+			"the server's commit latency, not this process, bounds them (a first call commits three times: reservation, charge, outcome).",
+			pr.Store, pr.Phase, 100*lock, 100*wal)
+	}
+	for _, b := range pr.Block {
+		if strings.HasSuffix(b.Package, "/reference/store/sqlite") && b.Frac >= 0.5 {
+			return fmt.Sprintf("%s %s: %.0f%% of the gateway's waiting was for this process's one SQLite writer (the store's write queue): "+
+				"SQLite admits one writer, and a first call makes three write transactions (an unkeyed one five, with its retry lock's acquire and release), "+
+				"which queued writes share by group commit.", pr.Store, pr.Phase, 100*b.Frac)
+		}
+	}
+	return ""
 }
 
 func (s StoreResults) scaleAt(procs, clients int) (ScalePoint, bool) {
