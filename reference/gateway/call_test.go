@@ -843,3 +843,46 @@ func TestChangesSeenByEveryProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestLockHeldServesCompletedSlot: while a call holds an identity's retry
+// lock, a retry of that identity's completed call is served its stored
+// outcome from a plain read instead of being told to retry; with nothing
+// completed to join, a twin is still told to retry. One dispatch in all.
+func TestLockHeldServesCompletedSlot(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		first, err := ok(e.callOutcome(req{args: `{"text":"settled"}`}))
+		if err != nil || first.Replayed {
+			t.Fatalf("first call: %+v, %v", first, err)
+		}
+		f := e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder := e.async(req{args: `{"text":"settled"}`})
+		e.await(f, holder)
+		rc, err := ok(e.callOutcome(req{args: `{"text":"settled"}`}))
+		if err != nil || !rc.Replayed || rc.ID != first.ID {
+			t.Errorf("retry while the lock is held: %+v, %v; want the first call's receipt %s, replayed", rc, err, first.ID)
+		}
+		e.release(f)
+		if rc, err := ok(e.wait(holder)); err != nil || rc.ID != first.ID {
+			t.Errorf("the lock holder: %+v, %v; want the first call's receipt", rc, err)
+		}
+
+		f = e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder = e.async(req{args: `{"text":"running"}`})
+		e.await(f, holder)
+		if _, err := e.call(req{args: `{"text":"running"}`}); reason(err) != gateway.ReasonInProgress {
+			t.Errorf("twin of a call that holds the lock and has no slot yet: %v, want in progress", err)
+		}
+		e.release(f)
+		if _, err := ok(e.wait(holder)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.dispatches(e.write); err != nil || n != 2 {
+			t.Errorf("%d dispatches (%v), want 2: one per distinct call", n, err)
+		}
+	})
+}
+
+func (e *env) callOutcome(r req) outcome {
+	resp, err := e.call(r)
+	return outcome{resp, err}
+}
