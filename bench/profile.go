@@ -25,8 +25,8 @@ type Profiled struct {
 	// CPU is on-CPU time by the package of the function running (flat);
 	// CPUCum by every package on the stack (cumulative, each sample counted
 	// once per package). Block is time goroutines waited, by the first
-	// package up the stack that is not the runtime's or sync's: the code that
-	// waited, not the channel it waited on.
+	// package up the stack that is not a waiting primitive's (waitPackage):
+	// the code that waited, not the channel it waited on.
 	CPU    []Share `json:"cpu,omitempty"`
 	CPUCum []Share `json:"cpu_cum,omitempty"`
 	Block  []Share `json:"block,omitempty"`

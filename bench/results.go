@@ -602,14 +602,15 @@ func (s StoreResults) scaleAt(procs, clients int) (ScalePoint, bool) {
 	return ScalePoint{}, false
 }
 
+// any reports whether f holds for a store.
+func (r Results) any(f func(StoreResults) bool) bool {
+	return slices.ContainsFunc(r.Stores, f)
+}
+
 // renderScale writes the scale table: keyed first calls on one wallet at
 // growing client counts, and over several gateway processes.
 func renderScale(p func(string, ...any), r Results) {
-	var any bool
-	for _, st := range r.Stores {
-		any = any || len(st.Scale) > 0
-	}
-	if !any {
+	if !r.any(func(st StoreResults) bool { return len(st.Scale) > 0 }) {
 		return
 	}
 	p("\n## Scale: keyed first calls on one wallet\n\n")
@@ -628,11 +629,7 @@ func renderScale(p func(string, ...any), r Results) {
 
 // renderProfiles writes the profiles of the missed targets' phases.
 func renderProfiles(p func(string, ...any), r Results) {
-	var any bool
-	for _, st := range r.Stores {
-		any = any || len(st.Profiles) > 0
-	}
-	if !any {
+	if !r.any(func(st StoreResults) bool { return len(st.Profiles) > 0 }) {
 		return
 	}
 	p("\n## Profiles of the missed targets' phases\n\n")
