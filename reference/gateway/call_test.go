@@ -886,3 +886,25 @@ func (e *env) callOutcome(r req) outcome {
 	resp, err := e.call(r)
 	return outcome{resp, err}
 }
+
+// TestUnrelatedUnkeyedCallsDoNotQueue: the retry lock's identity holds the
+// caller, the tool and the arguments, so while one unkeyed call holds its
+// lock, an unkeyed call of the same caller and tool with other arguments
+// runs at once, and one with the same arguments is told to retry.
+func TestUnrelatedUnkeyedCallsDoNotQueue(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		f := e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder := e.async(req{args: `{"text":"one"}`})
+		e.await(f, holder)
+		if _, err := ok(e.callOutcome(req{args: `{"text":"two"}`})); err != nil {
+			t.Errorf("unkeyed call with other arguments while the first holds its lock: %v", err)
+		}
+		if _, err := e.call(req{args: `{"text":"one"}`}); reason(err) != gateway.ReasonInProgress {
+			t.Errorf("its twin: %v, want in progress", err)
+		}
+		e.release(f)
+		if _, err := ok(e.wait(holder)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
