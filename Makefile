@@ -31,8 +31,10 @@ test: vet
 vet:
 	$(GO) vet ./...
 
-# Throughput against a bare go-sdk server, twin storms and the harness's own
-# cost, written to bench/results.md (PostgreSQL too when DATABASE_URL is set).
+# Throughput against a bare go-sdk server in interleaved rounds, the scale
+# table, twin storms and the harness's own cost, written to bench/results.md
+# (PostgreSQL too when DATABASE_URL is set); the profiles of a missed
+# target's phase go to bench/profiles/.
 bench:
 	GO=$(GO) $(GO) run ./bench/cmd/mcpbench -out bench/results.md
 

@@ -44,6 +44,12 @@ type Stats struct {
 // Run drives op under l and returns the phase's figures. Latencies are
 // those of the counted calls only.
 func Run(ctx context.Context, l Load, op Op) Stats {
+	return RunWorkers(ctx, l, func(ctx context.Context, _, i int) error { return op(ctx, i) })
+}
+
+// RunWorkers is Run with the worker's number (from 0) handed to op too, for
+// phases that give each client its own wallet or gateway process.
+func RunWorkers(ctx context.Context, l Load, op func(ctx context.Context, worker, i int) error) Stats {
 	conc := max(1, l.Concurrency)
 	var (
 		next    atomic.Int64
@@ -58,7 +64,7 @@ func Run(ctx context.Context, l Load, op Op) Stats {
 	measureFrom := start.Add(l.Warmup)
 	measureTo := measureFrom.Add(l.Duration)
 	var stopAt atomic.Int64 // unix nanos when MaxCalls was reached; 0 while running
-	for range conc {
+	for w := range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -79,7 +85,7 @@ func Run(ctx context.Context, l Load, op Op) Stats {
 				if t0.After(measureTo) {
 					return
 				}
-				err := op(ctx, int(next.Add(1)-1))
+				err := op(ctx, w, int(next.Add(1)-1))
 				t1 := time.Now()
 				if t0.Before(measureFrom) || t1.After(measureTo) {
 					continue // warm-up, or past the window

@@ -19,9 +19,10 @@ const (
 	PhaseKeyedReplay = "keyed replays"
 	PhaseUnkeyed     = "unkeyed calls"
 	PhaseReadOnly    = "read-only keyed calls (partner.notes.count)"
-	// PhaseKeyedSerial is keyed first calls from one client: set against
-	// PhaseKeyedFirst it shows whether the store's writes scale with clients.
-	PhaseKeyedSerial = "keyed first calls, 1 client (diagnostic)"
+	// PhaseSpread is keyed first calls with one wallet per client: set
+	// against PhaseKeyedFirst (all clients on one wallet) it shows what a
+	// hot wallet costs.
+	PhaseSpread = "keyed first calls, one wallet per client"
 )
 
 func objArg(name string, i int) []byte {
@@ -51,99 +52,76 @@ func MeasureBaseline(ctx context.Context, url string, hc *http.Client, l Load) S
 	return st
 }
 
-// MeasureGateway runs the four gateway phases on one wallet: keyed first
-// calls (a new key and new arguments each), keyed replays (the keys of the
-// first phase again, same arguments), unkeyed calls (new arguments each, so
-// each is a new derived operation) and read-only keyed calls.
-func MeasureGateway(ctx context.Context, g *Gateway, hc *http.Client, l Load) ([]Stats, error) {
-	_, apiKey, err := g.Fixture(ctx, 1_000_000_000)
+// Phases drives the gateway's load phases on one endpoint: a hot wallet
+// shared by every client, and on demand one wallet per client.
+type Phases struct {
+	e      Endpoint
+	hc     *http.Client
+	l      Load
+	run    string    // keeps this run's keys apart from earlier runs on the store
+	hot    []*Client // one per gateway process, all on one wallet
+	spread []*Client // one per worker, each its own wallet; made by Spread
+	done   []keyedOp // the last first-call phase's operations, for Replays
+	seq    int
+}
+
+// NewPhases makes the hot wallet and its API key.
+func NewPhases(ctx context.Context, e Endpoint, hc *http.Client, l Load) (*Phases, error) {
+	_, apiKey, err := e.Fixture(ctx, 1_000_000_000)
 	if err != nil {
 		return nil, fmt.Errorf("fixture: %w", err)
 	}
-	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	first, done := keyedFirst(ctx, c, l, "kf-"+run)
-	if len(done) == 0 {
-		return []Stats{first}, fmt.Errorf("no keyed first call succeeded: %s", first.FirstError)
+	p := &Phases{e: e, hc: hc, l: l, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	for _, u := range e.URLs {
+		p.hot = append(p.hot, &Client{URL: u, APIKey: apiKey, HTTP: hc})
 	}
-	replay := keyedReplays(ctx, c, l, done)
-
-	unkeyed := Run(ctx, l, func(ctx context.Context, i int) error {
-		r, err := c.Call(ctx, EchoTool, objArg("u-"+run, i), "")
-		if err != nil {
-			return err
-		}
-		if !r.Result() || r.Receipt == "" || r.Replayed {
-			return fmt.Errorf("unkeyed call: %v", r)
-		}
-		return nil
-	})
-	unkeyed.Name = PhaseUnkeyed
-
-	ro := Run(ctx, l, func(ctx context.Context, i int) error {
-		r, err := c.Call(ctx, NotesCountTool, objArg("r", i), "kr-"+run+"-"+strconv.Itoa(i))
-		if err != nil {
-			return err
-		}
-		if !r.Result() || r.Receipt == "" || r.Replayed {
-			return fmt.Errorf("read-only keyed call: %v", r)
-		}
-		return nil
-	})
-	ro.Name = PhaseReadOnly
-
-	one := l
-	one.Concurrency = 1
-	serial := Run(ctx, one, func(ctx context.Context, i int) error {
-		r, err := c.Call(ctx, EchoTool, objArg("s", i), "ks-"+run+"-"+strconv.Itoa(i))
-		if err != nil {
-			return err
-		}
-		if !r.Result() || r.Receipt == "" || r.Replayed {
-			return fmt.Errorf("keyed first call: %v", r)
-		}
-		return nil
-	})
-	serial.Name = PhaseKeyedSerial
-	return []Stats{first, replay, unkeyed, ro, serial}, nil
+	return p, nil
 }
 
-// keyedOp is one keyed call: its key and arguments.
-type keyedOp struct {
-	key  string
-	args []byte
+// prefix is a key prefix no earlier phase of this run used.
+func (p *Phases) prefix(tag string) string {
+	p.seq++
+	return tag + "-" + p.run + "-" + strconv.Itoa(p.seq)
 }
 
-// keyedFirst is the keyed first-call phase: a new key (prefix-i) and new
-// arguments each. It returns the operations that got a fresh receipt, for
-// keyedReplays.
-func keyedFirst(ctx context.Context, c *Client, l Load, prefix string) (Stats, []keyedOp) {
-	var mu sync.Mutex
-	var done []keyedOp
-	st := Run(ctx, l, func(ctx context.Context, i int) error {
-		o := keyedOp{key: prefix + "-" + strconv.Itoa(i), args: objArg("n", i)}
-		r, err := c.Call(ctx, EchoTool, o.args, o.key)
-		if err != nil {
-			return err
-		}
-		if !r.Result() || r.Receipt == "" || r.Replayed {
-			return fmt.Errorf("keyed first call: %v", r)
-		}
-		mu.Lock()
-		done = append(done, o)
-		mu.Unlock()
-		return nil
-	})
+// client is worker w's client on the hot wallet: workers spread over the
+// gateway processes.
+func (p *Phases) client(w int) *Client { return p.hot[w%len(p.hot)] }
+
+// KeyedFirst is the keyed first-call phase on the hot wallet: a new key and
+// new arguments each. Its operations are kept for Replays.
+func (p *Phases) KeyedFirst(ctx context.Context) Stats {
+	st, done := keyedFirst(ctx, p.client, p.l, p.prefix("kf"))
+	p.done = done
 	st.Name = PhaseKeyedFirst
-	return st, done
+	return st
 }
 
-// keyedReplays is the replay phase: the operations of a first-call phase
-// again, same key and arguments, round robin.
-func keyedReplays(ctx context.Context, c *Client, l Load, done []keyedOp) Stats {
-	st := Run(ctx, l, func(ctx context.Context, i int) error {
+// Spread is KeyedFirst with one wallet (and API key) per client: set
+// against KeyedFirst it shows what sharing one wallet costs.
+func (p *Phases) Spread(ctx context.Context) (Stats, error) {
+	for len(p.spread) < max(1, p.l.Concurrency) {
+		_, apiKey, err := p.e.Fixture(ctx, 1_000_000_000)
+		if err != nil {
+			return Stats{Name: PhaseSpread}, fmt.Errorf("fixture: %w", err)
+		}
+		p.spread = append(p.spread, &Client{URL: p.e.URLs[len(p.spread)%len(p.e.URLs)], APIKey: apiKey, HTTP: p.hc})
+	}
+	st, _ := keyedFirst(ctx, func(w int) *Client { return p.spread[w] }, p.l, p.prefix("ks"))
+	st.Name = PhaseSpread
+	return st, nil
+}
+
+// Replays runs the operations of the last KeyedFirst again, same key and
+// arguments, round robin; none yet is an error in the figures.
+func (p *Phases) Replays(ctx context.Context) Stats {
+	if len(p.done) == 0 {
+		return Stats{Name: PhaseKeyedReplay, FirstError: "no keyed first call to replay"}
+	}
+	done := p.done
+	st := RunWorkers(ctx, p.l, func(ctx context.Context, w, i int) error {
 		o := done[i%len(done)]
-		r, err := c.Call(ctx, EchoTool, o.args, o.key)
+		r, err := p.client(w).Call(ctx, EchoTool, o.args, o.key)
 		if err != nil {
 			return err
 		}
@@ -156,36 +134,148 @@ func keyedReplays(ctx context.Context, c *Client, l Load, done []keyedOp) Stats 
 	return st
 }
 
-// MeasureRounds measures the rate targets in n interleaved rounds, each the
-// bare server, then the gateway's keyed first calls and their replays, back
-// to back. On a shared 2-core machine the bare server's rate moves by a
-// third between one minute and the next; a ratio taken within a round sets
-// each gateway figure against the machine as it was a few seconds before.
-func MeasureRounds(ctx context.Context, baselineURL string, g *Gateway, hc *http.Client, l Load, n int) ([]Round, error) {
-	_, apiKey, err := g.Fixture(ctx, 1_000_000_000)
-	if err != nil {
-		return nil, fmt.Errorf("fixture: %w", err)
+// Unkeyed sends unkeyed calls with new arguments each, so each is a new
+// derived operation.
+func (p *Phases) Unkeyed(ctx context.Context) Stats {
+	tag := p.prefix("u")
+	st := RunWorkers(ctx, p.l, func(ctx context.Context, w, i int) error {
+		r, err := p.client(w).Call(ctx, EchoTool, objArg(tag, i), "")
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("unkeyed call: %v", r)
+		}
+		return nil
+	})
+	st.Name = PhaseUnkeyed
+	return st
+}
+
+// ReadOnly sends keyed calls of the read-only local tool.
+func (p *Phases) ReadOnly(ctx context.Context) Stats {
+	prefix := p.prefix("kr")
+	st := RunWorkers(ctx, p.l, func(ctx context.Context, w, i int) error {
+		r, err := p.client(w).Call(ctx, NotesCountTool, objArg("r", i), prefix+"-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("read-only keyed call: %v", r)
+		}
+		return nil
+	})
+	st.Name = PhaseReadOnly
+	return st
+}
+
+// Phase runs the named phase once more (to profile it).
+func (p *Phases) Phase(ctx context.Context, name string) (Stats, error) {
+	switch name {
+	case PhaseKeyedFirst:
+		return p.KeyedFirst(ctx), nil
+	case PhaseKeyedReplay:
+		if len(p.done) == 0 {
+			p.KeyedFirst(ctx)
+		}
+		return p.Replays(ctx), nil
+	case PhaseUnkeyed:
+		return p.Unkeyed(ctx), nil
+	case PhaseSpread:
+		return p.Spread(ctx)
+	case PhaseReadOnly:
+		return p.ReadOnly(ctx), nil
 	}
-	c := &Client{URL: g.URL, APIKey: apiKey, HTTP: hc}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	return Stats{}, fmt.Errorf("no phase %q", name)
+}
+
+// keyedOp is one keyed call: its key and arguments.
+type keyedOp struct {
+	key  string
+	args []byte
+}
+
+// keyedFirst sends keyed first calls, worker w through client(w): a new key
+// (prefix-i) and new arguments each. It returns the operations that got a
+// fresh receipt.
+func keyedFirst(ctx context.Context, client func(w int) *Client, l Load, prefix string) (Stats, []keyedOp) {
+	var mu sync.Mutex
+	var done []keyedOp
+	st := RunWorkers(ctx, l, func(ctx context.Context, w, i int) error {
+		o := keyedOp{key: prefix + "-" + strconv.Itoa(i), args: objArg("n", i)}
+		r, err := client(w).Call(ctx, EchoTool, o.args, o.key)
+		if err != nil {
+			return err
+		}
+		if !r.Result() || r.Receipt == "" || r.Replayed {
+			return fmt.Errorf("keyed first call: %v", r)
+		}
+		mu.Lock()
+		done = append(done, o)
+		mu.Unlock()
+		return nil
+	})
+	return st, done
+}
+
+// MeasureRounds measures the rate targets in n interleaved rounds, each the
+// bare server, then the gateway's keyed first calls, their replays, unkeyed
+// calls and keyed first calls on one wallet per client, back to back. On a
+// shared 2-core machine the bare server's rate moves by a third between one
+// minute and the next; a ratio taken within a round sets each gateway
+// figure against the machine as it was a few seconds before.
+func MeasureRounds(ctx context.Context, baselineURL string, p *Phases, n int) ([]Round, error) {
 	var rounds []Round
 	for i := range n {
 		if ctx.Err() != nil {
 			return rounds, ctx.Err()
 		}
 		var r Round
-		r.Baseline = MeasureBaseline(ctx, baselineURL, hc, l)
-		hc.CloseIdleConnections()
-		var done []keyedOp
-		r.First, done = keyedFirst(ctx, c, l, "kr-"+run+"-"+strconv.Itoa(i))
-		if len(done) == 0 {
+		r.Baseline = MeasureBaseline(ctx, baselineURL, p.hc, p.l)
+		p.hc.CloseIdleConnections()
+		r.First = p.KeyedFirst(ctx)
+		if len(p.done) == 0 {
 			return rounds, fmt.Errorf("round %d: no keyed first call succeeded: %s", i+1, r.First.FirstError)
 		}
-		r.Replay = keyedReplays(ctx, c, l, done)
-		hc.CloseIdleConnections()
+		r.Replay = p.Replays(ctx)
+		r.Unkeyed = p.Unkeyed(ctx)
+		var err error
+		if r.Spread, err = p.Spread(ctx); err != nil {
+			return rounds, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		p.hc.CloseIdleConnections()
 		rounds = append(rounds, r)
 	}
 	return rounds, nil
+}
+
+// ScalePoint is the keyed first-call rate on one wallet with Clients
+// clients spread over Processes gateway processes.
+type ScalePoint struct {
+	Store     string `json:"store"`
+	Processes int    `json:"processes"`
+	Clients   int    `json:"clients"`
+	Stats     Stats  `json:"stats"`
+}
+
+// MeasureScale runs keyed first calls on one wallet at each client count.
+func MeasureScale(ctx context.Context, store string, e Endpoint, hc *http.Client, l Load, clients []int) ([]ScalePoint, error) {
+	var out []ScalePoint
+	for _, c := range clients {
+		lc := l
+		lc.Concurrency = c
+		p, err := NewPhases(ctx, e, hc, lc)
+		if err != nil {
+			return out, err
+		}
+		st := p.KeyedFirst(ctx)
+		hc.CloseIdleConnections()
+		out = append(out, ScalePoint{Store: store, Processes: len(e.URLs), Clients: c, Stats: st})
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
 }
 
 // Storm is one twin storm's figures.
@@ -238,7 +328,7 @@ func Backoff(attempt int, u float64) time.Duration {
 // n warm connections (WarmConnections) so the storm measures the gateway
 // rather than n TCP handshakes.
 func RunStorm(ctx context.Context, g *Gateway, hc *http.Client, n int, keyed bool) (Storm, error) {
-	wallet, apiKey, err := g.Fixture(ctx, 1000)
+	wallet, apiKey, err := g.Endpoint().Fixture(ctx, 1000)
 	if err != nil {
 		return Storm{}, fmt.Errorf("fixture: %w", err)
 	}

@@ -119,13 +119,25 @@ func StartGateway(ctx context.Context, store string) (*Gateway, error) {
 	return g, nil
 }
 
+// Endpoint is where a load phase sends its calls: one gateway, or several
+// gateway processes on one store (worker w calls URLs[w % len(URLs)]).
+type Endpoint struct {
+	URLs    []string
+	Control *control.Client
+}
+
+// Endpoint is the gateway as a load phase's endpoint.
+func (g *Gateway) Endpoint() Endpoint {
+	return Endpoint{URLs: []string{g.URL}, Control: g.Control}
+}
+
 // Fixture creates a wallet with balance and an API key for it.
-func (g *Gateway) Fixture(ctx context.Context, balance int64) (walletID, apiKey string, err error) {
-	w, err := g.Control.CreateWallet(ctx, balance)
+func (e Endpoint) Fixture(ctx context.Context, balance int64) (walletID, apiKey string, err error) {
+	w, err := e.Control.CreateWallet(ctx, balance)
 	if err != nil {
 		return "", "", err
 	}
-	k, err := g.Control.CreateKey(ctx, w.WalletID)
+	k, err := e.Control.CreateKey(ctx, w.WalletID)
 	if err != nil {
 		return "", "", err
 	}

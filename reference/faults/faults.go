@@ -214,6 +214,21 @@ func (r *Registry) List() []Status {
 	return out
 }
 
+// Armed reports whether a fault at point would take a hit of m now. The
+// gateway asks before work that only a fault needs: a hook run inside a
+// store transaction, which makes the store give that transaction a commit
+// of its own.
+func (r *Registry) Armed(point string, m Match) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.faults {
+		if f.Point == point && !f.Released && f.Hits < f.Count && f.Match.covers(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // Hit is called by the gateway at a point. It returns the action taken: ""
 // when no armed fault matched, Pause after the pause ended, or Fail /
 // DropResponse for the caller to carry out. Only the oldest matching fault

@@ -86,3 +86,44 @@ func TestAwaitTimesOut(t *testing.T) {
 		t.Fatalf("await = %v, want deadline exceeded", err)
 	}
 }
+
+// TestArmed: a fault is armed for a hit it would take, and no longer once
+// its hits are used up or it is released.
+func TestArmed(t *testing.T) {
+	r := New()
+	if r.Armed(ClaimHeld, Match{Tool: "t"}) {
+		t.Fatal("armed with no fault")
+	}
+	held, err := r.Arm(Spec{Point: ClaimHeld, Action: Pause, Match: Match{Tool: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		point string
+		m     Match
+		want  bool
+	}{
+		{ClaimHeld, Match{Tool: "t", WalletID: "w"}, true},
+		{ClaimHeld, Match{Tool: "other"}, false},
+		{FenceRead, Match{Tool: "t"}, false},
+	} {
+		if got := r.Armed(tc.point, tc.m); got != tc.want {
+			t.Errorf("Armed(%s, %+v) = %v, want %v", tc.point, tc.m, got, tc.want)
+		}
+	}
+	if _, err := r.Release(held.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r.Armed(ClaimHeld, Match{Tool: "t"}) {
+		t.Error("armed after release")
+	}
+	if _, err := r.Arm(Spec{Point: DispatchBefore, Action: Fail}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Hit(context.Background(), DispatchBefore, Match{Tool: "t"}); got != Fail {
+		t.Fatalf("hit = %q", got)
+	}
+	if r.Armed(DispatchBefore, Match{Tool: "t"}) {
+		t.Error("armed after its one hit")
+	}
+}

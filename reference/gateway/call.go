@@ -90,7 +90,11 @@ func (g *Gateway) storeErr(op string, err error) error {
 }
 
 func (g *Gateway) hit(ctx context.Context, point string, c *callState) string {
-	return g.faults.Hit(ctx, point, faults.Match{Tool: c.r.Tool, WalletID: c.r.Caller.WalletID})
+	return g.faults.Hit(ctx, point, faultMatch(c))
+}
+
+func faultMatch(c *callState) faults.Match {
+	return faults.Match{Tool: c.r.Tool, WalletID: c.r.Caller.WalletID}
 }
 
 func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error) {
@@ -554,11 +558,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 	// lock only to learn the same. AcquireLock still decides every other
 	// case (no lock, a stale one, a race with the holder's release).
 	if held, err := g.store.LockOf(ctx, p.identity); err == nil && c.now.Sub(held.AcquiredAt) < c.set.StaleLock {
-		return store.Record{}, false, Refuse(ReasonInProgress, "an identical unkeyed call holds the retry lock: retry")
+		return g.lockHeld(ctx, c, p)
 	}
 	lock, err := g.store.AcquireLock(ctx, p.identity, owner, c.now, c.set.StaleLock)
 	if errors.Is(err, store.ErrLockHeld) {
-		return store.Record{}, false, Refuse(ReasonInProgress, "an identical unkeyed call holds the retry lock: retry")
+		return g.lockHeld(ctx, c, p)
 	}
 	if err != nil {
 		return store.Record{}, false, g.storeErr("acquire lock", err)
@@ -607,15 +611,16 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 
 	pm := g.autoPermit(c, rec.Key)
 	rec.PermitID = pm.ID
-	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{
-		Record: rec,
-		Permit: &pm,
-		Fence:  fence,
-		AfterClaim: func(ctx context.Context) error {
+	var afterClaim func(ctx context.Context) error
+	if g.faults.Armed(faults.ClaimHeld, faultMatch(c)) {
+		// Only for an armed pause point: a hook that may stall inside the
+		// transaction makes SQLite commit it alone, not with the others.
+		afterClaim = func(ctx context.Context) error {
 			g.hit(ctx, faults.ClaimHeld, c)
 			return nil
-		},
-	})
+		}
+	}
+	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim})
 	if errors.Is(err, store.ErrFenceLost) {
 		// A stale holder writes nothing: the taker-over decides the slot.
 		g.log.Info("unkeyed call lost its retry lock", "identity", p.identity, "owner", owner, "fence", lock.Fence)
@@ -625,6 +630,18 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 		return store.Record{}, false, g.storeErr("reserve", err)
 	}
 	return got, created, nil
+}
+
+// lockHeld answers an unkeyed call whose identity's lock another call
+// holds. A completed slot it would join is final, so it is served from a
+// plain read, as a keyed replay is: retries of a finished call do not queue
+// for the lock one at a time (each told in progress meanwhile). Anything
+// else waits for the holder: the retryable in-progress answer.
+func (g *Gateway) lockHeld(ctx context.Context, c *callState, p keyPlan) (store.Record, bool, error) {
+	if done, found, err := g.findStored(ctx, c, p); err == nil && found && done.State == store.StateCompleted {
+		return done, false, nil
+	}
+	return store.Record{}, false, Refuse(ReasonInProgress, "an identical unkeyed call holds the retry lock: retry")
 }
 
 // releaseLock deletes the lock row only while this call still holds it: a

@@ -802,3 +802,109 @@ func TestTwoGateways(t *testing.T) {
 		})
 	})
 }
+
+// TestChangesSeenByEveryProcess: what another gateway process changes in
+// the store, this one acts on at its next call. A key imported there
+// authenticates here at once, though this gateway looked its id up before
+// it existed (no key is remembered as missing); a principal revoked and a
+// tool removed there are denied and unknown here on the very next call
+// (neither is remembered at all).
+func TestChangesSeenByEveryProcess(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		g2, _ := e.secondGateway()
+		other := e.reopen(e.t) // the other process's store, as its control API writes it
+
+		apiKey := "mcpk_k-two-" + uuid.NewString()[:8] + "_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		if _, err := e.g.Authenticate(e.ctx, apiKey); reason(err) != gateway.ReasonUnauthenticated {
+			t.Fatalf("Authenticate before the key exists = %v, want unauthenticated", err)
+		}
+		if _, _, err := g2.ImportAPIKey(e.ctx, e.wallet, apiKey); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := e.g.Authenticate(e.ctx, apiKey); err != nil || c.WalletID != e.wallet {
+			t.Fatalf("Authenticate after the other process imported the key = %+v, %v", c, err)
+		}
+
+		caller, pid := e.principal("two-processes")
+		if _, err := e.call(req{caller: &caller, args: `{"text":"before revocation"}`}); err != nil {
+			t.Fatalf("call as the principal: %v", err)
+		}
+		e.must(other.RevokePrincipal(e.ctx, pid))
+		if _, err := e.call(req{caller: &caller, args: `{"text":"after revocation"}`}); reason(err) != gateway.ReasonPrincipalDenied {
+			t.Errorf("call after the other process revoked the principal: %v, want principal_denied", err)
+		}
+
+		if _, err := e.call(req{args: `{"text":"before removal"}`}); err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		e.must(other.RemoveTool(e.ctx, e.write))
+		if _, err := e.call(req{args: `{"text":"after removal"}`}); reason(err) != gateway.ReasonUnknownTool {
+			t.Errorf("call after the other process removed the tool: %v, want unknown_tool", err)
+		}
+	})
+}
+
+// TestLockHeldServesCompletedSlot: while a call holds an identity's retry
+// lock, a retry of that identity's completed call is served its stored
+// outcome from a plain read instead of being told to retry; with nothing
+// completed to join, a twin is still told to retry. One dispatch in all.
+func TestLockHeldServesCompletedSlot(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		first, err := ok(e.callOutcome(req{args: `{"text":"settled"}`}))
+		if err != nil || first.Replayed {
+			t.Fatalf("first call: %+v, %v", first, err)
+		}
+		f := e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder := e.async(req{args: `{"text":"settled"}`})
+		e.await(f, holder)
+		rc, err := ok(e.callOutcome(req{args: `{"text":"settled"}`}))
+		if err != nil || !rc.Replayed || rc.ID != first.ID {
+			t.Errorf("retry while the lock is held: %+v, %v; want the first call's receipt %s, replayed", rc, err, first.ID)
+		}
+		e.release(f)
+		if rc, err := ok(e.wait(holder)); err != nil || rc.ID != first.ID {
+			t.Errorf("the lock holder: %+v, %v; want the first call's receipt", rc, err)
+		}
+
+		f = e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder = e.async(req{args: `{"text":"running"}`})
+		e.await(f, holder)
+		if _, err := e.call(req{args: `{"text":"running"}`}); reason(err) != gateway.ReasonInProgress {
+			t.Errorf("twin of a call that holds the lock and has no slot yet: %v, want in progress", err)
+		}
+		e.release(f)
+		if _, err := ok(e.wait(holder)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.dispatches(e.write); err != nil || n != 2 {
+			t.Errorf("%d dispatches (%v), want 2: one per distinct call", n, err)
+		}
+	})
+}
+
+func (e *env) callOutcome(r req) outcome {
+	resp, err := e.call(r)
+	return outcome{resp, err}
+}
+
+// TestUnrelatedUnkeyedCallsDoNotQueue: the retry lock's identity holds the
+// caller, the tool and the arguments, so while one unkeyed call holds its
+// lock, an unkeyed call of the same caller and tool with other arguments
+// runs at once, and one with the same arguments is told to retry.
+func TestUnrelatedUnkeyedCallsDoNotQueue(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		f := e.arm(faults.LockAcquired, faults.Pause, e.write)
+		holder := e.async(req{args: `{"text":"one"}`})
+		e.await(f, holder)
+		if _, err := ok(e.callOutcome(req{args: `{"text":"two"}`})); err != nil {
+			t.Errorf("unkeyed call with other arguments while the first holds its lock: %v", err)
+		}
+		if _, err := e.call(req{args: `{"text":"one"}`}); reason(err) != gateway.ReasonInProgress {
+			t.Errorf("its twin: %v, want in progress", err)
+		}
+		e.release(f)
+		if _, err := ok(e.wait(holder)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -49,6 +49,8 @@ type Gateway struct {
 	mu       sync.RWMutex
 	settings Settings
 	initial  Settings
+
+	keys keyCache // API keys, which never change once stored
 }
 
 // New checks the options. A negative window (or another invalid setting)
@@ -146,12 +148,17 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 	if !ok || keyID == "" || secret == "" {
 		return Caller{}, deny
 	}
-	k, err := g.store.APIKey(ctx, keyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return Caller{}, deny
-	}
-	if err != nil {
-		return Caller{}, g.storeErr("authenticate", err)
+	k, cached := g.keys.get(keyID)
+	if !cached {
+		var err error
+		k, err = g.store.APIKey(ctx, keyID)
+		if errors.Is(err, store.ErrNotFound) {
+			return Caller{}, deny
+		}
+		if err != nil {
+			return Caller{}, g.storeErr("authenticate", err)
+		}
+		g.keys.put(k)
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if subtle.ConstantTimeCompare(sum[:], k.SecretHash) != 1 {

@@ -14,36 +14,55 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpconform/mcpconform/bench"
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/drivers/wire"
 )
 
 func main() {
 	out := flag.String("out", "bench/results.md", "markdown file the results are written to")
 	conc := flag.Int("concurrency", 8, "client goroutines of every load phase")
 	warmup := flag.Duration("warmup", 300*time.Millisecond, "warm-up of each load phase, not counted")
-	dur := flag.Duration("duration", 3*time.Second, "measured time of each load phase")
+	dur := flag.Duration("duration", 2*time.Second, "measured time of each load phase")
 	storm := flag.Int("storm", 256, "identical calls in a twin storm")
 	suite := flag.Bool("suite", true, "time the harness (full suite per store, scenario-count and twin-count growth)")
-	rounds := flag.Int("rounds", 3, "interleaved rounds (bare server, keyed first calls, replays) that judge the rate targets on SQLite; 0 judges them on the phase table")
+	rounds := flag.Int("rounds", 5, "interleaved rounds (bare server, then the gateway's phases) that judge the rate targets on each store")
+	scale := flag.String("scale", "1,2,4,8,16", "client counts of the scale table (keyed first calls on one wallet)")
+	procs := flag.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
+	profiles := flag.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
 	flag.Parse()
+	clients, err := ints(*scale)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpbench: -scale: %v\n", err)
+		os.Exit(2)
+	}
+	processes, err := ints(*procs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpbench: -processes: %v\n", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	if err := run(ctx, *out, bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, *storm, *rounds, *suite); err != nil {
+	cfg := config{out: *out, load: bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, stormN: *storm, rounds: *rounds,
+		suite: *suite, clients: clients, processes: processes, profiles: *profiles}
+	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
 		os.Exit(1)
 	}
@@ -53,7 +72,36 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "mcpbench: "+format+"\n", args...)
 }
 
-func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, suite bool) error {
+// config is one bench run's settings.
+type config struct {
+	out       string
+	load      bench.Load
+	stormN    int
+	rounds    int
+	suite     bool
+	clients   []int // the scale table's client counts
+	processes []int // its gateway process counts on PostgreSQL
+	profiles  string
+	binary    string // mcpconform, built for the harness and the multi-process scale
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, cfg config) error {
+	out, load, stormN := cfg.out, cfg.load, cfg.stormN
 	began := time.Now()
 	res := bench.Results{
 		Date: began.UTC().Truncate(time.Second),
@@ -89,10 +137,16 @@ func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, s
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if cfg.suite || (dsn != "" && len(cfg.processes) > 0) {
+		logf("building mcpconform")
+		if cfg.binary, err = target.Build(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin")); err != nil {
+			return err
+		}
+	}
 
 	stores := []struct{ name, arg, reason string }{
 		{bench.SQLite, "sqlite:" + filepath.Join(tmp, "state", "gw.db"), ""},
-		{bench.PostgreSQL, dsn, ""},
+		{bench.PostgreSQL, withApp(dsn, benchApp), ""},
 	}
 	if dsn == "" {
 		stores[1].reason = "DATABASE_URL is not set"
@@ -101,11 +155,10 @@ func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, s
 		sr := bench.StoreResults{Store: s.name, Reason: s.reason}
 		if s.reason == "" {
 			sr.Measured = true
-			n := 0
-			if s.name == bench.SQLite {
-				n = rounds // the rate targets are SQLite's
+			measureStore(ctx, cfg, &sr, s.arg, bl.URL, loadHTTP, stormHTTP)
+			if s.name == bench.PostgreSQL {
+				measureProcesses(ctx, cfg, &sr, dsn, loadHTTP)
 			}
-			measureStore(ctx, &sr, s.arg, bl.URL, loadHTTP, stormHTTP, load, stormN, n)
 			baseline()
 		} else {
 			logf("%s: not measured: %s", s.name, s.reason)
@@ -116,8 +169,8 @@ func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, s
 		}
 	}
 
-	if suite {
-		if err := timeHarness(ctx, &res, tmp, dsn); err != nil {
+	if cfg.suite {
+		if err := timeHarness(ctx, &res, cfg.binary, dsn); err != nil {
 			return err
 		}
 	}
@@ -125,7 +178,8 @@ func run(ctx context.Context, out string, load bench.Load, stormN, rounds int, s
 	return write(out, res)
 }
 
-func measureStore(ctx context.Context, sr *bench.StoreResults, store, baselineURL string, loadHTTP, stormHTTP *http.Client, load bench.Load, stormN, rounds int) {
+func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store, baselineURL string, loadHTTP, stormHTTP *http.Client) {
+	load := cfg.load
 	g, err := bench.StartGateway(ctx, store)
 	if err != nil {
 		sr.Err = err.Error()
@@ -140,53 +194,153 @@ func measureStore(ctx context.Context, sr *bench.StoreResults, store, baselineUR
 		stormHTTP.CloseIdleConnections()
 	}()
 	logf("%s: reference gateway at %s", sr.Store, g.Base)
-	phases, err := bench.MeasureGateway(ctx, g, loadHTTP, load)
-	sr.Phases = phases
-	for _, p := range phases {
-		logf("%s: %s: %.0f calls/s, p50 %v, p99 %v, %d errors", sr.Store, p.Name, p.Rate, p.P50, p.P99, p.Errors)
-	}
-	if err != nil {
+	fail := func(err error) {
 		sr.Err = err.Error()
 		logf("%s: %v", sr.Store, err)
+	}
+	ph, err := bench.NewPhases(ctx, g.Endpoint(), loadHTTP, load)
+	if err != nil {
+		fail(err)
 		return
 	}
+	rs, err := bench.MeasureRounds(ctx, baselineURL, ph, cfg.rounds)
+	sr.Rounds = rs
+	for i, r := range rs {
+		logf("%s: round %d: bare %.0f/s, keyed first %.0f/s, replays %.0f/s, unkeyed %.0f/s (p99 %v), one wallet per client %.0f/s",
+			sr.Store, i+1, r.Baseline.Rate, r.First.Rate, r.Replay.Rate, r.Unkeyed.Rate, r.Unkeyed.P99, r.Spread.Rate)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	ro := ph.ReadOnly(ctx)
+	sr.Phases = append(sr.Phases, ro)
+	logf("%s: %s: %.0f calls/s, p50 %v, p99 %v, %d errors", sr.Store, ro.Name, ro.Rate, ro.P50, ro.P99, ro.Errors)
 	loadHTTP.CloseIdleConnections()
-	if rounds > 0 {
-		rs, err := bench.MeasureRounds(ctx, baselineURL, g, loadHTTP, load, rounds)
-		sr.Rounds = rs
-		for i, r := range rs {
-			logf("%s: round %d: bare %.0f/s, keyed first %.0f/s, replays %.0f/s", sr.Store, i+1, r.Baseline.Rate, r.First.Rate, r.Replay.Rate)
-		}
-		if err != nil {
-			sr.Err = err.Error()
-			logf("%s: %v", sr.Store, err)
-			return
-		}
+
+	sc, err := bench.MeasureScale(ctx, sr.Store, g.Endpoint(), loadHTTP, load, cfg.clients)
+	sr.Scale = append(sr.Scale, sc...)
+	for _, p := range sc {
+		logf("%s: scale: %d clients: %.0f calls/s, p99 %v", sr.Store, p.Clients, p.Stats.Rate, p.Stats.P99)
+	}
+	if err != nil {
+		fail(err)
+		return
 	}
 	for _, keyed := range []bool{true, false} {
-		if err := bench.WarmConnections(ctx, stormHTTP, g.Base, stormN); err != nil {
-			sr.Err = "warm storm connections: " + err.Error()
-			logf("%s: %s", sr.Store, sr.Err)
+		if err := bench.WarmConnections(ctx, stormHTTP, g.Base, cfg.stormN); err != nil {
+			fail(fmt.Errorf("warm storm connections: %w", err))
 			return
 		}
-		s, err := bench.RunStorm(ctx, g, stormHTTP, stormN, keyed)
+		s, err := bench.RunStorm(ctx, g, stormHTTP, cfg.stormN, keyed)
 		sr.Storms = append(sr.Storms, s)
 		logf("%s: storm keyed=%v: answered %v, settled %v, fresh/replayed/in-progress/other %d/%d/%d/%d, %d dispatches, %d debits",
 			sr.Store, keyed, s.Answered, s.Settled, s.Fresh, s.Replayed, s.InProgress, s.Other, s.Dispatches, s.Debits)
 		if err != nil {
+			fail(err)
+			return
+		}
+	}
+	stormHTTP.CloseIdleConnections()
+
+	// The phases of missed targets once more, under the profilers (and, on
+	// PostgreSQL, with the gateway's sessions sampled): the results say why,
+	// not a guess.
+	for _, name := range bench.MissedPhases(*sr, cfg.stormN) {
+		var st bench.Stats
+		var perr, werr error
+		var waits []bench.Share
+		pr, err := bench.ProfilePhase(cfg.profiles, slug(sr.Store+"-"+name), func() {
+			sctx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			if sr.Store == bench.PostgreSQL {
+				go func() { defer close(done); waits, werr = bench.SampleWaits(sctx, store, benchApp) }()
+			} else {
+				close(done)
+			}
+			st, perr = ph.Phase(ctx, name)
+			stop()
+			<-done
+		})
+		pr.Store, pr.Phase, pr.Rate, pr.DBWaits = sr.Store, name, st.Rate, waits
+		if err = errors.Join(err, perr, werr); err != nil {
+			pr.Err = err.Error()
+		}
+		sr.Profiles = append(sr.Profiles, pr)
+		logf("%s: profiled %s: %.0f calls/s; cpu %v; waited %v", sr.Store, name, st.Rate, pr.CPU, pr.Block)
+		loadHTTP.CloseIdleConnections()
+	}
+}
+
+// measureProcesses adds the scale table's multi-process rows: several
+// mcpconform gateway processes on one PostgreSQL, at the two largest client
+// counts.
+func measureProcesses(ctx context.Context, cfg config, sr *bench.StoreResults, dsn string, hc *http.Client) {
+	if cfg.binary == "" || sr.Err != "" {
+		return
+	}
+	clients := cfg.clients
+	if len(clients) > 2 {
+		clients = clients[len(clients)-2:]
+	}
+	for _, n := range cfg.processes {
+		tg, err := target.Reference(ctx, target.Options{Binary: cfg.binary, Store: "postgres", DSN: dsn, Workers: n,
+			ProtocolVersion: wire.V20260728})
+		if err != nil {
+			sr.Err = fmt.Sprintf("%d gateway processes: %v", n, err)
+			logf("%s: %s", sr.Store, sr.Err)
+			return
+		}
+		sc, err := bench.MeasureScale(ctx, sr.Store, bench.Endpoint{URLs: tg.URLs, Control: tg.Control(0)}, hc, cfg.load, clients)
+		hc.CloseIdleConnections()
+		sr.Scale = append(sr.Scale, sc...)
+		for _, p := range sc {
+			logf("%s: scale: %d processes, %d clients: %.0f calls/s, p99 %v", sr.Store, p.Processes, p.Clients, p.Stats.Rate, p.Stats.P99)
+		}
+		if cerr := tg.Close(); cerr != nil {
+			logf("%s: stop %d gateway processes: %v", sr.Store, n, cerr)
+		}
+		if err != nil {
 			sr.Err = err.Error()
-			logf("%s: %v", sr.Store, err)
 			return
 		}
 	}
 }
 
-func timeHarness(ctx context.Context, res *bench.Results, tmp, dsn string) error {
-	logf("harness: building mcpconform")
-	bin, err := target.Build(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin"))
-	if err != nil {
-		return err
+// benchApp is the application_name of the in-process gateway's PostgreSQL
+// sessions, so the wait sampler looks at them and at nothing else on a
+// shared server.
+const benchApp = "mcpbench-gateway"
+
+// withApp sets application_name on a PostgreSQL URL.
+func withApp(dsn, app string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || dsn == "" {
+		return dsn
 	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// slug makes a file name of a store and phase name.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+func timeHarness(ctx context.Context, res *bench.Results, bin, dsn string) error {
 	ids, err := bench.ScenarioIDs()
 	if err != nil {
 		return err

@@ -3,9 +3,13 @@
 //
 // Transactions run at READ COMMITTED. Every read-modify-write locks the rows
 // it reads (FOR NO KEY UPDATE, or a conditional UPDATE checked by row count),
-// in one order: locks, records, permits, wallets. Each write transaction sets
-// lock_timeout, so a row held by another transaction (a claim paused at
-// AfterClaim, say) fails with 55P03 after LockTimeout: store.ErrBusy.
+// in one order: locks, records, permits, wallets (the wallet, the row every
+// call of a wallet shares, last, so it is held the shortest). Every
+// connection of the pool has lock_timeout set when it connects, so a row
+// held by another transaction (a claim paused at AfterClaim, say) fails with
+// 55P03 after LockTimeout: store.ErrBusy. The first call's commits are one
+// statement each where they can be (statements.go): one round trip, with
+// the locks held only while the server runs it.
 package postgres
 
 import (
@@ -32,18 +36,21 @@ var migrations embed.FS
 // DefaultLockTimeout is the lock_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
 
+// DefaultMaxConns is the pool's size when the DSN does not set
+// pool_max_conns.
+const DefaultMaxConns = 16
+
 // Options tune a Store.
 type Options struct {
 	// LockTimeout is how long a write waits for a row another transaction
-	// holds before failing with store.ErrBusy (lock_timeout, set per
-	// transaction). Zero means DefaultLockTimeout.
+	// holds before failing with store.ErrBusy (lock_timeout, set on every
+	// connection). Zero means DefaultLockTimeout.
 	LockTimeout time.Duration
 }
 
 // Store implements store.Store on a PostgreSQL database.
 type Store struct {
-	pool        *pgxpool.Pool
-	lockTimeout string // a lock_timeout value, e.g. "5000ms"
+	pool *pgxpool.Pool
 	// afterLockRead, set by tests only, runs in AcquireLock between reading
 	// a stale lock and taking it over, where another holder can slip in.
 	afterLockRead func(ctx context.Context)
@@ -62,6 +69,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	// Sent with the start-up message: no statement of its own, on any
+	// connection, ever (it was one round trip more per transaction). A DSN's
+	// own lock_timeout gives way to Options, as it did when it was set per
+	// transaction.
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default, max(4, cores), makes concurrent calls queue
+		// for a connection while others wait on a commit (the server's
+		// WAL flush), not on this machine's cores.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -70,7 +88,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, lockTimeout: strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"}, nil
+	return &Store{pool: pool}, nil
 }
 
 // Close closes the pool, waiting for connections in use to come back.
@@ -141,16 +159,13 @@ func migrationVersion(name string) (int, error) {
 // found nothing to do and must leave no trace.
 var errNoop = errors.New("noop")
 
-// write runs fn in one transaction with the store's lock_timeout.
+// write runs fn in one transaction (lock_timeout is the connection's).
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, s.lockTimeout); err != nil {
-		return err
-	}
 	if err := fn(tx); err != nil {
 		if errors.Is(err, errNoop) {
 			return nil

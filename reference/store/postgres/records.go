@@ -19,6 +19,14 @@ const raceRetries = 3
 // AcquireLock inserts the lock row or takes over a stale one.
 func (s *Store) AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (store.Lock, error) {
 	lk := store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
+	// No lock row: the insert alone, one statement. A row there goes on to
+	// the transaction, which decides between held and a takeover.
+	if ok, err := s.tryLock(ctx, identity, owner, nanos(now)); err != nil || ok {
+		if err != nil {
+			return store.Lock{}, wrap("acquire lock", err)
+		}
+		return lk, nil
+	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		for range raceRetries {
 			// An uncommitted insert or claim of the same row makes this wait
@@ -95,13 +103,8 @@ func (s *Store) Locks(ctx context.Context, prefix string) ([]store.Lock, error) 
 
 // ReleaseLock deletes the lock row if owner holds it.
 func (s *Store) ReleaseLock(ctx context.Context, identity, owner string) (bool, error) {
-	var released bool
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		err := execOne(ctx, tx, errNoop, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, identity, owner)
-		released = err == nil
-		return err
-	})
-	return released, wrap("release lock", err)
+	tag, err := s.pool.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, identity, owner)
+	return err == nil && tag.RowsAffected() == 1, wrap("release lock", err)
 }
 
 // ReleaseLockAny deletes the lock row whoever holds it; no row is no error.
@@ -161,12 +164,9 @@ func (s *Store) RecordsByIdentity(ctx context.Context, identity string, since ti
 // insertRecord inserts r unless its key exists; false when it does (an
 // uncommitted insert of the key makes it wait for that one's outcome).
 func insertRecord(ctx context.Context, tx pgx.Tx, r store.Record) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO records (`+recordCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-		ON CONFLICT (key) DO NOTHING`,
-		r.Key, r.Kind, r.ClientKey, r.WalletID, r.APIKeyID, r.Principal, r.Tool, r.Fingerprint, r.Identity,
-		r.Bucket, r.Attempt, r.State, r.Owner, r.PermitID, r.Receipt, resultBytes(r.Result), r.Charged,
-		nanos(r.CreatedAt), nanos(r.UpdatedAt))
+	v := recordValues(r)
+	tag, err := tx.Exec(ctx, `INSERT INTO records (`+recordCols+`) VALUES (`+placeholders(1, len(v))+`)
+		ON CONFLICT (key) DO NOTHING`, v...)
 	return tag.RowsAffected() == 1, err
 }
 
@@ -192,6 +192,17 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 		p := *permit
 		p.RecordKey = rec.Key // so Abandon and a replacement find it
 		permit = &p
+	}
+	if r.Fence == nil && r.AfterClaim == nil {
+		// The usual case, a key seen for the first time, in one statement;
+		// a key that has a record goes on to the transaction, which decides.
+		created, err := s.reserveNew(ctx, rec, permit)
+		if err != nil {
+			return store.Record{}, false, wrap("reserve record", err)
+		}
+		if created {
+			return rec, true, nil
+		}
 	}
 	var out store.Record
 	var created bool
@@ -252,7 +263,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 }
 
 // Charge debits the wallet and spends the permit for a record its caller
-// still owns, in one transaction.
+// still owns: in one statement (chargeSQL) when every check holds.
 func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 	e := c.Entry
 	if e.RecordKey == "" {
@@ -265,7 +276,16 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 	if err != nil {
 		return wrap("charge", err)
 	}
-	err = s.write(ctx, func(tx pgx.Tx) error {
+	if ok, err := s.charge(ctx, c, e); ok || err != nil {
+		return wrap("charge", err)
+	}
+	return wrap("charge", s.chargeTx(ctx, c, e))
+}
+
+// chargeTx is Charge as a transaction, step by step, for a charge the one
+// statement could not make: it finds which check fails.
+func (s *Store) chargeTx(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
 		rec, err := lockedRecord(ctx, tx, c.RecordKey)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && (rec.Owner != c.Owner || rec.State != store.StateInProgress || rec.Charged) {
 			return store.ErrNotOwner
@@ -307,7 +327,6 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		}
 		return markCharged(ctx, tx, c)
 	})
-	return wrap("charge", err)
 }
 
 func markCharged(ctx context.Context, tx pgx.Tx, c store.ChargeRequest) error {
@@ -316,10 +335,18 @@ func markCharged(ctx context.Context, tx pgx.Tx, c store.ChargeRequest) error {
 }
 
 // Finish stores the outcome of a record its caller still owns, and the
-// refund with it.
+// refund or the dispatch row with it (Outcome.Check: never both).
 func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) error {
 	if err := o.Check(); err != nil {
 		return fmt.Errorf("finish record: %w", err)
+	}
+	if o.Refund == nil {
+		// No balance moves: one statement.
+		ok, err := s.finish(ctx, key, owner, o)
+		if err == nil && !ok {
+			err = store.ErrNotOwner
+		}
+		return wrap("finish record", err)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		rec, err := lockedRecord(ctx, tx, key)
@@ -329,15 +356,8 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 		if err != nil {
 			return err
 		}
-		if o.Refund != nil {
-			if err := refund(ctx, tx, rec, *o.Refund, o.Now); err != nil {
-				return err
-			}
-		}
-		if o.Dispatch != nil {
-			if err := insertDispatch(ctx, tx, *o.Dispatch); err != nil {
-				return err
-			}
+		if err := refund(ctx, tx, rec, *o.Refund, o.Now); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE records SET state = $1, receipt = $2, result = $3, updated_at = $4 WHERE key = $5`,
 			o.State, o.Receipt, resultBytes(o.Result), nanos(o.Now), key)

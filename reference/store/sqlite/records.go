@@ -234,12 +234,13 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		return wrap("charge", err)
 	}
 	err = s.write(ctx, func(tx conn) error {
-		// Only what the condition needs: the record's result can be large.
-		var owner, state, wallet string
-		var charged bool
-		err := tx.QueryRowContext(ctx, `SELECT owner, state, charged, wallet_id FROM records WHERE key = ?`, c.RecordKey).
-			Scan(&owner, &state, &charged, &wallet)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && (owner != c.Owner || state != store.StateInProgress || charged) {
+		// The claim first, as a conditional update (one statement, not a
+		// read and a write): a refusal below rolls it back with the rest.
+		var wallet string
+		err := tx.QueryRowContext(ctx, `UPDATE records SET charged = 1, updated_at = ?
+			WHERE key = ? AND owner = ? AND state = ? AND NOT charged RETURNING wallet_id`,
+			nanos(c.Now), c.RecordKey, c.Owner, store.StateInProgress).Scan(&wallet)
+		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotOwner
 		}
 		if err != nil {
@@ -249,7 +250,7 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 			e.WalletID = wallet
 		}
 		if e.Amount == 0 {
-			return markCharged(ctx, tx, c)
+			return nil
 		}
 		// Conditional updates, each read back only when it finds nothing to
 		// update (to say why): the permit's life and budget, then the
@@ -270,10 +271,7 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return cmp.Or(err, walletRefusal(ctx, tx, e.WalletID))
 		}
-		if err := insertEntry(ctx, tx, e); err != nil {
-			return err
-		}
-		return markCharged(ctx, tx, c)
+		return insertEntry(ctx, tx, e)
 	})
 	return wrap("charge", err)
 }
@@ -299,11 +297,6 @@ func walletRefusal(ctx context.Context, tx conn, id string) error {
 	return store.ErrInsufficientFunds
 }
 
-func markCharged(ctx context.Context, tx conn, c store.ChargeRequest) error {
-	_, err := tx.ExecContext(ctx, `UPDATE records SET charged = 1, updated_at = ? WHERE key = ?`, nanos(c.Now), c.RecordKey)
-	return err
-}
-
 // Finish stores the outcome of a record its caller still owns, and the
 // refund with it.
 func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) error {
@@ -311,26 +304,29 @@ func (s *Store) Finish(ctx context.Context, key, owner string, o store.Outcome) 
 		return fmt.Errorf("finish record: %w", err)
 	}
 	err := s.write(ctx, func(tx conn) error {
-		rec, err := recordOf(ctx, tx, key)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress) {
-			return store.ErrNotOwner
-		}
-		if err != nil {
-			return err
-		}
 		if o.Refund != nil {
+			// The refund needs the record (its charge, its permit).
+			rec, err := recordOf(ctx, tx, key)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && (rec.Owner != owner || rec.State != store.StateInProgress) {
+				return store.ErrNotOwner
+			}
+			if err != nil {
+				return err
+			}
 			if err := refund(ctx, tx, rec, *o.Refund, o.Now); err != nil {
 				return err
 			}
 		}
-		if o.Dispatch != nil {
-			if err := insertDispatch(ctx, tx, *o.Dispatch); err != nil {
-				return err
-			}
+		// Conditional on the owner and the state: no read of the record.
+		if err := execOne(ctx, tx, store.ErrNotOwner, `UPDATE records SET state = ?, receipt = ?, result = ?, updated_at = ?
+			WHERE key = ? AND owner = ? AND state = ?`,
+			o.State, o.Receipt, resultText(o.Result), nanos(o.Now), key, owner, store.StateInProgress); err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE records SET state = ?, receipt = ?, result = ?, updated_at = ? WHERE key = ?`,
-			o.State, o.Receipt, resultText(o.Result), nanos(o.Now), key)
-		return err
+		if o.Dispatch != nil {
+			return insertDispatch(ctx, tx, *o.Dispatch)
+		}
+		return nil
 	})
 	return wrap("finish record", err)
 }

@@ -179,3 +179,48 @@ func testConcurrentAcquire(t *testing.T, s store.Store) {
 		diff(t, tc.name+": lock row", want, row)
 	}
 }
+
+// testConcurrentFirstCalls: first calls of one wallet, each its own record
+// and permit, reserved, charged and finished by clients running side by
+// side, each call after the one before: none fails for being concurrent
+// (no deadlock, no lock timeout), and every charge is in the balance, the
+// ledger and the dispatch log once.
+func testConcurrentFirstCalls(t *testing.T, s store.Store) {
+	const clients, calls, price = 8, 25, 5
+	fx := newFixture(t, s, clients*calls*price)
+	first := func() error {
+		rec, p := fx.record()
+		if _, created, err := s.Reserve(ctx(t), store.ReserveRequest{Record: rec, Permit: &p}); err != nil || !created {
+			return errors.Join(err, errors.New("reserve: not created"))
+		}
+		if err := s.Charge(ctx(t), fx.charge(rec, price)); err != nil {
+			return err
+		}
+		d := store.Dispatch{ID: id(), Tool: rec.Tool, RecordKey: rec.Key, Fingerprint: rec.Fingerprint, WalletID: rec.WalletID, At: t0}
+		return s.Finish(ctx(t), rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: "rcpt-" + rec.Key,
+			Result: []byte(`{"content":[]}`), Dispatch: &d, Now: t0})
+	}
+	errs := together(clients, func(int) error {
+		for range calls {
+			if err := first(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("client %d: %v", i, err)
+		}
+	}
+	if b := balance(t, s, fx.wallet.ID); b != 0 {
+		t.Errorf("balance = %d, want 0", b)
+	}
+	ledger, err := s.Ledger(ctx(t), fx.wallet.ID)
+	must(t, err)
+	ds, err := s.Dispatches(ctx(t), store.DispatchFilter{WalletID: fx.wallet.ID})
+	must(t, err)
+	if n := clients * calls; len(ledger) != n || len(ds) != n {
+		t.Errorf("%d debits, %d dispatch rows; want %d each", len(ledger), len(ds), n)
+	}
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"dispatches", false, testDispatches},
 		{"concurrent credits", false, testConcurrentCredits},
 		{"concurrent charges", false, testConcurrentCharges},
+		{"concurrent first calls", false, testConcurrentFirstCalls},
 		{"concurrent twins", false, testConcurrentTwins},
 		{"concurrent acquire", false, testConcurrentAcquire},
 	}
