@@ -503,6 +503,9 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 	if req.LocalTool != "" {
 		out["local_tool"] = req.LocalTool
 	}
+	if t.Overrides != nil {
+		out["overrides"] = t.Overrides
+	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

@@ -76,7 +76,11 @@ type Tool struct {
 	Approval     bool
 	UpstreamURL  string // empty for local tools
 	UpstreamTool string // tool name on the upstream server
-	Removed      bool
+	// Overrides is what the operator set in place of the upstream's own
+	// tools/list entry: a JSON object with any of title, inputSchema,
+	// outputSchema and annotations (MCP's names); nil when none.
+	Overrides json.RawMessage
+	Removed   bool
 }
 
 // Record states.

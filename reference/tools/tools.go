@@ -103,6 +103,8 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	sessions map[string]*upstream
 	closed   bool
+
+	listings listings
 }
 
 type upstream struct {
@@ -132,9 +134,11 @@ func New(st store.Store, o Options) *Dispatcher {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
-		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{}})
-	return &Dispatcher{store: st, opts: o, log: o.Logger, client: client, sessions: map[string]*upstream{}}
+	d := &Dispatcher{store: st, opts: o, log: o.Logger, sessions: map[string]*upstream{}}
+	d.client = mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
+		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{},
+			ToolListChangedHandler: d.toolListChanged})
+	return d
 }
 
 // Dispatch runs one tool. An error means the tool did not run: a local
@@ -322,11 +326,12 @@ func (d *Dispatcher) session(ctx context.Context, url string) (*mcp.ClientSessio
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.opts.ConnectTimeout)
 	defer cancel()
+	// The standalone stream stays on: a 2025-11-25 upstream sends
+	// notifications/tools/list_changed over it.
 	sess, err := d.client.Connect(cctx, &mcp.StreamableClientTransport{
-		Endpoint:             url,
-		HTTPClient:           d.opts.HTTPClient,
-		MaxRetries:           -1,
-		DisableStandaloneSSE: true,
+		Endpoint:   url,
+		HTTPClient: d.opts.HTTPClient,
+		MaxRetries: -1,
 	}, nil)
 	if err != nil {
 		return nil, err
@@ -346,6 +351,9 @@ func (d *Dispatcher) evict(url string, sess *mcp.ClientSession) {
 	u.mu.Lock()
 	if u.sess == sess {
 		u.sess = nil
+		// A new session may find another server there (a restart, a
+		// deployment): its tools are listed again.
+		d.listings.drop(url)
 	}
 	u.mu.Unlock()
 	go func() { _ = sess.Close() }()
@@ -373,38 +381,54 @@ func (d *Dispatcher) Close() error {
 	return nil
 }
 
-// ListTools answers tools/list from the registry (removed tools are left out).
+// ListTools answers tools/list from the registry (removed tools are left
+// out); an upstream tool shows its upstream's entry (listing.go).
 func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	ts, err := d.store.Tools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	urls := map[string]bool{}
+	for _, t := range ts {
+		if !t.Removed && t.UpstreamURL != "" {
+			urls[t.UpstreamURL] = true
+		}
+	}
+	ups := d.upstreamListings(ctx, urls)
 	out := make([]*mcp.Tool, 0, len(ts))
 	for _, t := range ts {
 		if t.Removed {
 			continue
 		}
-		schema := any(map[string]any{"type": "object"})
-		if s, ok := schemas[t.Name]; ok && t.UpstreamURL == "" {
-			schema = s
-		}
-		desc := t.Description
-		if desc == "" {
-			if lt, ok := LocalTool(t.Name); ok && t.UpstreamURL == "" {
+		var entry *mcp.Tool
+		if t.UpstreamURL != "" {
+			name := t.UpstreamTool
+			if name == "" {
+				name = t.Name
+			}
+			if entry, err = upstreamEntry(t, ups[t.UpstreamURL][name]); err != nil {
+				return nil, err
+			}
+		} else {
+			desc := t.Description
+			if lt, ok := LocalTool(t.Name); ok && desc == "" {
 				desc = lt.Description
 			}
+			schema, ok := schemas[t.Name]
+			if !ok {
+				schema = map[string]any{"type": "object"}
+			}
+			entry = &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
+				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly}}
 		}
-		readOnly := t.ReadOnly
-		out = append(out, &mcp.Tool{
-			Name:        t.Name,
-			Description: desc,
-			InputSchema: schema,
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly},
-			Meta: mcp.Meta{MetaKey: map[string]any{
-				"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
-			}},
-		})
+		if entry.Meta == nil {
+			entry.Meta = mcp.Meta{}
+		}
+		entry.Meta[MetaKey] = map[string]any{
+			"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
+		}
+		out = append(out, entry)
 	}
 	return out, nil
 }

@@ -202,22 +202,27 @@ func (s *Store) Trusts(ctx context.Context) ([]store.Trust, error) {
 // PutTool inserts or replaces a tool; t.Removed is ignored, a put tool is live.
 func (s *Store) PutTool(ctx context.Context, t store.Tool) error {
 	err := s.write(ctx, func(tx conn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, removed)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+		_, err := tx.ExecContext(ctx, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, price = excluded.price,
 				read_only = excluded.read_only, approval = excluded.approval, upstream_url = excluded.upstream_url,
-				upstream_tool = excluded.upstream_tool, removed = 0`,
-			t.Name, t.Description, t.Price, t.ReadOnly, t.Approval, t.UpstreamURL, t.UpstreamTool)
+				upstream_tool = excluded.upstream_tool, overrides = excluded.overrides, removed = 0`,
+			t.Name, t.Description, t.Price, t.ReadOnly, t.Approval, t.UpstreamURL, t.UpstreamTool, string(t.Overrides))
 		return err
 	})
 	return wrap("put tool", err)
 }
 
-const toolCols = `name, description, price, read_only, approval, upstream_url, upstream_tool, removed`
+const toolCols = `name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed`
 
 func scanTool(r scanner) (store.Tool, error) {
 	var t store.Tool
-	return t, r.Scan(&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &t.Removed)
+	var overrides string
+	err := r.Scan(&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &overrides, &t.Removed)
+	if overrides != "" {
+		t.Overrides = json.RawMessage(overrides)
+	}
+	return t, err
 }
 
 // Tool reads a tool, removed or not.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +157,8 @@ func testTools(t *testing.T, s store.Store) {
 	echo := store.Tool{Name: "partner.echo", Description: "echoes", Price: 1}
 	count := store.Tool{Name: "partner.notes.count", Description: "counts", Price: 1, ReadOnly: true}
 	up := store.Tool{Name: "upstream.deploy", Description: "deploys", Price: 50, Approval: true,
-		UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "deploy"}
+		UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "deploy",
+		Overrides: json.RawMessage(`{"title":"Deploy","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}}`)}
 	for _, tool := range []store.Tool{up, echo, count} {
 		must(t, s.PutTool(ctx(t), tool))
 	}
