@@ -31,8 +31,9 @@ type listing map[string]*mcp.Tool
 type listings struct {
 	mu    sync.Mutex
 	byURL map[string]listing
-	// changed, if set, is called after an upstream's list was dropped
-	// because it said it changed (tests wait on it).
+	// changed, if set, is called once an upstream's list was dropped
+	// because it said it changed, and its server's tools synced (tests
+	// wait on it).
 	changed func(url string)
 }
 
@@ -66,9 +67,18 @@ func (d *Dispatcher) toolListChanged(_ context.Context, req *mcp.ToolListChanged
 		return
 	}
 	d.listings.drop(url)
-	if f := d.listings.changed; f != nil {
-		f(url)
-	}
+	// A registered server's tools follow its list. Not in the handler's
+	// goroutine: the sync lists the upstream's tools over the same session.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d.opts.ConnectTimeout)
+		defer cancel()
+		if err := d.resync(ctx, url); err != nil {
+			d.log.Warn("upstream tools changed: sync", "url", url, "err", err)
+		}
+		if f := d.listings.changed; f != nil {
+			f(url)
+		}
+	}()
 }
 
 // urlOf names the upstream a session belongs to.

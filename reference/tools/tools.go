@@ -105,6 +105,7 @@ type Dispatcher struct {
 	closed   bool
 
 	listings listings
+	routes   routes
 }
 
 type upstream struct {
@@ -137,7 +138,7 @@ func New(st store.Store, o Options) *Dispatcher {
 	d := &Dispatcher{store: st, opts: o, log: o.Logger, sessions: map[string]*upstream{}}
 	d.client = mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
 		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{},
-			ToolListChangedHandler: d.toolListChanged})
+			ToolListChangedHandler: d.toolListChanged, ResourceUpdatedHandler: d.resourceUpdated})
 	return d
 }
 
@@ -357,6 +358,25 @@ func (d *Dispatcher) evict(url string, sess *mcp.ClientSession) {
 	}
 	u.mu.Unlock()
 	go func() { _ = sess.Close() }()
+}
+
+// forget closes url's session and drops what was learnt from it.
+func (d *Dispatcher) forget(url string) {
+	d.mu.Lock()
+	u := d.sessions[url]
+	delete(d.sessions, url)
+	d.mu.Unlock()
+	d.listings.drop(url)
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	s := u.sess
+	u.sess = nil
+	u.mu.Unlock()
+	if s != nil {
+		go func() { _ = s.Close() }()
+	}
 }
 
 // Close ends every upstream session.

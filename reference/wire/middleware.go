@@ -15,25 +15,27 @@ import (
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 )
 
-// middleware answers tools/call and tools/list; every other method goes to
+// middleware answers tools/call and tools/list, declares the capabilities
+// and answers the relayed methods (relay.go); every other method goes to
 // the SDK.
 func (h *handler) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		switch method {
-		case "tools/call", "tools/list":
-		default:
-			return next(ctx, method, req)
-		}
 		defer func() {
 			if v := recover(); v != nil {
 				h.log.Error("mcp method panic", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				res, err = nil, asRPCError(fmt.Errorf("panic"))
 			}
 		}()
-		if method == "tools/list" {
+		switch method {
+		case "tools/list":
 			return h.listTools(ctx)
+		case "tools/call":
+			return h.callTool(ctx, req)
 		}
-		return h.callTool(ctx, req)
+		if res, handled, err := h.relayMethod(ctx, method, req, next); handled {
+			return res, err
+		}
+		return next(ctx, method, req)
 	}
 }
 

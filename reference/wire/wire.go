@@ -105,6 +105,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// SessionTimeout closes idle 2025-11-25 sessions. Zero means 30 minutes.
 	SessionTimeout time.Duration
+	// Relay serves the registered upstream servers' prompts, resources and
+	// completion; nil serves tools alone.
+	Relay Relay
 }
 
 // Handler returns the http.Handler for POST /mcp (and GET/DELETE of
@@ -127,13 +130,31 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	h := &handler{core: core, verifier: verifier, tools: tools, opts: opts, log: opts.Logger}
 
-	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		// tools/list is answered by our middleware; SetCacheable is never
 		// consulted for it.
-	})
+	}
+	if opts.Relay != nil {
+		// The middleware declares what is served (relay.go); these let the
+		// SDK keep each session's subscriptions and log level.
+		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+		sopts.Capabilities.Logging = &mcp.LoggingCapabilities{}
+		sopts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return opts.Relay.Subscribe(ctx, r.Params) }
+		sopts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
+			return opts.Relay.Unsubscribe(ctx, r.Params)
+		}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	server.AddReceivingMiddleware(h.middleware)
+	if opts.Relay != nil {
+		opts.Relay.OnResourceUpdated(func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+			if err := server.ResourceUpdated(ctx, p); err != nil {
+				h.log.Warn("relay a resource update", "uri", p.URI, "err", err)
+			}
+		})
+	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 
 	// Both handlers answer with application/json (one response per POST),

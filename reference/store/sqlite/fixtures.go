@@ -246,6 +246,44 @@ func (s *Store) RemoveTool(ctx context.Context, name string) error {
 	return wrap("remove tool", err)
 }
 
+// PutServer inserts or replaces a server.
+func (s *Store) PutServer(ctx context.Context, sv store.Server) error {
+	prices, readOnly, err := store.EncodeServerRule(sv)
+	if err != nil {
+		return wrap("put server", err)
+	}
+	err = s.write(ctx, func(tx conn) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO servers (name, url, prefix, price, prices, read_only) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET url = excluded.url, prefix = excluded.prefix, price = excluded.price,
+				prices = excluded.prices, read_only = excluded.read_only`,
+			sv.Name, sv.URL, sv.Prefix, sv.Price, prices, readOnly)
+		return err
+	})
+	return wrap("put server", err)
+}
+
+// Servers lists the servers by name.
+func (s *Store) Servers(ctx context.Context) ([]store.Server, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT name, url, prefix, price, prices, read_only FROM servers ORDER BY name`)
+	out, err := collect(rows, err, func(r scanner) (store.Server, error) {
+		var sv store.Server
+		var prices, readOnly string
+		if err := r.Scan(&sv.Name, &sv.URL, &sv.Prefix, &sv.Price, &prices, &readOnly); err != nil {
+			return sv, err
+		}
+		return sv, store.DecodeServerRule(&sv, prices, readOnly)
+	})
+	return out, wrap("servers", err)
+}
+
+// RemoveServer deletes a server.
+func (s *Store) RemoveServer(ctx context.Context, name string) error {
+	err := s.write(ctx, func(tx conn) error {
+		return execOne(ctx, tx, store.ErrNotFound, `DELETE FROM servers WHERE name = ?`, name)
+	})
+	return wrap("remove server", err)
+}
+
 // CreatePermit inserts a permit.
 func (s *Store) CreatePermit(ctx context.Context, p store.Permit) error {
 	err := s.write(ctx, func(tx conn) error { return insertPermit(ctx, tx, p) })

@@ -184,6 +184,25 @@ func testTools(t *testing.T, s store.Store) {
 	wantErr(t, "missing tool", err, store.ErrNotFound)
 }
 
+func testServers(t *testing.T, s store.Store) {
+	b := store.Server{Name: "b", URL: "http://127.0.0.1:9/mcp", Price: 2}
+	a := store.Server{Name: "a", URL: "http://127.0.0.1:8/mcp", Prefix: "ev.", Price: 1,
+		Prices: map[string]int64{"deploy": 50}, ReadOnly: []string{"status"}}
+	must(t, s.PutServer(ctx(t), b))
+	must(t, s.PutServer(ctx(t), a))
+	got, err := s.Servers(ctx(t))
+	must(t, err)
+	diff(t, "servers (by name)", []store.Server{a, b}, got)
+
+	b.URL, b.Prices = "http://127.0.0.1:7/mcp", map[string]int64{"x": 0}
+	must(t, s.PutServer(ctx(t), b))
+	must(t, s.RemoveServer(ctx(t), a.Name))
+	got, err = s.Servers(ctx(t))
+	must(t, err)
+	diff(t, "servers after a replace and a removal", []store.Server{b}, got)
+	wantErr(t, "remove missing server", s.RemoveServer(ctx(t), a.Name), store.ErrNotFound)
+}
+
 func testPermits(t *testing.T, s store.Store) {
 	fx := newFixture(t, s, 0)
 	p := store.Permit{ID: id(), WalletID: fx.wallet.ID, APIKeyID: fx.key.ID, Tool: fx.tool.Name,

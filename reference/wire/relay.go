@@ -1,0 +1,139 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/reference/gateway"
+)
+
+// Relay serves what registered upstream MCP servers offer besides tools
+// (*tools.Dispatcher). Nothing of it is metered.
+type Relay interface {
+	// Capabilities is what the gateway serves now, tools included; a method
+	// of a capability it leaves out is answered "method not found".
+	Capabilities(ctx context.Context) *mcp.ServerCapabilities
+	ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, error)
+	GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
+	ListResources(ctx context.Context) (*mcp.ListResourcesResult, error)
+	ListResourceTemplates(ctx context.Context) (*mcp.ListResourceTemplatesResult, error)
+	ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error)
+	Subscribe(ctx context.Context, p *mcp.SubscribeParams) error
+	Unsubscribe(ctx context.Context, p *mcp.UnsubscribeParams) error
+	Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
+	// OnResourceUpdated sets where an upstream's resource updates go.
+	OnResourceUpdated(func(context.Context, *mcp.ResourceUpdatedNotificationParams))
+}
+
+// capabilities is what the gateway declares: tools alone without a relay.
+func (h *handler) capabilities(ctx context.Context) *mcp.ServerCapabilities {
+	if h.opts.Relay == nil {
+		return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	}
+	return h.opts.Relay.Capabilities(ctx)
+}
+
+// served reports whether caps declare what method needs; a method that is
+// not relayed at all is not this function's to judge (true).
+func served(caps *mcp.ServerCapabilities, method string) bool {
+	switch method {
+	case "prompts/list", "prompts/get":
+		return caps.Prompts != nil
+	case "resources/list", "resources/templates/list", "resources/read":
+		return caps.Resources != nil
+	case "resources/subscribe", "resources/unsubscribe":
+		return caps.Resources != nil && caps.Resources.Subscribe
+	case "completion/complete":
+		return caps.Completions != nil
+	case "logging/setLevel":
+		return caps.Logging != nil
+	}
+	return true
+}
+
+// relayMethod answers the relayed and capability-gated methods; handled is
+// false for any other method.
+func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (res mcp.Result, handled bool, err error) {
+	switch method {
+	case "initialize", "server/discover":
+		res, err = next(ctx, method, req)
+		if err == nil {
+			switch r := res.(type) {
+			case *mcp.InitializeResult:
+				r.Capabilities = h.capabilities(ctx)
+			case *mcp.DiscoverResult:
+				r.Capabilities = h.capabilities(ctx)
+			}
+		}
+		return res, true, err
+	case "subscriptions/listen":
+		// Only what is declared may be listened to: no list changes, and
+		// resource updates where subscriptions are served.
+		if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok && p != nil && p.Notifications != nil {
+			caps := h.capabilities(ctx)
+			n := p.Notifications
+			n.ToolsListChanged, n.PromptsListChanged, n.ResourcesListChanged = false, false, false
+			if !served(caps, "resources/subscribe") {
+				n.ResourceSubscriptions = nil
+			}
+		}
+		return nil, false, nil
+	case "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "completion/complete", "logging/setLevel":
+	default:
+		return nil, false, nil
+	}
+	if !served(h.capabilities(ctx), method) {
+		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not served: no registered upstream server offers it", method)}
+	}
+	r := h.opts.Relay
+	switch method {
+	case "prompts/list":
+		res, err = r.ListPrompts(ctx)
+	case "prompts/get":
+		p, _ := req.GetParams().(*mcp.GetPromptParams)
+		if p == nil {
+			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get needs params"}
+		}
+		res, err = r.GetPrompt(ctx, p)
+	case "resources/list":
+		res, err = r.ListResources(ctx)
+	case "resources/templates/list":
+		res, err = r.ListResourceTemplates(ctx)
+	case "resources/read":
+		p, _ := req.GetParams().(*mcp.ReadResourceParams)
+		if p == nil {
+			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read needs params"}
+		}
+		res, err = r.ReadResource(ctx, p)
+	case "completion/complete":
+		p, _ := req.GetParams().(*mcp.CompleteParams)
+		if p == nil {
+			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs params"}
+		}
+		res, err = r.Complete(ctx, p)
+	default:
+		// subscribe, unsubscribe and setLevel: the SDK keeps the session's
+		// state and calls the relay (ServerOptions).
+		res, err = next(ctx, method, req)
+	}
+	if err != nil {
+		return nil, true, h.relayErr(method, err)
+	}
+	return res, true, nil
+}
+
+// relayErr passes an upstream's JSON-RPC error on as the upstream said it;
+// failing to reach the upstream is dispatch_failed.
+func (h *handler) relayErr(method string, err error) error {
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return rpc
+	}
+	h.log.Warn("relay", "method", method, "err", err)
+	return toRPCError(gateway.Refuse(gateway.ReasonDispatchFailed, "%s: the upstream server could not be reached", method))
+}
