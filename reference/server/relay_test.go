@@ -175,13 +175,14 @@ func TestUpstreamServerRelayed(t *testing.T) {
 }
 
 // TestNothingUndeclaredAnswered: without a registered server the gateway
-// declares tools alone and answers no other feature's method.
+// declares tools and logging alone and answers no other feature's method.
 func TestNothingUndeclaredAnswered(t *testing.T) {
 	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken, Fixtures: writeFixtures(t)})
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			cs := connectClient(t, g, version, nil)
-			if diff := cmp.Diff(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, cs.InitializeResult().Capabilities); diff != "" {
+			want := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
+			if diff := cmp.Diff(want, cs.InitializeResult().Capabilities); diff != "" {
 				t.Fatalf("capabilities (-want +got):\n%s", diff)
 			}
 			calls := map[string]func() error{
@@ -198,8 +199,7 @@ func TestNothingUndeclaredAnswered(t *testing.T) {
 					return err
 				},
 			}
-			if version == "2025-11-25" { // neither is a method of 2026-07-28
-				calls["logging/setLevel"] = func() error { return cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}) }
+			if version == "2025-11-25" { // not a method of 2026-07-28
 				calls["resources/subscribe"] = func() error { return cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "mem://a"}) }
 			}
 			for method, call := range calls {
@@ -209,5 +209,88 @@ func TestNothingUndeclaredAnswered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// chattyUpstream's tool "chatty" reports progress, logs, asks the client to
+// sample and to elicit, and answers with what it was told.
+func chattyUpstream(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := range 3 {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: r.Params.GetProgressToken(), Progress: float64(i), Total: 2})
+			}
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "working"})
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "below the client's level"})
+			sampled, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+			if err != nil {
+				return nil, err
+			}
+			elicited, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}},
+				StructuredContent: map[string]any{"sampled": sampled.Content.(*mcp.TextContent).Text, "name": elicited.Content["name"]}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestRelayDuringCall: on a 2025-11-25 session an upstream tool's progress
+// (under the client's own token), log messages (at the client's level) and
+// sampling and elicitation requests reach the client, and its answers reach
+// the upstream; the call is charged once and its retry replays it.
+func TestRelayDuringCall(t *testing.T) {
+	url := chattyUpstream(t)
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
+		Fixtures: writeFixtures(t, `{"name": "acme.chatty", "upstream_url": "`+url+`", "upstream_tool": "chatty", "price": 3}`)})
+	progress := make(chan *mcp.ProgressNotificationParams, 8)
+	logs := make(chan *mcp.LoggingMessageParams, 8)
+	cs := connectClient(t, g, "2025-11-25", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params },
+		LoggingMessageHandler:       func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params },
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi from the client"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
+		},
+	})
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "acme.chatty", Arguments: map[string]any{}, Meta: mcp.Meta{"idempotencyKey": "chatty-1"}}
+	params.SetProgressToken("client-token")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	if rc, sc := receiptOfResult(t, res); rc.Charged != 3 || sc != `{"name":"ann","sampled":"hi from the client"}` {
+		t.Fatalf("receipt %+v, structured %s", rc, sc)
+	}
+	for i := range 3 {
+		p := recv(t, progress, "a progress notification")
+		if p.ProgressToken != "client-token" || p.Progress != float64(i) {
+			t.Fatalf("progress %d: %+v", i, p)
+		}
+	}
+	if m := recv(t, logs, "a log message"); m.Data != "working" {
+		t.Fatalf("log message %+v", m)
+	}
+
+	retry, err := cs.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, sc := receiptOfResult(t, retry); !rc.Replayed || sc != `{"name":"ann","sampled":"hi from the client"}` {
+		t.Fatalf("retry: receipt %+v, structured %s", rc, sc)
+	}
+	if n := len(debits(t, g, "w-ext-1")); n != 1 {
+		t.Fatalf("%d debits, want 1", n)
 	}
 }

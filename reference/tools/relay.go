@@ -88,11 +88,13 @@ func (d *Dispatcher) relayedServers(ctx context.Context) ([]relayed, error) {
 	return out, nil
 }
 
-// Capabilities is what the gateway serves: tools always, and of the rest
-// exactly what it relays from the registered servers that answer now.
-// List-changed notifications of prompts and resources are not relayed.
+// Capabilities is what the gateway serves: tools, and logging (an upstream
+// tool's log messages are relayed to the caller, at the level it set),
+// always; of the rest exactly what it relays from the registered servers
+// that answer now. List-changed notifications of prompts and resources are
+// not relayed.
 func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
-	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
 		d.log.Error("capabilities: registered servers", "err", err)
@@ -110,9 +112,6 @@ func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
 		}
 		if r.caps.Completions != nil {
 			caps.Completions = &mcp.CompletionCapabilities{}
-		}
-		if r.caps.Logging != nil {
-			caps.Logging = &mcp.LoggingCapabilities{}
 		}
 	}
 	return caps

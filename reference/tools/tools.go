@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -213,6 +214,9 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 	args := r.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if rc := relay.From(ctx); rc.Wants() {
+		return d.dispatchRelayed(ctx, r, rc, name, args)
 	}
 	for attempt := 0; ; attempt++ {
 		sess, err := d.session(ctx, url)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
+	"github.com/mcpconform/mcpconform/reference/relay"
 )
 
 // middleware answers tools/call and tools/list, declares the capabilities
@@ -85,7 +86,7 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(relay.With(ctx, h.callRelay(req, params))), h.opts.CallTimeout)
 	defer cancel()
 	resp, err := h.core.Call(cctx, cr)
 	if err != nil {

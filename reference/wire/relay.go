@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/relay"
 )
 
 // Relay serves what registered upstream MCP servers offer besides tools
@@ -120,6 +121,9 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		// subscribe, unsubscribe and setLevel: the SDK keeps the session's
 		// state and calls the relay (ServerOptions).
 		res, err = next(ctx, method, req)
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && p != nil && req.GetSession().ID() != "" {
+			h.logLevels.Store(req.GetSession().ID(), p.Level) // for the upstream of a call (callRelay)
+		}
 	}
 	if err != nil {
 		return nil, true, h.relayErr(method, err)
@@ -136,4 +140,52 @@ func (h *handler) relayErr(method string, err error) error {
 	}
 	h.log.Warn("relay", "method", method, "err", err)
 	return toRPCError(gateway.Refuse(gateway.ReasonDispatchFailed, "%s: the upstream server could not be reached", method))
+}
+
+// callRelay is what the calling client of a tools/call can be told and asked
+// while the call runs (package relay): progress when it sent a
+// progressToken, log messages once it set a level, and on a 2025-11-25
+// session the sampling and elicitation requests it declared it handles.
+func (h *handler) callRelay(req mcp.Request, p *mcp.CallToolParamsRaw) *relay.Client {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if ss == nil {
+		return nil
+	}
+	c := &relay.Client{}
+	if tok := p.GetProgressToken(); tok != nil {
+		c.Progress = func(ctx context.Context, n *mcp.ProgressNotificationParams) error {
+			q := *n
+			q.ProgressToken = tok
+			return ss.NotifyProgress(ctx, &q)
+		}
+	}
+	if level := h.logLevel(ss, p.Meta); level != "" {
+		c.LogLevel = level
+		c.Log = func(ctx context.Context, m *mcp.LoggingMessageParams) error { return ss.Log(ctx, m) }
+	}
+	if ss.ID() != "" { // a server request needs a session to come back on
+		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			if ip.Capabilities.Sampling != nil {
+				c.CreateMessage = ss.CreateMessage
+			}
+			if ip.Capabilities.Elicitation != nil {
+				c.Elicit = ss.Elicit
+			}
+		}
+	}
+	return c
+}
+
+// logLevel is the level the client asked log messages at: a 2025-11-25
+// session's logging/setLevel, or a 2026-07-28 request's _meta.
+func (h *handler) logLevel(ss *mcp.ServerSession, meta mcp.Meta) mcp.LoggingLevel {
+	if v, ok := meta[mcp.MetaKeyLogLevel].(string); ok {
+		return mcp.LoggingLevel(v)
+	}
+	if id := ss.ID(); id != "" {
+		if v, ok := h.logLevels.Load(id); ok {
+			return v.(mcp.LoggingLevel)
+		}
+	}
+	return ""
 }

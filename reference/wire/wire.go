@@ -196,6 +196,7 @@ type handler struct {
 	stateful  http.Handler
 	stateless http.Handler
 	states    sync.Map // token -> *requestState
+	logLevels sync.Map // 2025-11-25 session id -> mcp.LoggingLevel it set
 }
 
 // requestState is what the outer handler knows about one HTTP request.
