@@ -32,6 +32,7 @@ const (
 	KeyScopeAPIKey           = "key-scope-apikey"
 	KeyScopeWallet           = "key-scope-wallet"
 	CancelForgets            = "cancel-forgets"
+	RoundsCharged            = "rounds-charged"
 )
 
 // Bug describes one switch.
@@ -64,6 +65,7 @@ var All = []Bug{
 	{Name: KeyScopeAPIKey, Description: "a client key's record leaves out the API key: another key of the same wallet with the same key and arguments gets the first caller's result"},
 	{Name: KeyScopeWallet, Description: "a client key's record leaves out the wallet and the API key: a caller of another wallet with the same key and arguments gets the first caller's result"},
 	{Name: CancelForgets, Description: "the operation's clean-up is tied to the client's request: a call whose client cancels (notifications/cancelled, or a closed response stream) while the tool runs is thrown away once the tool answers, its charge refunded and its record left for new work, so a same-key retry dispatches the tool again and is charged again"},
+	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
 }
 
 // Set is the switches a gateway runs with.

@@ -21,6 +21,10 @@ type Client struct {
 	LogLevel      mcp.LoggingLevel // the client's level when Log is set
 	CreateMessage func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	Elicit        func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// MultiRound is set when the client speaks 2026-07-28: an upstream's
+	// input-required result goes back to it as it is, for it to answer in
+	// the call's next round.
+	MultiRound bool
 }
 
 // Wants reports whether anything can be relayed to c.
@@ -37,4 +41,26 @@ func With(ctx context.Context, c *Client) context.Context { return context.WithV
 func From(ctx context.Context) *Client {
 	c, _ := ctx.Value(key{}).(*Client)
 	return c
+}
+
+// Round is what a 2026-07-28 client sends in a call's later round: its
+// answers to the input the upstream asked for, and the upstream's state.
+// It travels beside the call, not in its arguments: every round of a
+// multi-round call has the same arguments, and so the same fingerprint.
+type Round struct {
+	InputResponses mcp.InputResponseMap
+	RequestState   string
+}
+
+type roundKey struct{}
+
+// WithRound returns ctx carrying r.
+func WithRound(ctx context.Context, r *Round) context.Context {
+	return context.WithValue(ctx, roundKey{}, r)
+}
+
+// RoundFrom returns the round ctx carries, or nil (a call's first round).
+func RoundFrom(ctx context.Context) *Round {
+	r, _ := ctx.Value(roundKey{}).(*Round)
+	return r
 }

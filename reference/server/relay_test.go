@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -292,5 +294,76 @@ func TestRelayDuringCall(t *testing.T) {
 	}
 	if n := len(debits(t, g, "w-ext-1")); n != 1 {
 		t.Fatalf("%d debits, want 1", n)
+	}
+}
+
+// roundsUpstream's tool "confirm" asks the client for a name (an
+// input-required result) before it does its work, which it counts.
+func roundsUpstream(t *testing.T) (string, *atomic.Int64) {
+	var done atomic.Int64
+	s := mcp.NewServer(&mcp.Implementation{Name: "rounds", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			answer, ok := r.Params.InputResponses["name"].(*mcp.ElicitResult)
+			if !ok || r.Params.RequestState != "asked-for-name" {
+				return &mcp.CallToolResult{RequestState: "asked-for-name", InputRequests: mcp.InputRequestMap{
+					"name": &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object",
+						"properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil
+			}
+			n := done.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "confirmed"}},
+				StructuredContent: map[string]any{"name": answer.Content["name"], "run": n}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &done
+}
+
+// TestMultiRoundCall: a call whose upstream asks for input is one operation,
+// charged once: on 2026-07-28 the client answers in the call's next round
+// (the round that asked is refunded), on a 2025-11-25 session the gateway
+// asks the client itself; the finished call's retry replays its result.
+func TestMultiRoundCall(t *testing.T) {
+	url, done := roundsUpstream(t)
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
+		Fixtures: writeFixtures(t, `{"name": "acme.confirm", "upstream_url": "`+url+`", "upstream_tool": "confirm", "price": 5}`)})
+	for i, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			asked := 0
+			cs := connectClient(t, g, version, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
+				},
+			})
+			balance := g.control(t, "GET", "/control/wallets/w-ext-1", "", 200)["balance"].(float64)
+			params := &mcp.CallToolParams{Name: "acme.confirm", Arguments: map[string]any{}, Meta: mcp.Meta{"idempotencyKey": "confirm-" + version}}
+			want := fmt.Sprintf(`{"name":"ann","run":%d}`, i+1)
+			for attempt := range 2 {
+				res, err := cs.CallTool(t.Context(), params)
+				if err != nil || res.IsError {
+					t.Fatalf("attempt %d: %+v %v", attempt, res, err)
+				}
+				rc, sc := receiptOfResult(t, res)
+				if sc != want || rc.Charged != 5 || rc.Replayed != (attempt == 1) {
+					t.Fatalf("attempt %d: receipt %+v, structured %s: want %s, replayed on the retry", attempt, rc, sc, want)
+				}
+			}
+			if asked != 1 || done.Load() != int64(i+1) {
+				t.Fatalf("the client was asked %d times and the tool did its work %d times in all, want 1 and %d", asked, done.Load(), i+1)
+			}
+			if now := g.control(t, "GET", "/control/wallets/w-ext-1", "", 200)["balance"].(float64); balance-now != 5 {
+				t.Fatalf("the multi-round call cost %v, want its price 5 once", balance-now)
+			}
+			refunds := 0
+			for _, e := range g.control(t, "GET", "/control/wallets/w-ext-1/ledger", "", 200)["entries"].([]any) {
+				if e.(map[string]any)["kind"] == "refund" {
+					refunds++
+				}
+			}
+			if refunds != 1 { // the 2026-07-28 round that asked; on 2025-11-25 the gateway asked within one round
+				t.Fatalf("%d refunds in the ledger, want 1", refunds)
+			}
+		})
 	}
 }

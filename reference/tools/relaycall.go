@@ -20,7 +20,11 @@ import (
 
 // relayClient is the upstream client for one call relaying to rc.
 func (d *Dispatcher) relayClient(rc *relay.Client) *mcp.Client {
-	o := &mcp.ClientOptions{Logger: d.log, Capabilities: &mcp.ClientCapabilities{}}
+	o := &mcp.ClientOptions{Logger: d.log, Capabilities: &mcp.ClientCapabilities{},
+		// A 2026-07-28 caller answers an upstream's input requests itself,
+		// in its call's next round; for an older one this client asks it
+		// (the handlers below) and retries the upstream call.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: rc.MultiRound}}
 	if rc.Progress != nil {
 		o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 			if err := rc.Progress(ctx, r.Params); err != nil {
@@ -68,7 +72,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 			}
 		}
 	}
-	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	p := callParams(ctx, name, args)
 	if rc.Progress != nil {
 		p.SetProgressToken(r.RecordKey) // unique to the call; the client's own token goes back
 	}
@@ -76,7 +80,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 	defer cancel()
 	res, err := sess.CallTool(cctx, p)
 	if err == nil {
-		return upstreamResult(res)
+		return upstreamOutcome(ctx, res)
 	}
 	switch classify(err) {
 	case notSent:

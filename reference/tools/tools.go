@@ -139,7 +139,10 @@ func New(st store.Store, o Options) *Dispatcher {
 	d := &Dispatcher{store: st, opts: o, log: o.Logger, sessions: map[string]*upstream{}}
 	d.client = mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
 		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{},
-			ToolListChangedHandler: d.toolListChanged, ResourceUpdatedHandler: d.resourceUpdated})
+			ToolListChangedHandler: d.toolListChanged, ResourceUpdatedHandler: d.resourceUpdated,
+			// An upstream's input-required result is the caller's to answer
+			// (upstreamOutcome), never this client's.
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
 	return d
 }
 
@@ -224,10 +227,10 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, d.opts.CallTimeout)
-		res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		res, err := sess.CallTool(cctx, callParams(ctx, name, args))
 		cancel()
 		if err == nil {
-			return upstreamResult(res)
+			return upstreamOutcome(ctx, res)
 		}
 		switch classify(err) {
 		case notSent:
@@ -244,6 +247,35 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			return result(fmt.Sprintf("upstream %s: the call was sent but its outcome is unknown: %v", url, err), nil, true)
 		}
 	}
+}
+
+// callParams is the upstream call: the tool's arguments and, in a later
+// round of a multi-round call, the client's answers and the upstream's state.
+func callParams(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if r := relay.RoundFrom(ctx); r != nil {
+		p.InputResponses, p.RequestState = r.InputResponses, r.RequestState
+	}
+	return p
+}
+
+// upstreamOutcome is the call's result, or, when the upstream asks the
+// client for input first, a *gateway.InputRequired for a 2026-07-28 client
+// to answer in its next round. A client that cannot answer (an older
+// protocol, and the upstream's requests were not relayed) is told the tool
+// did not run: it has not done its work yet.
+func upstreamOutcome(ctx context.Context, res *mcp.CallToolResult) (json.RawMessage, error) {
+	if !res.NeedsInput() {
+		return upstreamResult(res)
+	}
+	if rc := relay.From(ctx); rc != nil && rc.MultiRound {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("upstream input-required result: %w", err)
+		}
+		return nil, &gateway.InputRequired{Result: b}
+	}
+	return nil, fmt.Errorf("the upstream asked for input (%d requests) that this client cannot give: declare sampling or elicitation on a 2025-11-25 session, or call on 2026-07-28", len(res.InputRequests))
 }
 
 func upstreamResult(res *mcp.CallToolResult) (json.RawMessage, error) {

@@ -86,7 +86,11 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(relay.With(ctx, h.callRelay(req, params))), h.opts.CallTimeout)
+	rctx := relay.With(ctx, h.callRelay(req, params))
+	if params.InputResponses != nil || params.RequestState != "" {
+		rctx = relay.WithRound(rctx, &relay.Round{InputResponses: params.InputResponses, RequestState: params.RequestState})
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), h.opts.CallTimeout)
 	defer cancel()
 	resp, err := h.core.Call(cctx, cr)
 	if err != nil {

@@ -152,6 +152,9 @@ func (h *handler) callRelay(req mcp.Request, p *mcp.CallToolParamsRaw) *relay.Cl
 		return nil
 	}
 	c := &relay.Client{}
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= Protocol20260728 {
+		c.MultiRound = true
+	}
 	if tok := p.GetProgressToken(); tok != nil {
 		c.Progress = func(ctx context.Context, n *mcp.ProgressNotificationParams) error {
 			q := *n
