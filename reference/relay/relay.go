@@ -17,6 +17,7 @@ import (
 // progressToken, set no log level, or did not declare the capability.
 type Client struct {
 	Progress      func(ctx context.Context, p *mcp.ProgressNotificationParams) error // ProgressToken is filled in
+	ProgressToken any                                                                // the client's, when Progress is set
 	Log           func(ctx context.Context, p *mcp.LoggingMessageParams) error
 	LogLevel      mcp.LoggingLevel // the client's level when Log is set
 	CreateMessage func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)

@@ -367,3 +367,44 @@ func TestMultiRoundCall(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayDuringCallStateless: on the 2026-07-28 wire a call that sent a
+// progressToken and a log level is answered with an event stream that
+// carries the upstream's progress and log messages.
+func TestRelayDuringCallStateless(t *testing.T) {
+	received := make(chan struct{}) // the client has the messages: the tool may answer
+	s := mcp.NewServer(&mcp.Implementation{Name: "steps", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	s.AddTool(&mcp.Tool{Name: "steps", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: r.Params.GetProgressToken(), Progress: 1, Total: 2})
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "half way"})
+			<-received
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
+		Fixtures: writeFixtures(t, `{"name": "acme.steps", "upstream_url": "`+srv.URL+`", "upstream_tool": "steps", "price": 2}`)})
+
+	var progress *mcp.ProgressNotificationParams
+	var logged *mcp.LoggingMessageParams
+	gotBoth := func() {
+		if progress != nil && logged != nil {
+			close(received)
+		}
+	}
+	cs := connectClient(t, g, "2026-07-28", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress = r.Params; gotBoth() },
+		LoggingMessageHandler:       func(_ context.Context, r *mcp.LoggingMessageRequest) { logged = r.Params; gotBoth() },
+	})
+	params := &mcp.CallToolParams{Name: "acme.steps", Arguments: map[string]any{},
+		Meta: mcp.Meta{"idempotencyKey": "steps-1", mcp.MetaKeyLogLevel: "info"}}
+	params.SetProgressToken(7)
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	if progress.ProgressToken != 7.0 || progress.Progress != 1 || logged.Data != "half way" {
+		t.Fatalf("progress %+v, log %+v", progress, logged)
+	}
+}

@@ -94,6 +94,8 @@ func (d *Dispatcher) relayedServers(ctx context.Context) ([]relayed, error) {
 // that answer now. List-changed notifications of prompts and resources are
 // not relayed.
 func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
@@ -122,6 +124,8 @@ var ErrNotServed = errors.New("no registered server offers this")
 
 // ListPrompts lists every server's prompts, each named with its server's prefix.
 func (d *Dispatcher) ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
 		return nil, err
@@ -147,6 +151,8 @@ func (d *Dispatcher) ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, e
 
 // GetPrompt gets a prompt from the server that lists it.
 func (d *Dispatcher) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rt, ok := d.promptRoute(p.Name)
 	if !ok {
 		if _, err := d.ListPrompts(ctx); err != nil {
@@ -174,6 +180,8 @@ func (d *Dispatcher) promptRoute(name string) (route, bool) {
 
 // ListResources lists every server's resources.
 func (d *Dispatcher) ListResources(ctx context.Context) (*mcp.ListResourcesResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
 		return nil, err
@@ -196,6 +204,8 @@ func (d *Dispatcher) ListResources(ctx context.Context) (*mcp.ListResourcesResul
 
 // ListResourceTemplates lists every server's resource templates.
 func (d *Dispatcher) ListResourceTemplates(ctx context.Context) (*mcp.ListResourceTemplatesResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
 		return nil, err
@@ -238,6 +248,8 @@ func (d *Dispatcher) resourceServers(ctx context.Context, uri string) ([]relayed
 // ReadResource reads uri from the server that has it: the first one to
 // answer without an error.
 func (d *Dispatcher) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rs, err := d.resourceServers(ctx, p.URI)
 	if err != nil {
 		return nil, err
@@ -259,6 +271,8 @@ func (d *Dispatcher) ReadResource(ctx context.Context, p *mcp.ReadResourceParams
 // Subscribe subscribes the gateway to uri at its server, once however many
 // clients subscribe.
 func (d *Dispatcher) Subscribe(ctx context.Context, p *mcp.SubscribeParams) error {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	rs, err := d.resourceServers(ctx, p.URI)
 	if err != nil {
 		return err
@@ -288,6 +302,8 @@ func (d *Dispatcher) Subscribe(ctx context.Context, p *mcp.SubscribeParams) erro
 // Unsubscribe drops a client's subscription, and the gateway's at the
 // server with the last one.
 func (d *Dispatcher) Unsubscribe(ctx context.Context, p *mcp.UnsubscribeParams) error {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	var last bool
 	d.routes.set(func(r *routes) {
 		if r.subs[p.URI] > 0 {
@@ -312,6 +328,8 @@ func (d *Dispatcher) Unsubscribe(ctx context.Context, p *mcp.UnsubscribeParams) 
 
 // Complete asks the server of the prompt or template named by the reference.
 func (d *Dispatcher) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	if p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs ref"}
 	}

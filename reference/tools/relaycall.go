@@ -54,7 +54,7 @@ func (d *Dispatcher) relayClient(rc *relay.Client) *mcp.Client {
 
 // dispatchRelayed runs an upstream call on a session of its own (see above).
 // Its outcome is classified as dispatchUpstream's is.
-func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequest, rc *relay.Client, name string, args json.RawMessage) (json.RawMessage, error) {
+func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequest, rc *relay.Client, round *relay.Round, name string, args json.RawMessage) (json.RawMessage, error) {
 	url := r.Tool.UpstreamURL
 	cctx, cancel := context.WithTimeout(ctx, d.opts.ConnectTimeout)
 	sess, err := d.relayClient(rc).Connect(cctx, &mcp.StreamableClientTransport{
@@ -72,15 +72,23 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 			}
 		}
 	}
-	p := callParams(ctx, name, args)
+	p := callParams(round, name, args)
+	p.Meta = mcp.Meta{}
+	if ir := sess.InitializeResult(); rc.Log != nil && ir != nil && ir.ProtocolVersion >= "2026-07-28" {
+		// A 2026-07-28 session has no level of its own: each request says it.
+		p.Meta[mcp.MetaKeyLogLevel] = string(rc.LogLevel)
+	}
 	if rc.Progress != nil {
-		p.SetProgressToken(r.RecordKey) // unique to the call; the client's own token goes back
+		// The session is the call's own, so the client's token is no one
+		// else's there. Set as decoded (a JSON number is a float64, which
+		// SetProgressToken refuses).
+		p.Meta["progressToken"] = rc.ProgressToken
 	}
 	cctx, cancel = context.WithTimeout(ctx, d.opts.CallTimeout)
 	defer cancel()
 	res, err := sess.CallTool(cctx, p)
 	if err == nil {
-		return upstreamOutcome(ctx, res)
+		return upstreamOutcome(rc, res)
 	}
 	switch classify(err) {
 	case notSent:

@@ -218,8 +218,11 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if rc := relay.From(ctx); rc.Wants() {
-		return d.dispatchRelayed(ctx, r, rc, name, args)
+	rc, round := relay.From(ctx), relay.RoundFrom(ctx)
+	ctx, cancel := own(ctx)
+	defer cancel()
+	if rc.Wants() {
+		return d.dispatchRelayed(ctx, r, rc, round, name, args)
 	}
 	for attempt := 0; ; attempt++ {
 		sess, err := d.session(ctx, url)
@@ -227,10 +230,10 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, d.opts.CallTimeout)
-		res, err := sess.CallTool(cctx, callParams(ctx, name, args))
+		res, err := sess.CallTool(cctx, callParams(round, name, args))
 		cancel()
 		if err == nil {
-			return upstreamOutcome(ctx, res)
+			return upstreamOutcome(rc, res)
 		}
 		switch classify(err) {
 		case notSent:
@@ -251,9 +254,9 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 
 // callParams is the upstream call: the tool's arguments and, in a later
 // round of a multi-round call, the client's answers and the upstream's state.
-func callParams(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolParams {
+func callParams(r *relay.Round, name string, args json.RawMessage) *mcp.CallToolParams {
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
-	if r := relay.RoundFrom(ctx); r != nil {
+	if r != nil {
 		p.InputResponses, p.RequestState = r.InputResponses, r.RequestState
 	}
 	return p
@@ -264,11 +267,11 @@ func callParams(ctx context.Context, name string, args json.RawMessage) *mcp.Cal
 // to answer in its next round. A client that cannot answer (an older
 // protocol, and the upstream's requests were not relayed) is told the tool
 // did not run: it has not done its work yet.
-func upstreamOutcome(ctx context.Context, res *mcp.CallToolResult) (json.RawMessage, error) {
+func upstreamOutcome(rc *relay.Client, res *mcp.CallToolResult) (json.RawMessage, error) {
 	if !res.NeedsInput() {
 		return upstreamResult(res)
 	}
-	if rc := relay.From(ctx); rc != nil && rc.MultiRound {
+	if rc != nil && rc.MultiRound {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return nil, fmt.Errorf("upstream input-required result: %w", err)
@@ -440,6 +443,8 @@ func (d *Dispatcher) Close() error {
 // ListTools answers tools/list from the registry (removed tools are left
 // out); an upstream tool shows its upstream's entry (listing.go).
 func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	ts, err := d.store.Tools(ctx)
 	if err != nil {
 		return nil, err
@@ -487,4 +492,21 @@ func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		out = append(out, entry)
 	}
 	return out, nil
+}
+
+// own returns a context with ctx's deadline and cancellation but none of its
+// values. An upstream call is made while a gateway request is being served,
+// and the SDK reads that request's protocol version, id and log level from
+// the context: carried over, they would be sent to the upstream as the
+// gateway's own (an initialize claiming the client's protocol version).
+func own(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.Background())
+	if dl, ok := ctx.Deadline(); ok {
+		var c2 context.CancelFunc
+		out, c2 = context.WithDeadline(out, dl)
+		prev := cancel
+		cancel = func() { c2(); prev() }
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return out, func() { stop(); cancel() }
 }

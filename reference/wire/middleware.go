@@ -86,7 +86,7 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	rctx := relay.With(ctx, h.callRelay(req, params))
+	rctx := relay.With(ctx, h.callRelay(ctx, req, params, hdr))
 	if params.InputResponses != nil || params.RequestState != "" {
 		rctx = relay.WithRound(rctx, &relay.Round{InputResponses: params.InputResponses, RequestState: params.RequestState})
 	}

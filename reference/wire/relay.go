@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -146,25 +147,32 @@ func (h *handler) relayErr(method string, err error) error {
 // while the call runs (package relay): progress when it sent a
 // progressToken, log messages once it set a level, and on a 2025-11-25
 // session the sampling and elicitation requests it declared it handles.
-func (h *handler) callRelay(req mcp.Request, p *mcp.CallToolParamsRaw) *relay.Client {
+func (h *handler) callRelay(ctx context.Context, req mcp.Request, p *mcp.CallToolParamsRaw, hdr http.Header) *relay.Client {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if ss == nil {
 		return nil
 	}
-	c := &relay.Client{}
+	// Notifications are sent under the call's own context: it names the
+	// request they belong to (an event-stream answer carries them) and, on
+	// 2026-07-28, the log level the request asked for.
+	rctx := context.WithoutCancel(ctx)
+	// The version is the request's own on the stateless wire (the header
+	// the SDK checked against its _meta), the session's otherwise.
+	c := &relay.Client{MultiRound: hdr.Get(HeaderProtocol) >= Protocol20260728}
 	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= Protocol20260728 {
 		c.MultiRound = true
 	}
 	if tok := p.GetProgressToken(); tok != nil {
-		c.Progress = func(ctx context.Context, n *mcp.ProgressNotificationParams) error {
+		c.ProgressToken = tok
+		c.Progress = func(_ context.Context, n *mcp.ProgressNotificationParams) error {
 			q := *n
 			q.ProgressToken = tok
-			return ss.NotifyProgress(ctx, &q)
+			return ss.NotifyProgress(rctx, &q)
 		}
 	}
 	if level := h.logLevel(ss, p.Meta); level != "" {
 		c.LogLevel = level
-		c.Log = func(ctx context.Context, m *mcp.LoggingMessageParams) error { return ss.Log(ctx, m) }
+		c.Log = func(_ context.Context, m *mcp.LoggingMessageParams) error { return ss.Log(rctx, m) }
 	}
 	if ss.ID() != "" { // a server request needs a session to come back on
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {

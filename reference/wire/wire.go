@@ -171,6 +171,14 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 		Logger:              opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 	})
+	// A stateless tools/call that asks for messages during the call (a
+	// progressToken, a log level) is answered with an event stream, the only
+	// answer that can carry them there.
+	streaming := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
 	// The SDK binds a 2025-11-25 session to the TokenInfo.UserID of the
 	// request that created it; we authenticated already, so the "verifier"
 	// only hands the result on: a session opened with one API key cannot be
@@ -184,6 +192,7 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.stateful = bind(stateful)
 	h.stateless = bind(stateless)
+	h.streaming = bind(streaming)
 	return h
 }
 
@@ -195,8 +204,9 @@ type handler struct {
 	log       *slog.Logger
 	stateful  http.Handler
 	stateless http.Handler
-	states    sync.Map // token -> *requestState
-	logLevels sync.Map // 2025-11-25 session id -> mcp.LoggingLevel it set
+	streaming http.Handler // stateless, answering with an event stream
+	states    sync.Map     // token -> *requestState
+	logLevels sync.Map     // 2025-11-25 session id -> mcp.LoggingLevel it set
 }
 
 // requestState is what the outer handler knows about one HTTP request.
@@ -310,18 +320,41 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route picks the SDK handler: the stateless one for the 2026-07-28
+// route picks the SDK handler: a stateless one for the 2026-07-28
 // protocol and for a sessionless non-initialize request of an older one (the
 // SDK answers it in a one-request session, which lets curl call a tool
-// without a handshake); the stateful one otherwise.
+// without a handshake), streaming its answer when the call asks for
+// messages during it; the stateful one otherwise.
 func (h *handler) route(r *http.Request, env envelope) http.Handler {
+	stateless := h.stateless
+	if streams(r, env) {
+		stateless = h.streaming
+	}
 	if v := r.Header.Get(HeaderProtocol); v >= Protocol20260728 {
-		return h.stateless
+		return stateless
 	}
 	if r.Method == http.MethodPost && r.Header.Get(HeaderSession) == "" && (env.Method == nil || *env.Method != "initialize") {
-		return h.stateless
+		return stateless
 	}
 	return h.stateful
+}
+
+// streams reports whether a request is a tools/call asking for messages
+// during the call (a progressToken, a log level in its _meta) from a client
+// that accepts an event stream.
+func streams(r *http.Request, env envelope) bool {
+	if env.Method == nil || *env.Method != "tools/call" || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(env.Params, &p) != nil {
+		return false
+	}
+	_, progress := p.Meta["progressToken"]
+	_, level := p.Meta[mcp.MetaKeyLogLevel]
+	return progress || level
 }
 
 func (h *handler) authenticate(r *http.Request) (gateway.Caller, error) {
