@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 
@@ -119,34 +120,44 @@ func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
 	return caps
 }
 
-// ErrNotServed is a relayed method no registered server offers.
-var ErrNotServed = errors.New("no registered server offers this")
-
-// ListPrompts lists every server's prompts, each named with its server's prefix.
-func (d *Dispatcher) ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, error) {
+// gather lists one kind of item of every registered server that offers it
+// (has), each item taken by keep (which renames it, and notes its route).
+func gather[T any](ctx context.Context, d *Dispatcher, has func(*mcp.ServerCapabilities) bool,
+	list func(context.Context, *mcp.ClientSession) iter.Seq2[T, error], keep func(relayed, T) T) ([]T, error) {
 	ctx, cancel := own(ctx) // see own
 	defer cancel()
 	rs, err := d.relayedServers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	out := []T{}
 	for _, r := range rs {
-		if r.caps.Prompts == nil {
+		if !has(r.caps) {
 			continue
 		}
-		for p, err := range r.sess.Prompts(ctx, nil) {
+		for item, err := range list(ctx, r.sess) {
 			if err != nil {
 				return nil, upstreamErr(r.sv, err)
 			}
-			up := p.Name
-			q := *p
-			q.Name = r.sv.Prefix + up
-			d.routes.set(func(rt *routes) { rt.prompts[q.Name] = route{r.sv.URL, up} })
-			out.Prompts = append(out.Prompts, &q)
+			out = append(out, keep(r, item))
 		}
 	}
 	return out, nil
+}
+
+// ListPrompts lists every server's prompts, each named with its server's prefix.
+func (d *Dispatcher) ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, error) {
+	ps, err := gather(ctx, d, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
+		func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.Prompt, error] {
+			return s.Prompts(ctx, nil)
+		},
+		func(r relayed, p *mcp.Prompt) *mcp.Prompt {
+			q := *p
+			q.Name = r.sv.Prefix + p.Name
+			d.routes.set(func(rt *routes) { rt.prompts[q.Name] = route{r.sv.URL, p.Name} })
+			return &q
+		})
+	return &mcp.ListPromptsResult{Prompts: ps}, err
 }
 
 // GetPrompt gets a prompt from the server that lists it.
@@ -180,50 +191,28 @@ func (d *Dispatcher) promptRoute(name string) (route, bool) {
 
 // ListResources lists every server's resources.
 func (d *Dispatcher) ListResources(ctx context.Context) (*mcp.ListResourcesResult, error) {
-	ctx, cancel := own(ctx) // see own
-	defer cancel()
-	rs, err := d.relayedServers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	for _, r := range rs {
-		if r.caps.Resources == nil {
-			continue
-		}
-		for res, err := range r.sess.Resources(ctx, nil) {
-			if err != nil {
-				return nil, upstreamErr(r.sv, err)
-			}
+	rs, err := gather(ctx, d, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] {
+			return s.Resources(ctx, nil)
+		},
+		func(r relayed, res *mcp.Resource) *mcp.Resource {
 			d.routes.set(func(rt *routes) { rt.resources[res.URI] = r.sv.URL })
-			out.Resources = append(out.Resources, res)
-		}
-	}
-	return out, nil
+			return res
+		})
+	return &mcp.ListResourcesResult{Resources: rs}, err
 }
 
 // ListResourceTemplates lists every server's resource templates.
 func (d *Dispatcher) ListResourceTemplates(ctx context.Context) (*mcp.ListResourceTemplatesResult, error) {
-	ctx, cancel := own(ctx) // see own
-	defer cancel()
-	rs, err := d.relayedServers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-	for _, r := range rs {
-		if r.caps.Resources == nil {
-			continue
-		}
-		for tpl, err := range r.sess.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return nil, upstreamErr(r.sv, err)
-			}
+	ts, err := gather(ctx, d, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
+			return s.ResourceTemplates(ctx, nil)
+		},
+		func(r relayed, tpl *mcp.ResourceTemplate) *mcp.ResourceTemplate {
 			d.routes.set(func(rt *routes) { rt.templates[tpl.URITemplate] = r.sv.URL })
-			out.ResourceTemplates = append(out.ResourceTemplates, tpl)
-		}
-	}
-	return out, nil
+			return tpl
+		})
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, err
 }
 
 // resourceServers are the servers to ask about uri: the one that listed it,

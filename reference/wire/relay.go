@@ -97,27 +97,15 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 	case "prompts/list":
 		res, err = r.ListPrompts(ctx)
 	case "prompts/get":
-		p, _ := req.GetParams().(*mcp.GetPromptParams)
-		if p == nil {
-			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get needs params"}
-		}
-		res, err = r.GetPrompt(ctx, p)
+		res, err = withParams(ctx, req, method, r.GetPrompt)
 	case "resources/list":
 		res, err = r.ListResources(ctx)
 	case "resources/templates/list":
 		res, err = r.ListResourceTemplates(ctx)
 	case "resources/read":
-		p, _ := req.GetParams().(*mcp.ReadResourceParams)
-		if p == nil {
-			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read needs params"}
-		}
-		res, err = r.ReadResource(ctx, p)
+		res, err = withParams(ctx, req, method, r.ReadResource)
 	case "completion/complete":
-		p, _ := req.GetParams().(*mcp.CompleteParams)
-		if p == nil {
-			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs params"}
-		}
-		res, err = r.Complete(ctx, p)
+		res, err = withParams(ctx, req, method, r.Complete)
 	default:
 		// subscribe, unsubscribe and setLevel: the SDK keeps the session's
 		// state and calls the relay (ServerOptions).
@@ -130,6 +118,20 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		return nil, true, h.relayErr(method, err)
 	}
 	return res, true, nil
+}
+
+// withParams calls f with the request's params, refusing a request without
+// (the SDK refuses these methods without params before they get here).
+func withParams[P mcp.Params, R mcp.Result](ctx context.Context, req mcp.Request, method string, f func(context.Context, P) (R, error)) (mcp.Result, error) {
+	p, ok := req.GetParams().(P)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + " needs params"}
+	}
+	res, err := f(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // relayErr passes an upstream's JSON-RPC error on as the upstream said it;
