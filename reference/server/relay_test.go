@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -386,16 +387,21 @@ func TestRelayDuringCallStateless(t *testing.T) {
 	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
 		Fixtures: writeFixtures(t, `{"name": "acme.steps", "upstream_url": "`+srv.URL+`", "upstream_tool": "steps", "price": 2}`)})
 
+	var mu sync.Mutex
 	var progress *mcp.ProgressNotificationParams
 	var logged *mcp.LoggingMessageParams
-	gotBoth := func() {
+	var once sync.Once
+	got := func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		f()
 		if progress != nil && logged != nil {
-			close(received)
+			once.Do(func() { close(received) })
 		}
 	}
 	cs := connectClient(t, g, "2026-07-28", &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress = r.Params; gotBoth() },
-		LoggingMessageHandler:       func(_ context.Context, r *mcp.LoggingMessageRequest) { logged = r.Params; gotBoth() },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { got(func() { progress = r.Params }) },
+		LoggingMessageHandler:       func(_ context.Context, r *mcp.LoggingMessageRequest) { got(func() { logged = r.Params }) },
 	})
 	params := &mcp.CallToolParams{Name: "acme.steps", Arguments: map[string]any{},
 		Meta: mcp.Meta{"idempotencyKey": "steps-1", mcp.MetaKeyLogLevel: "info"}}
@@ -404,6 +410,8 @@ func TestRelayDuringCallStateless(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %+v %v", res, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if progress.ProgressToken != 7.0 || progress.Progress != 1 || logged.Data != "half way" {
 		t.Fatalf("progress %+v, log %+v", progress, logged)
 	}
