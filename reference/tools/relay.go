@@ -120,6 +120,10 @@ func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
 	return caps
 }
 
+// private is the cacheability of a relayed list: what the gateway lists
+// may differ from one caller to the next, as tools/list does.
+var private = mcp.Cacheable{CacheScope: "private"}
+
 // gather lists one kind of item of every registered server that offers it
 // (has), each item taken by keep (which renames it, and notes its route).
 func gather[T any](ctx context.Context, d *Dispatcher, has func(*mcp.ServerCapabilities) bool,
@@ -157,7 +161,7 @@ func (d *Dispatcher) ListPrompts(ctx context.Context) (*mcp.ListPromptsResult, e
 			d.routes.set(func(rt *routes) { rt.prompts[q.Name] = route{r.sv.URL, p.Name} })
 			return &q
 		})
-	return &mcp.ListPromptsResult{Prompts: ps}, err
+	return &mcp.ListPromptsResult{Prompts: ps, Cacheable: private}, err
 }
 
 // GetPrompt gets a prompt from the server that lists it.
@@ -199,7 +203,7 @@ func (d *Dispatcher) ListResources(ctx context.Context) (*mcp.ListResourcesResul
 			d.routes.set(func(rt *routes) { rt.resources[res.URI] = r.sv.URL })
 			return res
 		})
-	return &mcp.ListResourcesResult{Resources: rs}, err
+	return &mcp.ListResourcesResult{Resources: rs, Cacheable: private}, err
 }
 
 // ListResourceTemplates lists every server's resource templates.
@@ -212,7 +216,7 @@ func (d *Dispatcher) ListResourceTemplates(ctx context.Context) (*mcp.ListResour
 			d.routes.set(func(rt *routes) { rt.templates[tpl.URITemplate] = r.sv.URL })
 			return tpl
 		})
-	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, err
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts, Cacheable: private}, err
 }
 
 // resourceServers are the servers to ask about uri: the one that listed it,
