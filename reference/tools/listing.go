@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,8 +22,9 @@ import (
 //
 // Each upstream's tools/list is fetched once and kept until the upstream
 // says its list changed (notifications/tools/list_changed) or its session is
-// dropped; an upstream that cannot be reached is asked again on the next
-// tools/list and its tools are shown with what the registry knows.
+// dropped; an upstream that cannot be reached is asked again on a
+// tools/list some seconds later (retryListing), and meanwhile its tools are
+// shown with what the registry knows.
 
 // listing is one upstream's tools by name; nil until fetched.
 type listing map[string]*mcp.Tool
@@ -31,6 +33,10 @@ type listing map[string]*mcp.Tool
 type listings struct {
 	mu    sync.Mutex
 	byURL map[string]listing
+	// failed holds when listing an upstream last failed: it is not asked
+	// again for retryListing, so an unreachable upstream does not hold up
+	// every tools/list for a connect timeout.
+	failed map[string]time.Time
 	// changed, if set, is called once an upstream's list was dropped
 	// because it said it changed, and its server's tools synced (tests
 	// wait on it).
@@ -56,7 +62,27 @@ func (l *listings) put(url string, ls listing) {
 func (l *listings) drop(url string) {
 	l.mu.Lock()
 	delete(l.byURL, url)
+	delete(l.failed, url)
 	l.mu.Unlock()
+}
+
+// retryListing is how long an upstream whose tools/list failed is left alone.
+const retryListing = 15 * time.Second
+
+func (l *listings) fail(url string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed == nil {
+		l.failed = map[string]time.Time{}
+	}
+	l.failed[url] = time.Now()
+}
+
+func (l *listings) recentlyFailed(url string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.failed[url]
+	return ok && time.Since(at) < retryListing
 }
 
 // toolListChanged is the upstream client's handler for
@@ -101,6 +127,19 @@ func (d *Dispatcher) upstreamListing(ctx context.Context, url string) (listing, 
 	if ls, ok := d.listings.get(url); ok {
 		return ls, nil
 	}
+	if d.listings.recentlyFailed(url) {
+		return nil, fmt.Errorf("upstream %s: its tools/list failed less than %v ago", url, retryListing)
+	}
+	ls, err := d.fetchListing(ctx, url)
+	if err != nil {
+		d.listings.fail(url)
+		return nil, err
+	}
+	d.listings.put(url, ls)
+	return ls, nil
+}
+
+func (d *Dispatcher) fetchListing(ctx context.Context, url string) (listing, error) {
 	sess, err := d.session(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
@@ -117,7 +156,6 @@ func (d *Dispatcher) upstreamListing(ctx context.Context, url string) (listing, 
 		}
 		ls[t.Name] = t
 	}
-	d.listings.put(url, ls)
 	return ls, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -148,5 +149,26 @@ func TestListToolsRefreshedOnListChanged(t *testing.T) {
 	}
 	if got := listed(t, d, "calc.later"); got["description"] != "new" {
 		t.Fatalf("after notifications/tools/list_changed: %v", got)
+	}
+}
+
+// A failing upstream is not asked again by the next tools/list: each would
+// otherwise wait out a connect timeout on an unreachable one.
+func TestListToolsFailingUpstreamLeftAlone(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	st := newMemStore()
+	st.tools["down.x"] = store.Tool{Name: "down.x", UpstreamURL: srv.URL}
+	d := New(st, Options{})
+	defer d.Close()
+	listed(t, d, "down.x")
+	first := hits.Load()
+	listed(t, d, "down.x")
+	if first == 0 || hits.Load() != first {
+		t.Fatalf("the upstream got %d requests on the first tools/list and %d on the second, want some and then none", first, hits.Load()-first)
 	}
 }
