@@ -71,7 +71,7 @@ var Catchers = map[string][]Check{
 	"principal-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
 	"replay-before-iga":     at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
 	"readonly-collapsed":    at(neverDispatched, "refuse-02"),
-	"lookup-before-reserve": at(dispatchedOnce, "lost-04", "twins-03"),
+	"lookup-before-reserve": at(dispatchedOnce, "lost-04", "rounds-01", "twins-03"),
 	"stale-lock-no-fence": join(
 		at(dispatchedOnce, "lock-01", "lock-02"),
 		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
@@ -87,14 +87,14 @@ var Catchers = map[string][]Check{
 	"lock-timeout-internal": at(`"B" is refused with retryable "idempotency_in_progress"`, "lock-04"),
 	"replay-debits": join(
 		at(oneDebit, "cancel-01", "cancel-02", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"),
-		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`the wallet balance changed by -3`, "ledger-01", "rounds-01"),
 	),
 	"refund-missing":              at(`the wallet balance changed by 0`, "ledger-01"),
 	"window-ignores-ttl":          at(`the probe saw "$op1" dispatched 2 times`, "retry-05"),
 	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
 	"takeover-charged":            at(dispatchedOnce, "lost-04", "window-04"),
 	"no-idempotency": join(
-		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "rounds-01", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
 		at(`"A" is refused with retryable "idempotency_in_progress"`, "lost-05"),
 		at(`"alice" is refused with "principal_denied"`, "iga-03"),
@@ -137,6 +137,8 @@ var Catchers = map[string][]Check{
 	"slot-lookup-by-bucket":  at(dispatchedOnce, "window-03"),
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06"),
+	// Issue 10's multi-round calls.
+	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01"),
 	"key-reuse-replays": join(
 		at(`every operation of the workload got one outcome`, "ledger-02"),
 		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),

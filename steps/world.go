@@ -269,6 +269,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerAssertions(sc)
 	registerCrowds(sc)
 	registerCancel(sc)
+	registerRounds(sc)
 }
 
 func newWorld(env *Env, p *godog.Scenario) *world {

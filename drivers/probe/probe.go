@@ -33,6 +33,11 @@ import (
 const (
 	ToolWrite = "probe.write" // mutating
 	ToolRead  = "probe.read"  // read-only
+	// ToolAsk is mutating and multi-round (MCP 2026-07-28): its first round
+	// asks the client to confirm (an input-required result with an
+	// elicitation) and counts nothing; the round that brings the
+	// confirmation and the state counts the dispatch, as ToolWrite does.
+	ToolAsk = "probe.ask"
 )
 
 // Options configures Start.
@@ -129,6 +134,8 @@ func Start(opts Options) (*Probe, error) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.handle(ToolWrite))
 	s.AddTool(&mcp.Tool{Name: ToolRead, Description: "Counts a read-only dispatch by token.", InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, p.handle(ToolRead))
+	s.AddTool(&mcp.Tool{Name: ToolAsk, Description: "Asks the client to confirm, then counts a mutating dispatch by token.", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.ask)
 	// Stateless: the gateway may speak either protocol version, and no
 	// session state must survive between its upstream calls.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -167,6 +174,26 @@ func (p *Probe) handle(tool string) mcp.ToolHandler {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: res}, nil
 	}
 }
+
+// ask is ToolAsk: a round without the confirmation (or with the state of
+// another token) asks for it; the round with it runs as ToolWrite does.
+func (p *Probe) ask(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Token string `json:"token"`
+	}
+	_ = json.Unmarshal(req.Params.Arguments, &args)
+	state := "confirm:" + args.Token
+	if r, ok := req.Params.InputResponses[AskInput].(*mcp.ElicitResult); ok && r.Action == "accept" && req.Params.RequestState == state {
+		return p.handle(ToolAsk)(ctx, req)
+	}
+	return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{
+		AskInput: &mcp.ElicitParams{Message: "Run " + ToolAsk + " for token " + args.Token + "?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}},
+	}}, nil
+}
+
+// AskInput is the id of the input ToolAsk asks for.
+const AskInput = "confirm"
 
 // record counts a dispatch on arrival, before any stall, so WaitFor sees a
 // call that is being held.

@@ -126,6 +126,11 @@ type Call struct {
 	PermitID       string // header X-Permit-Id
 	// Meta is merged into params._meta.
 	Meta map[string]any
+	// InputResponses and RequestState make the call a later round of a
+	// multi-round call (MCP 2026-07-28): the answers to the input the last
+	// round asked for, and the state it returned.
+	InputResponses map[string]any
+	RequestState   string
 	// Header overrides the defaults; a key with no values removes that
 	// header (e.g. to send no Accept), so a verbatim Idempotency-Key given
 	// here wins over IdempotencyKey.
@@ -475,6 +480,12 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*Answer, error) {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
 	params := map[string]any{"name": call.Tool, "arguments": args}
+	if call.InputResponses != nil {
+		params["inputResponses"] = call.InputResponses
+	}
+	if call.RequestState != "" {
+		params["requestState"] = call.RequestState
+	}
 	if len(meta) > 0 {
 		params["_meta"] = meta
 	}

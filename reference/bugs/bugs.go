@@ -41,6 +41,7 @@ const (
 	RefusalFee               = "refusal-fee"
 	FreshReceiptOnReplay     = "fresh-receipt-on-replay"
 	KeyReuseReplays          = "key-reuse-replays"
+	RoundsCharged            = "rounds-charged"
 )
 
 // Bug describes one switch.
@@ -82,6 +83,7 @@ var All = []Bug{
 	{Name: RefusalFee, Description: "a call refused for insufficient funds writes a 5-credit \"fee\" ledger entry, a charge for nothing dispatched"},
 	{Name: FreshReceiptOnReplay, Description: "a replay is served with a fresh receipt id instead of the stored one: the client cannot match it to the debit it paid"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
+	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
 }
 
 // Set is the switches a gateway runs with.

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/tools"
 )
 
 // Gateway is what the control API needs from the core (*gateway.Gateway).
@@ -48,6 +50,15 @@ type Config struct {
 	StoreKind string
 	Bugs      bugs.Set
 	Logger    *slog.Logger
+	// Servers registers upstream MCP servers (*tools.Dispatcher); nil:
+	// /control/servers answers 404.
+	Servers Servers
+}
+
+// Servers registers and removes upstream MCP servers.
+type Servers interface {
+	RegisterServer(ctx context.Context, s store.Server) ([]store.Tool, error)
+	RemoveServer(ctx context.Context, name string) error
 }
 
 // Version is the control API's name in the capabilities answer.
@@ -95,6 +106,8 @@ func New(c Config) (http.Handler, error) {
 		{"POST", "principals/{}/revoke", a.revokePrincipal},
 		{"POST", "tools", a.putTool},
 		{"DELETE", "tools/{}", a.removeTool},
+		{"POST", "servers", a.putServer},
+		{"DELETE", "servers/{}", a.removeServer},
 		{"POST", "permits", a.createPermit},
 		{"GET", "dispatches", a.dispatches},
 		{"GET", "locks", a.locks},
@@ -332,9 +345,13 @@ func newID(prefix string) string { return prefix + uuid.NewString() }
 // ---- capabilities -----------------------------------------------------------
 
 func (a *api) capabilities(w http.ResponseWriter, r *http.Request, _ []string) error {
+	caps := Capabilities
+	if a.c.Servers != nil {
+		caps = append(slices.Clone(caps), "servers")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"control_api":   Version,
-		"capabilities":  Capabilities,
+		"capabilities":  caps,
 		"fault_points":  faults.Points(),
 		"fault_actions": faults.Actions(),
 		"settings":      settingsJSON(a.c.Gateway.Settings()),
@@ -503,7 +520,74 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request, _ []string) error 
 	if req.LocalTool != "" {
 		out["local_tool"] = req.LocalTool
 	}
+	if t.Overrides != nil {
+		out["overrides"] = t.Overrides
+	}
 	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// serverSpec is an upstream MCP server as POST /control/servers takes it.
+type serverSpec struct {
+	Name     string           `json:"name"`
+	URL      string           `json:"url"`
+	Prefix   string           `json:"prefix"`
+	Price    *int64           `json:"price"`
+	Prices   map[string]int64 `json:"prices"`
+	ReadOnly []string         `json:"read_only"`
+}
+
+// putServer registers an upstream MCP server: its tools, priced by the
+// rule, and the relay of its prompts, resources and completion.
+func (a *api) putServer(w http.ResponseWriter, r *http.Request, _ []string) error {
+	if a.c.Servers == nil {
+		return fail(http.StatusNotFound, "not_found", "this gateway registers no upstream servers")
+	}
+	var req serverSpec
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	switch {
+	case req.Name == "" || req.URL == "":
+		return badRequest("name and url are required")
+	case req.Price != nil && *req.Price < 0:
+		return badRequest("price %d: must not be negative", *req.Price)
+	}
+	if err := fixtures.HTTPURL(req.URL); err != nil {
+		return badRequest("url: %v", err)
+	}
+	for name, p := range req.Prices {
+		if p < 0 {
+			return badRequest("prices[%q] %d: must not be negative", name, p)
+		}
+	}
+	sv := store.Server{Name: req.Name, URL: req.URL, Prefix: req.Prefix, Price: 1, Prices: req.Prices, ReadOnly: req.ReadOnly}
+	if req.Price != nil {
+		sv.Price = *req.Price
+	}
+	ts, err := a.c.Servers.RegisterServer(r.Context(), sv)
+	if errors.Is(err, tools.ErrUpstream) {
+		return fail(http.StatusBadGateway, "upstream_unavailable", "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	listed := make([]map[string]any, 0, len(ts))
+	for _, t := range ts {
+		listed = append(listed, map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "upstream_tool": t.UpstreamTool})
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"name": sv.Name, "url": sv.URL, "prefix": sv.Prefix, "tools": listed})
+	return nil
+}
+
+func (a *api) removeServer(w http.ResponseWriter, r *http.Request, args []string) error {
+	if a.c.Servers == nil {
+		return fail(http.StatusNotFound, "not_found", "this gateway registers no upstream servers")
+	}
+	if err := a.c.Servers.RemoveServer(r.Context(), args[0]); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

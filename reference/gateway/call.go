@@ -736,6 +736,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, "fault dispatch.before")
 	}
 	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	if ir := (*InputRequired)(nil); errors.As(err, &ir) {
+		return g.inputRequired(ctx, c, rec, receipt, charged, ir)
+	}
 	if err != nil {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err.Error())
 	}

@@ -73,6 +73,9 @@ type fakeDispatcher struct {
 	mu    sync.Mutex
 	runs  map[string]int
 	fails int
+	// asks is how many more rounds end asking the client for input (a
+	// 2026-07-28 input-required result) before a run does its work.
+	asks  int
 	holds map[string]*hold
 }
 
@@ -100,6 +103,11 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest
 	if d.fails > 0 {
 		d.fails--
 		return nil, errors.New("upstream unreachable")
+	}
+	if d.asks > 0 {
+		d.asks--
+		return nil, &gateway.InputRequired{Result: json.RawMessage(`{"content":[],"resultType":"input_required","requestState":"s",` +
+			`"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"sure?","requestedSchema":{"type":"object"}}}}}`)}
 	}
 	d.runs[r.Tool.Name]++
 	n := d.runs[r.Tool.Name]

@@ -312,6 +312,53 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a multi-round call is charged once; a round that asked for input is refunded",
+		catches: []string{bugs.RoundsCharged},
+		run: func(e *env) error {
+			e.disp.asks = 1
+			asked, err := e.call(req{key: "rounds-1"})
+			if err != nil {
+				return fmt.Errorf("the round that asks: %w", err)
+			}
+			if !strings.Contains(string(asked.Result), `"resultType":"input_required"`) {
+				return fmt.Errorf("the round that asks answered %s, want the upstream's input-required result", asked.Result)
+			}
+			done, err := ok(run(e.call(req{key: "rounds-1"})))
+			if err != nil {
+				return err
+			}
+			again, err := ok(run(e.call(req{key: "rounds-1"})))
+			if err != nil {
+				return err
+			}
+			l := e.ledger()
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("net charge of the call", l.net(), -price), want("final round replayed", done.Replayed, false),
+				want("retry replayed", again.Replayed, true), want("retry receipt", again.ID, done.ID), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "an unkeyed multi-round call is charged once too (its rounds share the derived key)",
+		catches: []string{bugs.RoundsCharged},
+		run: func(e *env) error {
+			e.disp.asks = 1
+			if _, err := e.call(req{}); err != nil {
+				return fmt.Errorf("the round that asks: %w", err)
+			}
+			done, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			again, err := ok(run(e.call(req{})))
+			if err != nil {
+				return err
+			}
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("net charge of the call", e.ledger().net(), -price), want("retry receipt", again.ID, done.ID),
+				want("dispatches", n, 1))
+		},
+	},
+	{
 		name:    "a retry after the effective window is a new operation",
 		catches: []string{bugs.WindowIgnoresTTL},
 		run: func(e *env) error {

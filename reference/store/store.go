@@ -76,7 +76,24 @@ type Tool struct {
 	Approval     bool
 	UpstreamURL  string // empty for local tools
 	UpstreamTool string // tool name on the upstream server
-	Removed      bool
+	// Overrides is what the operator set in place of the upstream's own
+	// tools/list entry: a JSON object with any of title, inputSchema,
+	// outputSchema and annotations (MCP's names); nil when none.
+	Overrides json.RawMessage
+	Removed   bool
+}
+
+// Server is an upstream MCP server registered whole: its tools are
+// registered as Tools named Prefix + their upstream name and priced by the
+// rule (Prices by upstream name, else Price); its prompts, resources and
+// completion are relayed.
+type Server struct {
+	Name     string
+	URL      string
+	Prefix   string
+	Price    int64
+	Prices   map[string]int64 // nil: none
+	ReadOnly []string         // upstream names metered as read-only; nil: none
 }
 
 // Record states.
@@ -303,6 +320,12 @@ type Store interface {
 	Tools(ctx context.Context) ([]Tool, error) // not removed
 	RemoveTool(ctx context.Context, name string) error
 
+	// PutServer inserts or replaces a server.
+	PutServer(ctx context.Context, s Server) error
+	Servers(ctx context.Context) ([]Server, error) // by name
+	// RemoveServer deletes a server (not its tools); ErrNotFound if none.
+	RemoveServer(ctx context.Context, name string) error
+
 	CreatePermit(ctx context.Context, p Permit) error
 	Permit(ctx context.Context, id string) (Permit, error)
 
@@ -350,4 +373,39 @@ type Store interface {
 
 	LogDispatch(ctx context.Context, d Dispatch) error
 	Dispatches(ctx context.Context, f DispatchFilter) ([]Dispatch, error)
+}
+
+// EncodeServerRule is how both stores keep a Server's prices and read-only
+// names: JSON text, "" when there are none.
+func EncodeServerRule(s Server) (prices, readOnly string, err error) {
+	if len(s.Prices) > 0 {
+		b, err := json.Marshal(s.Prices)
+		if err != nil {
+			return "", "", fmt.Errorf("server prices: %w", err)
+		}
+		prices = string(b)
+	}
+	if len(s.ReadOnly) > 0 {
+		b, err := json.Marshal(s.ReadOnly)
+		if err != nil {
+			return "", "", fmt.Errorf("server read_only: %w", err)
+		}
+		readOnly = string(b)
+	}
+	return prices, readOnly, nil
+}
+
+// DecodeServerRule reads back what EncodeServerRule wrote.
+func DecodeServerRule(s *Server, prices, readOnly string) error {
+	if prices != "" {
+		if err := json.Unmarshal([]byte(prices), &s.Prices); err != nil {
+			return fmt.Errorf("server %s prices: %w", s.Name, err)
+		}
+	}
+	if readOnly != "" {
+		if err := json.Unmarshal([]byte(readOnly), &s.ReadOnly); err != nil {
+			return fmt.Errorf("server %s read_only: %w", s.Name, err)
+		}
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -103,6 +104,9 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	sessions map[string]*upstream
 	closed   bool
+
+	listings listings
+	routes   routes
 }
 
 type upstream struct {
@@ -132,9 +136,14 @@ func New(st store.Store, o Options) *Dispatcher {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
-		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{}})
-	return &Dispatcher{store: st, opts: o, log: o.Logger, client: client, sessions: map[string]*upstream{}}
+	d := &Dispatcher{store: st, opts: o, log: o.Logger, sessions: map[string]*upstream{}}
+	d.client = mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
+		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{},
+			ToolListChangedHandler: d.toolListChanged, ResourceUpdatedHandler: d.resourceUpdated,
+			// An upstream's input-required result is the caller's to answer
+			// (upstreamOutcome), never this client's.
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	return d
 }
 
 // Dispatch runs one tool. An error means the tool did not run: a local
@@ -209,16 +218,22 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	rc, round := relay.From(ctx), relay.RoundFrom(ctx)
+	ctx, cancel := own(ctx)
+	defer cancel()
+	if rc.Wants() {
+		return d.dispatchRelayed(ctx, r, rc, round, name, args)
+	}
 	for attempt := 0; ; attempt++ {
 		sess, err := d.session(ctx, url)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, d.opts.CallTimeout)
-		res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		res, err := sess.CallTool(cctx, callParams(round, name, args))
 		cancel()
 		if err == nil {
-			return upstreamResult(res)
+			return upstreamOutcome(rc, res)
 		}
 		switch classify(err) {
 		case notSent:
@@ -235,6 +250,35 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			return result(fmt.Sprintf("upstream %s: the call was sent but its outcome is unknown: %v", url, err), nil, true)
 		}
 	}
+}
+
+// callParams is the upstream call: the tool's arguments and, in a later
+// round of a multi-round call, the client's answers and the upstream's state.
+func callParams(r *relay.Round, name string, args json.RawMessage) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if r != nil {
+		p.InputResponses, p.RequestState = r.InputResponses, r.RequestState
+	}
+	return p
+}
+
+// upstreamOutcome is the call's result, or, when the upstream asks the
+// client for input first, a *gateway.InputRequired for a 2026-07-28 client
+// to answer in its next round. A client that cannot answer (an older
+// protocol, and the upstream's requests were not relayed) is told the tool
+// did not run: it has not done its work yet.
+func upstreamOutcome(rc *relay.Client, res *mcp.CallToolResult) (json.RawMessage, error) {
+	if !res.NeedsInput() {
+		return upstreamResult(res)
+	}
+	if rc != nil && rc.MultiRound {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("upstream input-required result: %w", err)
+		}
+		return nil, &gateway.InputRequired{Result: b}
+	}
+	return nil, fmt.Errorf("the upstream asked for input (%d requests) that this client cannot give: declare sampling or elicitation on a 2025-11-25 session, or call on 2026-07-28", len(res.InputRequests))
 }
 
 func upstreamResult(res *mcp.CallToolResult) (json.RawMessage, error) {
@@ -328,11 +372,12 @@ func (d *Dispatcher) session(ctx context.Context, url string) (*mcp.ClientSessio
 	cctx, cancel := context.WithTimeout(context.Background(), d.opts.ConnectTimeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
+	// The standalone stream stays on: a 2025-11-25 upstream sends
+	// notifications/tools/list_changed over it.
 	sess, err := d.client.Connect(cctx, &mcp.StreamableClientTransport{
-		Endpoint:             url,
-		HTTPClient:           d.opts.HTTPClient,
-		MaxRetries:           -1,
-		DisableStandaloneSSE: true,
+		Endpoint:   url,
+		HTTPClient: d.opts.HTTPClient,
+		MaxRetries: -1,
 	}, nil)
 	if err != nil {
 		return nil, err
@@ -352,9 +397,31 @@ func (d *Dispatcher) evict(url string, sess *mcp.ClientSession) {
 	u.mu.Lock()
 	if u.sess == sess {
 		u.sess = nil
+		// A new session may find another server there (a restart, a
+		// deployment): its tools are listed again.
+		d.listings.drop(url)
 	}
 	u.mu.Unlock()
 	go func() { _ = sess.Close() }()
+}
+
+// forget closes url's session and drops what was learnt from it.
+func (d *Dispatcher) forget(url string) {
+	d.mu.Lock()
+	u := d.sessions[url]
+	delete(d.sessions, url)
+	d.mu.Unlock()
+	d.listings.drop(url)
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	s := u.sess
+	u.sess = nil
+	u.mu.Unlock()
+	if s != nil {
+		go func() { _ = s.Close() }()
+	}
 }
 
 // Close ends every upstream session.
@@ -379,38 +446,73 @@ func (d *Dispatcher) Close() error {
 	return nil
 }
 
-// ListTools answers tools/list from the registry (removed tools are left out).
+// ListTools answers tools/list from the registry (removed tools are left
+// out); an upstream tool shows its upstream's entry (listing.go).
 func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
 	ts, err := d.store.Tools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	urls := map[string]bool{}
+	for _, t := range ts {
+		if !t.Removed && t.UpstreamURL != "" {
+			urls[t.UpstreamURL] = true
+		}
+	}
+	ups := d.upstreamListings(ctx, urls)
 	out := make([]*mcp.Tool, 0, len(ts))
 	for _, t := range ts {
 		if t.Removed {
 			continue
 		}
-		schema := any(map[string]any{"type": "object"})
-		if s, ok := schemas[t.Name]; ok && t.UpstreamURL == "" {
-			schema = s
-		}
-		desc := t.Description
-		if desc == "" {
-			if lt, ok := LocalTool(t.Name); ok && t.UpstreamURL == "" {
+		var entry *mcp.Tool
+		if t.UpstreamURL != "" {
+			name := t.UpstreamTool
+			if name == "" {
+				name = t.Name
+			}
+			if entry, err = upstreamEntry(t, ups[t.UpstreamURL][name]); err != nil {
+				return nil, err
+			}
+		} else {
+			desc := t.Description
+			if lt, ok := LocalTool(t.Name); ok && desc == "" {
 				desc = lt.Description
 			}
+			schema, ok := schemas[t.Name]
+			if !ok {
+				schema = map[string]any{"type": "object"}
+			}
+			entry = &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
+				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly}}
 		}
-		readOnly := t.ReadOnly
-		out = append(out, &mcp.Tool{
-			Name:        t.Name,
-			Description: desc,
-			InputSchema: schema,
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly},
-			Meta: mcp.Meta{MetaKey: map[string]any{
-				"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
-			}},
-		})
+		if entry.Meta == nil {
+			entry.Meta = mcp.Meta{}
+		}
+		entry.Meta[MetaKey] = map[string]any{
+			"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
+		}
+		out = append(out, entry)
 	}
 	return out, nil
+}
+
+// own returns a context with ctx's deadline and cancellation but none of its
+// values. An upstream call is made while a gateway request is being served,
+// and the SDK reads that request's protocol version, id and log level from
+// the context: carried over, they would be sent to the upstream as the
+// gateway's own (an initialize claiming the client's protocol version).
+func own(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.Background())
+	if dl, ok := ctx.Deadline(); ok {
+		var c2 context.CancelFunc
+		out, c2 = context.WithDeadline(out, dl)
+		prev := cancel
+		cancel = func() { c2(); prev() }
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return out, func() { stop(); cancel() }
 }

@@ -25,6 +25,7 @@ type memStore struct {
 	mu          sync.Mutex
 	tools       map[string]store.Tool
 	notes       map[string][]string
+	servers     []store.Server
 	failNotes   bool
 	seq         int64
 }

@@ -13,27 +13,30 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
+	"github.com/mcpconform/mcpconform/reference/relay"
 )
 
-// middleware answers tools/call and tools/list; every other method goes to
+// middleware answers tools/call and tools/list, declares the capabilities
+// and answers the relayed methods (relay.go); every other method goes to
 // the SDK.
 func (h *handler) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		switch method {
-		case "tools/call", "tools/list":
-		default:
-			return next(ctx, method, req)
-		}
 		defer func() {
 			if v := recover(); v != nil {
 				h.log.Error("mcp method panic", "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				res, err = nil, h.rpcError(fmt.Errorf("panic"))
 			}
 		}()
-		if method == "tools/list" {
+		switch method {
+		case "tools/list":
 			return h.listTools(ctx)
+		case "tools/call":
+			return h.callTool(ctx, req)
 		}
-		return h.callTool(ctx, req)
+		if res, handled, err := h.relayMethod(ctx, method, req, next); handled {
+			return res, err
+		}
+		return next(ctx, method, req)
 	}
 }
 
@@ -83,7 +86,11 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.CallTimeout)
+	rctx := relay.With(ctx, h.callRelay(ctx, req, params, hdr))
+	if params.InputResponses != nil || params.RequestState != "" {
+		rctx = relay.WithRound(rctx, &relay.Round{InputResponses: params.InputResponses, RequestState: params.RequestState})
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), h.opts.CallTimeout)
 	defer cancel()
 	resp, err := h.core.Call(cctx, cr)
 	if err != nil {

@@ -108,6 +108,9 @@ type Options struct {
 	// Codes are the JSON-RPC codes of the gateway's reasons (a table of
 	// gateway.CodeTable); nil answers with gateway.Codes.
 	Codes map[string]int64
+	// Relay serves the registered upstream servers' prompts, resources and
+	// completion; nil serves tools alone.
+	Relay Relay
 }
 
 // Handler returns the http.Handler for POST /mcp (and GET/DELETE of
@@ -130,13 +133,31 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	h := &handler{core: core, verifier: verifier, tools: tools, opts: opts, log: opts.Logger}
 
-	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		// tools/list is answered by our middleware; SetCacheable is never
 		// consulted for it.
-	})
+	}
+	if opts.Relay != nil {
+		// The middleware declares what is served (relay.go); these let the
+		// SDK keep each session's subscriptions and log level.
+		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+		sopts.Capabilities.Logging = &mcp.LoggingCapabilities{}
+		sopts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return opts.Relay.Subscribe(ctx, r.Params) }
+		sopts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
+			return opts.Relay.Unsubscribe(ctx, r.Params)
+		}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	server.AddReceivingMiddleware(h.middleware)
+	if opts.Relay != nil {
+		opts.Relay.OnResourceUpdated(func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+			if err := server.ResourceUpdated(ctx, p); err != nil {
+				h.log.Warn("relay a resource update", "uri", p.URI, "err", err)
+			}
+		})
+	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 
 	// Both handlers answer with application/json (one response per POST),
@@ -153,6 +174,14 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 		Logger:              opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 	})
+	// A stateless tools/call that asks for messages during the call (a
+	// progressToken, a log level) is answered with an event stream, the only
+	// answer that can carry them there.
+	streaming := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
 	// The SDK binds a 2025-11-25 session to the TokenInfo.UserID of the
 	// request that created it; we authenticated already, so the "verifier"
 	// only hands the result on: a session opened with one API key cannot be
@@ -166,6 +195,7 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.stateful = bind(stateful)
 	h.stateless = bind(stateless)
+	h.streaming = bind(streaming)
 	return h
 }
 
@@ -177,7 +207,9 @@ type handler struct {
 	log       *slog.Logger
 	stateful  http.Handler
 	stateless http.Handler
-	states    sync.Map // token -> *requestState
+	streaming http.Handler // stateless, answering with an event stream
+	states    sync.Map     // token -> *requestState
+	logLevels sync.Map     // 2025-11-25 session id -> mcp.LoggingLevel it set
 }
 
 // requestState is what the outer handler knows about one HTTP request.
@@ -291,18 +323,41 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route picks the SDK handler: the stateless one for the 2026-07-28
+// route picks the SDK handler: a stateless one for the 2026-07-28
 // protocol and for a sessionless non-initialize request of an older one (the
 // SDK answers it in a one-request session, which lets curl call a tool
-// without a handshake); the stateful one otherwise.
+// without a handshake), streaming its answer when the call asks for
+// messages during it; the stateful one otherwise.
 func (h *handler) route(r *http.Request, env envelope) http.Handler {
+	stateless := h.stateless
+	if streams(r, env) {
+		stateless = h.streaming
+	}
 	if v := r.Header.Get(HeaderProtocol); v >= Protocol20260728 {
-		return h.stateless
+		return stateless
 	}
 	if r.Method == http.MethodPost && r.Header.Get(HeaderSession) == "" && (env.Method == nil || *env.Method != "initialize") {
-		return h.stateless
+		return stateless
 	}
 	return h.stateful
+}
+
+// streams reports whether a request is a tools/call asking for messages
+// during the call (a progressToken, a log level in its _meta) from a client
+// that accepts an event stream.
+func streams(r *http.Request, env envelope) bool {
+	if env.Method == nil || *env.Method != "tools/call" || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(env.Params, &p) != nil {
+		return false
+	}
+	_, progress := p.Meta["progressToken"]
+	_, level := p.Meta[mcp.MetaKeyLogLevel]
+	return progress || level
 }
 
 func (h *handler) authenticate(r *http.Request) (gateway.Caller, error) {

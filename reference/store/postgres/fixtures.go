@@ -203,22 +203,27 @@ func (s *Store) Trusts(ctx context.Context) ([]store.Trust, error) {
 // PutTool inserts or replaces a tool; t.Removed is ignored, a put tool is live.
 func (s *Store) PutTool(ctx context.Context, t store.Tool) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, removed)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, false)
+		_, err := tx.Exec(ctx, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, price = excluded.price,
 				read_only = excluded.read_only, approval = excluded.approval, upstream_url = excluded.upstream_url,
-				upstream_tool = excluded.upstream_tool, removed = false`,
-			t.Name, t.Description, t.Price, t.ReadOnly, t.Approval, t.UpstreamURL, t.UpstreamTool)
+				upstream_tool = excluded.upstream_tool, overrides = excluded.overrides, removed = false`,
+			t.Name, t.Description, t.Price, t.ReadOnly, t.Approval, t.UpstreamURL, t.UpstreamTool, string(t.Overrides))
 		return err
 	})
 	return wrap("put tool", err)
 }
 
-const toolCols = `name, description, price, read_only, approval, upstream_url, upstream_tool, removed`
+const toolCols = `name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed`
 
 func scanTool(r pgx.Row) (store.Tool, error) {
 	var t store.Tool
-	return t, r.Scan(&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &t.Removed)
+	var overrides string
+	err := r.Scan(&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &overrides, &t.Removed)
+	if overrides != "" {
+		t.Overrides = json.RawMessage(overrides)
+	}
+	return t, err
 }
 
 // Tool reads a tool, removed or not.
@@ -240,6 +245,44 @@ func (s *Store) RemoveTool(ctx context.Context, name string) error {
 		return execOne(ctx, tx, store.ErrNotFound, `UPDATE tools SET removed = true WHERE name = $1`, name)
 	})
 	return wrap("remove tool", err)
+}
+
+// PutServer inserts or replaces a server.
+func (s *Store) PutServer(ctx context.Context, sv store.Server) error {
+	prices, readOnly, err := store.EncodeServerRule(sv)
+	if err != nil {
+		return wrap("put server", err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO servers (name, url, prefix, price, prices, read_only) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (name) DO UPDATE SET url = excluded.url, prefix = excluded.prefix, price = excluded.price,
+				prices = excluded.prices, read_only = excluded.read_only`,
+			sv.Name, sv.URL, sv.Prefix, sv.Price, prices, readOnly)
+		return err
+	})
+	return wrap("put server", err)
+}
+
+// Servers lists the servers by name.
+func (s *Store) Servers(ctx context.Context) ([]store.Server, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, url, prefix, price, prices, read_only FROM servers ORDER BY name`)
+	out, err := collect(rows, err, func(r pgx.Row) (store.Server, error) {
+		var sv store.Server
+		var prices, readOnly string
+		if err := r.Scan(&sv.Name, &sv.URL, &sv.Prefix, &sv.Price, &prices, &readOnly); err != nil {
+			return sv, err
+		}
+		return sv, store.DecodeServerRule(&sv, prices, readOnly)
+	})
+	return out, wrap("servers", err)
+}
+
+// RemoveServer deletes a server.
+func (s *Store) RemoveServer(ctx context.Context, name string) error {
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		return execOne(ctx, tx, store.ErrNotFound, `DELETE FROM servers WHERE name = $1`, name)
+	})
+	return wrap("remove server", err)
 }
 
 // CreatePermit inserts a permit.

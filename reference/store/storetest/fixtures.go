@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +157,8 @@ func testTools(t *testing.T, s store.Store) {
 	echo := store.Tool{Name: "partner.echo", Description: "echoes", Price: 1}
 	count := store.Tool{Name: "partner.notes.count", Description: "counts", Price: 1, ReadOnly: true}
 	up := store.Tool{Name: "upstream.deploy", Description: "deploys", Price: 50, Approval: true,
-		UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "deploy"}
+		UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "deploy",
+		Overrides: json.RawMessage(`{"title":"Deploy","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}}`)}
 	for _, tool := range []store.Tool{up, echo, count} {
 		must(t, s.PutTool(ctx(t), tool))
 	}
@@ -180,6 +182,25 @@ func testTools(t *testing.T, s store.Store) {
 	wantErr(t, "remove missing tool", s.RemoveTool(ctx(t), "no.such.tool"), store.ErrNotFound)
 	_, err = s.Tool(ctx(t), "no.such.tool")
 	wantErr(t, "missing tool", err, store.ErrNotFound)
+}
+
+func testServers(t *testing.T, s store.Store) {
+	b := store.Server{Name: "b", URL: "http://127.0.0.1:9/mcp", Price: 2}
+	a := store.Server{Name: "a", URL: "http://127.0.0.1:8/mcp", Prefix: "ev.", Price: 1,
+		Prices: map[string]int64{"deploy": 50}, ReadOnly: []string{"status"}}
+	must(t, s.PutServer(ctx(t), b))
+	must(t, s.PutServer(ctx(t), a))
+	got, err := s.Servers(ctx(t))
+	must(t, err)
+	diff(t, "servers (by name)", []store.Server{a, b}, got)
+
+	b.URL, b.Prices = "http://127.0.0.1:7/mcp", map[string]int64{"x": 0}
+	must(t, s.PutServer(ctx(t), b))
+	must(t, s.RemoveServer(ctx(t), a.Name))
+	got, err = s.Servers(ctx(t))
+	must(t, err)
+	diff(t, "servers after a replace and a removal", []store.Server{b}, got)
+	wantErr(t, "remove missing server", s.RemoveServer(ctx(t), a.Name), store.ErrNotFound)
 }
 
 func testPermits(t *testing.T, s store.Store) {

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"principals", false, testPrincipals},
 		{"trusts", false, testTrusts},
 		{"tools", false, testTools},
+		{"servers", false, testServers},
 		{"permits", false, testPermits},
 		{"acquire lock", false, testAcquireLock},
 		{"locks by prefix", false, testLocksByPrefix},

@@ -1,0 +1,27 @@
+@rounds
+Feature: A multi-round call is one operation
+  MCP 2026-07-28 lets a tool answer a round of a call with an input-required
+  result: it asks the client for input (inputRequests) and hands it a state
+  (requestState); the client sends the call again with its answers. The
+  rounds are one operation: charged once, for the round that finishes, and
+  the finished call's result is what a retry replays.
+
+  Background:
+    Given a wallet with 100 credits and an API key
+    And an upstream multi-round tool "ask" priced 3 credits
+
+  @rounds-01 @must @needs-upstream @needs-fixtures
+  Scenario: A call that asks for input is charged once, and its retry replays the final result
+    Requirement: A keyed call whose tool asks for input in its first round, answered in a second round with the same key, is charged its price once in all (the round that asked nets to zero), dispatched once, and a retry of the finished round replays its result.
+    Source: MCP specification 2026-07-28 (multi round-trip requests: input-required results, inputResponses, requestState); docs/wire.md (multi-round calls); issue 10
+    Given "A" speaks protocol 2026-07-28
+    When "A" calls "ask" with {"token":"$op1"} using key "$k1"
+    Then the last answer of "A" asks for input
+    And the wallet balance changed by 0
+    When "A" answers the input its last answer asked for
+    Then "A" gets a result
+    And the wallet balance changed by -3
+    When "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its second answer
+    And the wallet balance changed by -3
+    And the probe saw "$op1" dispatched 1 time

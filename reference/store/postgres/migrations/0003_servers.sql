@@ -1,0 +1,10 @@
+-- Upstream MCP servers registered whole (store.Server); prices and read_only
+-- are JSON ('' when none).
+CREATE TABLE servers (
+	name      TEXT PRIMARY KEY,
+	url       TEXT NOT NULL,
+	prefix    TEXT NOT NULL,
+	price     BIGINT NOT NULL,
+	prices    TEXT NOT NULL,
+	read_only TEXT NOT NULL
+);

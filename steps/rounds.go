@@ -1,0 +1,114 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cucumber/godog"
+	"github.com/google/uuid"
+
+	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// Multi-round calls, as MCP 2026-07-28 has them: a tool may answer a round
+// with an input-required result (inputRequests, requestState), and the
+// client sends the call again with its answers (inputResponses) and the
+// state. The rounds are one operation: charged once, for the round that
+// finishes, whose result a retry replays.
+func registerRounds(sc *godog.ScenarioContext) {
+	sc.Step(`^an upstream multi-round tool "([^"]*)" priced (\d+) credits?$`, aMultiRoundTool)
+	sc.Step(`^the last answer of "([^"]*)" asks for input$`, asksForInput)
+	sc.Step(`^"([^"]*)" answers the input its last answer asked for$`, answersInput)
+}
+
+// aMultiRoundTool registers a tool forwarding to the probe's multi-round
+// tool; only a control API can route one there.
+func aMultiRoundTool(ctx context.Context, alias string, price int64) error {
+	w := getWorld(ctx)
+	if !w.env.fixtures() {
+		return w.cannot(reports.CapFixtures, fmt.Sprintf("a multi-round upstream tool %q routed to the probe's %s", alias, probe.ToolAsk))
+	}
+	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
+	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: price,
+		UpstreamURL: w.env.Probe.URL(), UpstreamTool: probe.ToolAsk}); err != nil {
+		return fmt.Errorf("register upstream tool %s: %w", name, err)
+	}
+	w.tools[alias], w.prices[alias] = name, price
+	return nil
+}
+
+// inputAsked is what an input-required result asks for, or nil.
+type inputAsked struct {
+	ids   []string // the input requests' ids
+	state string
+}
+
+func askedOf(a *answer) *inputAsked {
+	var rt string
+	if a == nil || json.Unmarshal(a.ResultField("resultType"), &rt) != nil || rt != "input_required" {
+		return nil
+	}
+	var reqs map[string]json.RawMessage
+	var state string
+	if json.Unmarshal(a.ResultField("inputRequests"), &reqs) != nil || len(reqs) == 0 {
+		return nil
+	}
+	_ = json.Unmarshal(a.ResultField("requestState"), &state)
+	in := &inputAsked{state: state}
+	for id := range reqs {
+		in.ids = append(in.ids, id)
+	}
+	sort.Strings(in.ids)
+	return in
+}
+
+func asksForInput(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	actual := w.describe(a)
+	if a.IsResult() {
+		actual = "a result: " + string(a.Result())
+	}
+	return w.check(fmt.Sprintf("the last answer of %s asks for input", who), reports.CapWire, askedOf(a) != nil,
+		`a result with resultType "input_required", its inputRequests and a requestState`, actual)
+}
+
+// answersInput sends the client's last call again as the call's next round:
+// the same tool, arguments and key, a new JSON-RPC id, every input request
+// accepted (as an elicitation answer) and the state sent back. It becomes
+// the client's last call, so a retry repeats this round.
+func answersInput(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	c := w.clientFor(who)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	in := askedOf(a)
+	if in == nil || c.last == nil {
+		return fmt.Errorf("%s's last answer asks for no input to answer (%s)", who, w.describe(a))
+	}
+	next := *c.last
+	next.ID = nil
+	next.InputResponses = map[string]any{}
+	for _, id := range in.ids {
+		next.InputResponses[id] = map[string]any{"action": "accept", "content": map[string]any{"ok": true}}
+	}
+	next.RequestState = in.state
+	next.Label = strings.TrimSuffix(next.Label, " (next round)") + " (next round)"
+	c.last = &next
+	got, err := w.do(ctx, c, &next)
+	if err != nil && got == nil {
+		return fmt.Errorf("%s answers the input: %w", who, err)
+	}
+	c.answers = append(c.answers, got)
+	return nil
+}
