@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path"
@@ -201,9 +202,14 @@ func TestTamperedBundlesFail(t *testing.T) {
 		{"tampered signature", rewrite(t, good, false, func(e map[string][]byte) {
 			var s Signature
 			json.Unmarshal(e[SignatureFile], &s)
-			sig := []byte(s.Signature)
+			// Flip a bit of the signature itself, not of its base64 text,
+			// which could turn a character into one base64 does not have.
+			sig, err := base64.StdEncoding.DecodeString(s.Signature)
+			if err != nil {
+				t.Fatal(err)
+			}
 			sig[5] ^= 1
-			s.Signature = string(sig)
+			s.Signature = base64.StdEncoding.EncodeToString(sig)
 			e[SignatureFile], _ = json.Marshal(s)
 		}), pub, "the signature does not verify"},
 		{"manifest edited after signing", rewrite(t, good, false, func(e map[string][]byte) {

@@ -187,7 +187,9 @@ func TestReferenceStartFailures(t *testing.T) {
 		want []string
 	}{
 		{"child exits", func() Options { return fakeOpts("exit") }, []string{"exited before it was ready", "fatal: store unreachable"}},
-		{"never ready", func() Options { o := fakeOpts("hang"); o.ReadyTimeout = 300 * time.Millisecond; return o }, []string{"not ready after 300ms", "starting"}},
+		// Long enough for the child to have printed "starting" however loaded
+		// the machine: the error must carry the child's output.
+		{"never ready", func() Options { o := fakeOpts("hang"); o.ReadyTimeout = 3 * time.Second; return o }, []string{"not ready after 3s", "starting"}},
 		{"no binary", func() Options { o := fakeOpts("ok"); o.Binary = filepath.Join(t.TempDir(), "nope"); return o }, []string{"start"}},
 		{"unknown store", func() Options { o := fakeOpts("ok"); o.Store = "mysql"; return o }, []string{`store "mysql"`}},
 		{"postgres without dsn", func() Options { o := fakeOpts("ok"); o.Store = "postgres"; return o }, []string{"DATABASE_URL"}},
