@@ -136,6 +136,9 @@ type Check struct {
 	Expected  string `json:"expected"`
 	// Actual is what was observed; for a check not observed, why not.
 	Actual string `json:"actual"`
+	// Witness names the requests, dispatches and ledger entries the check
+	// looked at, in this scenario's record.
+	Witness *Witness `json:"witness,omitempty"`
 }
 
 // Status is the check's state, also for files written before State existed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
@@ -87,4 +88,16 @@ func (w *world) recordEffects(ctx context.Context) error {
 			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt})})
 	}
 	return nil
+}
+
+// dispatchesIn are the history's dispatch events of some tokens.
+func dispatchesIn(ops []reports.Op, tokens []string) []reports.Dispatch {
+	var out []reports.Dispatch
+	for _, op := range ops {
+		var v reports.EffectValue
+		if op.F == reports.FDispatch && json.Unmarshal(op.Value, &v) == nil && slices.Contains(tokens, v.Token) {
+			out = append(out, reports.Dispatch{Token: v.Token, At: op.Time})
+		}
+	}
+	return out
 }

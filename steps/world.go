@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,9 @@ type world struct {
 	effectsRecorded                        bool
 	stepErr                                error // the first step error or skip
 	stepIdx                                int   // index of the step running, in the pickle's order
+	// seen is what the running step looked at since its last check: the
+	// witness the next check carries.
+	seen reports.Witness
 }
 
 func getWorld(ctx context.Context) *world {
@@ -122,17 +126,79 @@ func (w *world) addExchange(ex reports.Exchange) {
 }
 
 // check records an observed assertion and turns a violation into the
-// step's error: expected next to what was observed, and the evidence file.
+// step's error: what was observed first, what was expected, the witness
+// (the requests, dispatches and ledger entries the step looked at) and the
+// evidence file.
 func (w *world) check(step, capability string, ok bool, expected, actual string) error {
 	state := reports.Held
 	if !ok {
 		state = reports.Violated
 	}
-	w.addCheck(reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual})
+	c := reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual}
+	w.addCheck(c)
 	if ok {
 		return nil
 	}
-	return fmt.Errorf("%s\n  expected: %s\n  observed: %s\n  evidence: evidence/%s.json", step, expected, actual, reports.SafeName(w.entry.ID))
+	w.mu.Lock()
+	msg := failure(w.evidence, w.evidence.Checks[len(w.evidence.Checks)-1])
+	w.mu.Unlock()
+	return errors.New(msg + w.evidenceNote())
+}
+
+// evidenceNote ends a failure with the file that holds the whole record.
+func (w *world) evidenceNote() string {
+	return fmt.Sprintf("\n  evidence: evidence/%s.json", reports.SafeName(w.entry.ID))
+}
+
+// failure is a violated check as a reason: the observation first, then
+// the check and each item of its witness on a line of its own.
+func failure(s reports.Scenario, c reports.Check) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n  check: %s", reports.Finding(c), c.Step)
+	for _, l := range reports.WitnessLines(s, c) {
+		fmt.Fprintf(&b, "\n  witness: %s", l)
+	}
+	return b.String()
+}
+
+// noteAnswer adds the exchange that carried an answer to what the running
+// step looked at.
+func (w *world) noteAnswer(a *answer) {
+	if a == nil || a.Answer == nil {
+		return
+	}
+	ex := a.Exchange
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.evidence.Exchanges) - 1; i >= 0; i-- {
+		e := w.evidence.Exchanges[i]
+		if e.Lane == ex.Lane && e.Label == ex.Label && e.Started.Equal(ex.Started) {
+			if !slices.Contains(w.seen.Exchanges, i) {
+				w.seen.Exchanges = append(w.seen.Exchanges, i)
+			}
+			return
+		}
+	}
+}
+
+// noteDispatches adds probe dispatches to what the running step looked at.
+func (w *world) noteDispatches(ds []reports.Dispatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen.Dispatches = append(w.seen.Dispatches, ds...)
+}
+
+// noteLedger adds a ledger's debits and refunds to what the running step
+// looked at.
+func (w *world) noteLedger(l *reports.Ledger) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen.Ledger = nil // the latest read is the one judged
+	for _, e := range l.Entries {
+		if e.Kind == "debit" || e.Kind == "refund" {
+			w.seen.Ledger = append(w.seen.Ledger, e)
+		}
+	}
 }
 
 // unobserved records a check the target gives no way to observe; the
@@ -147,6 +213,11 @@ func (w *world) addCheck(c reports.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c.StepIndex = w.stepIdx
+	if !w.seen.IsEmpty() {
+		wit := w.seen
+		c.Witness = &wit
+	}
+	w.seen = reports.Witness{}
 	w.evidence.Checks = append(w.evidence.Checks, c)
 	if c.State == reports.Violated && w.evidence.Expected == "" {
 		w.evidence.Expected, w.evidence.Actual = c.Expected, c.Actual
@@ -234,6 +305,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		if w := getWorld(ctx); w != nil {
 			w.mu.Lock()
 			w.stepIdx++
+			w.seen = reports.Witness{}
 			w.mu.Unlock()
 		}
 		return ctx, nil
@@ -376,9 +448,10 @@ func (w *world) recount(ctx context.Context) {
 		if err != nil || n == c.seen {
 			continue
 		}
+		at := w.dispatchWitness(ctx, c.token)
 		_ = w.check(c.step+reports.LateSuffixes[0], reports.CapUpstream, false,
 			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
-			fmt.Sprintf("%d dispatch(es) after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, w.env.Settle))
+			fmt.Sprintf("%d dispatch(es)%s, after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, at, w.env.Settle))
 	}
 }
 
@@ -421,12 +494,10 @@ func (w *world) decide(err error, interrupted bool) {
 		// Whatever the steps saw after the stop is not the target's doing.
 		ev.Verdict, ev.Reason = reports.Interrupted, "the run was interrupted"
 	case len(violated) > 0:
+		// The first violated check is the finding, whatever error godog
+		// hands over (it may join the step's error with others).
 		ev.Verdict = reports.Failed
-		if err != nil && !errors.Is(err, godog.ErrSkip) {
-			ev.Reason = err.Error()
-		} else {
-			ev.Reason = "violated: " + strings.Join(violated, "; ")
-		}
+		ev.Reason = w.firstFinding() + w.evidenceNote()
 	case err != nil && errors.As(err, &skip):
 		ev.Missing = skip.capability
 		if len(ev.Checks) > 0 {
@@ -447,6 +518,17 @@ func (w *world) decide(err error, interrupted bool) {
 	default:
 		ev.Verdict = reports.Passed
 	}
+}
+
+// firstFinding is the first violated check, observation first, with its
+// witness.
+func (w *world) firstFinding() string {
+	for _, c := range w.evidence.Checks {
+		if c.Status() == reports.Violated {
+			return failure(w.evidence, c)
+		}
+	}
+	return ""
 }
 
 func (w *world) restore(ctx context.Context) {
