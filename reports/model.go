@@ -97,11 +97,16 @@ type Scenario struct {
 	// Concurrency is how many clients its concurrent step used, if any.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Missing is the capability whose absence skipped the scenario.
-	Missing      string     `json:"missing,omitempty"`
-	Expected     string     `json:"expected,omitempty"`
-	Actual       string     `json:"actual,omitempty"`
-	Duration     Duration   `json:"duration"`
-	Exchanges    []Exchange `json:"exchanges,omitempty"`
+	Missing   string     `json:"missing,omitempty"`
+	Expected  string     `json:"expected,omitempty"`
+	Actual    string     `json:"actual,omitempty"`
+	Duration  Duration   `json:"duration"`
+	Exchanges []Exchange `json:"exchanges,omitempty"`
+	// Control are the calls the harness made beside the MCP exchanges, in
+	// order: the control API's (fixtures, clock, faults, reads) and the
+	// upstream probe's (stall, unstall, wait). repro replays them between
+	// the exchanges, by time.
+	Control      []Exchange `json:"control,omitempty"`
 	LedgerBefore *Ledger    `json:"ledger_before,omitempty"`
 	LedgerAfter  *Ledger    `json:"ledger_after,omitempty"`
 	History      []Op       `json:"history,omitempty"`

@@ -99,11 +99,11 @@ func registerControl(sc *godog.ScenarioContext) {
 		if !w.has(reports.CapUpstream) {
 			return w.cannot(reports.CapUpstream, "only calls that reach the probe can be stalled")
 		}
-		return w.env.Probe.Stall(ctx, w.expand(tok))
+		return w.probeStall(ctx, w.expand(tok))
 	})
 	sc.Step(`^the probe releases "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		return w.env.Probe.Unstall(ctx, w.expand(tok))
+		return w.probeUnstall(ctx, w.expand(tok))
 	})
 	sc.Step(`^the probe sees "([^"]*)" dispatched$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
@@ -112,7 +112,7 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 		defer cancel()
-		if err := w.env.Probe.WaitFor(wctx, w.expand(tok), 1); err != nil {
+		if err := w.probeWait(wctx, w.expand(tok), 1); err != nil {
 			return fmt.Errorf("the tool never ran: %w", err)
 		}
 		return nil

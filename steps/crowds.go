@@ -106,7 +106,7 @@ func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 	w := getWorld(ctx)
 	if w.has(reports.CapUpstream) {
 		if token := tokenIn(json.RawMessage(w.expand(args))); token != "" {
-			if err := w.env.Probe.Stall(ctx, token); err != nil {
+			if err := w.probeStall(ctx, token); err != nil {
 				return fmt.Errorf("hold the first dispatch: %w", err)
 			}
 			w.holdToken = token
@@ -120,10 +120,10 @@ func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 // (at most a grace period: a gateway may make duplicates wait), then lets
 // the dispatch go.
 func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, others int) {
-	defer func() { _ = w.env.Probe.Unstall(context.WithoutCancel(ctx), w.holdToken) }()
+	defer func() { _ = w.probeUnstall(context.WithoutCancel(ctx), w.holdToken) }()
 	wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
-	if w.env.Probe.WaitFor(wctx, w.holdToken, 1) != nil {
+	if w.probeWait(wctx, w.holdToken, 1) != nil {
 		return
 	}
 	grace := time.NewTimer(2 * time.Second)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -117,6 +118,13 @@ func (w *world) record(op reports.Op) {
 		op.Time = time.Now()
 	}
 	w.history = append(w.history, op)
+}
+
+// addControl keeps a call the harness made beside the MCP exchanges.
+func (w *world) addControl(ex reports.Exchange) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.evidence.Control = append(w.evidence.Control, ex)
 }
 
 func (w *world) addExchange(ex reports.Exchange) {
@@ -296,6 +304,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
+		ctx = control.WithRecorder(ctx, w.addControl)
 		if policy := w.policyTag(); policy != "" && policy != env.Policy {
 			return ctx, w.notApplicable(fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy))
 		}
