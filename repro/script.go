@@ -357,7 +357,8 @@ func (g *gen) emitControl(a *action) {
 	}
 	line += fmt.Sprintf(` > "$TMP/%s.body"`, a.name)
 	if ex.Status >= 300 || ex.Error != "" {
-		line = fmt.Sprintf(`%s || true # the recorded run got %s`, line, statusText(ex))
+		g.p("# The recorded run got %s.", statusText(ex))
+		line += " || true"
 	} else {
 		line = fmt.Sprintf(`%s || die %s`, line, sq(fmt.Sprintf("control call %s (%s) failed", a.name, ex.Method)))
 	}
@@ -494,21 +495,37 @@ func (g *gen) observe() {
 			}
 			perToken[d.Token]++
 		}
+		// An operation dispatched or charged more than once is the anomaly
+		// itself, however many times the replay's timing repeats it; other
+		// counts must come out the same.
 		for _, t := range tokens {
-			if once("d" + t) {
-				g.usesPrb = true
+			if !once("d" + t) {
+				continue
+			}
+			g.usesPrb = true
+			if perToken[t] > 1 {
+				g.p(`observe %s "$(more_than_one "$(probe_count %s)")" yes`, sq(t+" dispatched more than once at the probe"), g.word(t))
+			} else {
 				g.p(`observe %s "$(probe_count %s)" %d`, sq("dispatches of "+t+" at the probe"), g.word(t), perToken[t])
 			}
 		}
 		if len(w.Ledger) > 0 && sc.LedgerAfter != nil && once("ledger") {
 			g.usesCtl = true
-			kinds := map[string]int{}
+			kinds, perReceipt, most := map[string]int{}, map[string]int{}, 0
 			for _, e := range w.Ledger {
 				kinds[e.Kind]++
+				if e.Kind == "debit" && e.Receipt != "" {
+					perReceipt[e.Receipt]++
+					most = max(most, perReceipt[e.Receipt])
+				}
 			}
 			g.p(`ctl GET %s > "$TMP/ledger.json" || die 'read the ledger'`, g.word("/wallets/"+sc.LedgerAfter.WalletID+"/ledger"))
-			for _, k := range []string{"debit", "refund"} {
-				g.p(`observe %s "$(count '"kind":"%s"' "$TMP/ledger.json")" %d`, sq(k+"s in the wallet's ledger"), k, kinds[k])
+			if most > 1 {
+				g.p(`observe 'a receipt debited more than once' "$(more_than_one "$(most_debits "$TMP/ledger.json")")" yes`)
+			} else {
+				for _, k := range []string{"debit", "refund"} {
+					g.p(`observe %s "$(count '"kind":"%s"' "$TMP/ledger.json")" %d`, sq(k+"s in the wallet's ledger"), k, kinds[k])
+				}
 			}
 		}
 		var withReceipt []string
@@ -722,6 +739,14 @@ await() {
   for i in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
   if kill -0 "$1" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"; else wait "$1" || true; fi
 }
+
+# most_debits FILE: the most debits one receipt has in a ledger answer.
+most_debits() {
+  tr '{' '\n' < "$1" | grep '"kind":"debit"' | grep -o '"receipt":"[^"]*"' | sort | uniq -c | sort -rn | head -n 1 | sed 's/^ *\([0-9]*\).*/\1/'
+}
+
+# more_than_one N: yes when N > 1.
+more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
 
 # observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
 observe() {

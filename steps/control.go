@@ -205,6 +205,7 @@ func waitsAt(ctx context.Context, who, point string) error {
 		if out.answer != nil {
 			a = out.answer
 			c.answers = append(c.answers, a)
+			w.noteAnswer(a)
 		}
 		return w.check(fmt.Sprintf("%s reaches %s", who, point), reports.CapFaults, false,
 			fmt.Sprintf("the call waits at fault point %s", point),

@@ -142,6 +142,9 @@ func (w *world) check(step, capability string, ok bool, expected, actual string)
 	if !ok {
 		state = reports.Violated
 	}
+	if !ok && capability == reports.CapLedger {
+		w.ledgerWitness()
+	}
 	c := reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual}
 	w.addCheck(c)
 	if ok {
@@ -167,6 +170,21 @@ func failure(s reports.Scenario, c reports.Check) string {
 		fmt.Fprintf(&b, "\n  witness: %s", l)
 	}
 	return b.String()
+}
+
+// ledgerWitness reads the wallet's ledger for a violated ledger check that
+// looked at no entries (a balance): its debits and refunds are the
+// evidence of the balance it saw.
+func (w *world) ledgerWitness() {
+	w.mu.Lock()
+	looked := len(w.seen.Ledger) > 0
+	w.mu.Unlock()
+	if looked || w.walletID == "" || !w.has(reports.CapLedger) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.env.CallTimeout)
+	defer cancel()
+	_, _ = w.ledger(ctx) // notes the entries; a failed read leaves the witness without them
 }
 
 // noteAnswer adds the exchange that carried an answer to what the running

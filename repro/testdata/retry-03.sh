@@ -91,6 +91,14 @@ await() {
   if kill -0 "$1" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"; else wait "$1" || true; fi
 }
 
+# most_debits FILE: the most debits one receipt has in a ledger answer.
+most_debits() {
+  tr '{' '\n' < "$1" | grep '"kind":"debit"' | grep -o '"receipt":"[^"]*"' | sort | uniq -c | sort -rn | head -n 1 | sed 's/^ *\([0-9]*\).*/\1/'
+}
+
+# more_than_one N: yes when N > 1.
+more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
 # observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
 observe() {
   OBSERVED=$((OBSERVED + 1))
