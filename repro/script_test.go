@@ -116,6 +116,43 @@ func TestScriptFromRecordNotSteps(t *testing.T) {
 	}
 }
 
+// TestScriptWithoutControlAPI: a scenario against a gateway the harness
+// reaches only over MCP and its probe (the external case) replays with the
+// profile's key from the environment, and asks for no control token.
+func TestScriptWithoutControlAPI(t *testing.T) {
+	in := load(t, "lost-01")
+	in.Target.Kind = "url"
+	var probeOnly []reports.Exchange
+	for _, c := range in.Scenario.Control {
+		if c.Lane == "probe" {
+			probeOnly = append(probeOnly, c)
+		}
+	}
+	in.Scenario.Control = probeOnly
+	for i := range in.Scenario.Checks {
+		if w := in.Scenario.Checks[i].Witness; w != nil {
+			w.Ledger = nil // no ledger to see
+		}
+	}
+	res, err := Script(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(res.Script)
+	fp := strings.TrimPrefix(in.Scenario.Exchanges[0].RequestHeaders["Authorization"], "Bearer ***")
+	for _, want := range []string{`: "${KEY_` + fp + `:?`, `-H 'Authorization: Bearer '"${KEY_` + fp + `}"`, `: "${PROBE:?`, "probe stall "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "CONTROL_TOKEN:?") || strings.Contains(s, "\nctl ") {
+		t.Error("a script for a gateway without a control API calls it")
+	}
+	if len(res.Warnings) == 0 {
+		t.Error("no warning that the key comes from the environment")
+	}
+}
+
 func TestScriptWarnsOnPrincipals(t *testing.T) {
 	res, err := Script(load(t, "iga-01"))
 	if err != nil {

@@ -26,6 +26,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL)")
 	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
+	peerFlags(fs, &cfg) // a gateway's upstream pinned at a probe, as for run
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform repro ID [flags] --out DIR\n\n"+
