@@ -24,6 +24,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL)")
+	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
 	peerFlags(fs, &cfg) // a gateway's upstream pinned at a probe, as for run
