@@ -74,17 +74,21 @@ type binding struct {
 }
 
 type gen struct {
-	in       Input
-	b        strings.Builder
-	warn     []string
-	binds    []binding // recorded value -> shell expression, longest first when used
-	bound    map[string]bool
-	running  []*action // MCP requests sent and not yet collected
-	env      []string  // credentials the script takes from the environment
-	gates    int       // crowds released so far
-	usesCtl  bool
-	usesPrb  bool
-	resetCtl []string // control paths cleanup resets (faults, clock, settings)
+	in      Input
+	b       strings.Builder
+	warn    []string
+	binds   []binding // recorded value -> shell expression, longest first when used
+	bound   map[string]bool
+	running []*action // MCP requests sent and not yet collected
+	env     []string  // credentials the script takes from the environment
+	gates   int       // crowds released so far
+	// witnessed are the exchanges the judged checks name; ended, those
+	// whose answer the script notes as there or not when it steers on.
+	witnessed map[int]bool
+	ended     map[string]bool
+	usesCtl   bool
+	usesPrb   bool
+	resetCtl  []string // control paths cleanup resets (faults, clock, settings)
 }
 
 // Script writes repro.sh for one scenario.
@@ -93,7 +97,14 @@ func Script(in Input) (Result, error) {
 	if sc.ID == "" {
 		return Result{}, fmt.Errorf("repro: the scenario has no ID")
 	}
-	g := &gen{in: in, bound: map[string]bool{}}
+	g := &gen{in: in, bound: map[string]bool{}, witnessed: map[int]bool{}, ended: map[string]bool{}}
+	for _, c := range judged(sc) {
+		if c.Witness != nil {
+			for _, ix := range c.Witness.Exchanges {
+				g.witnessed[ix] = true
+			}
+		}
+	}
 	acts := g.actions()
 	if len(acts) == 0 {
 		g.warn = append(g.warn, fmt.Sprintf("the recorded run made no request (%s: %s); there is nothing to replay", sc.Verdict, oneLine(sc.Reason)))
@@ -101,8 +112,8 @@ func Script(in Input) (Result, error) {
 	g.bindFresh(acts)
 	for i := 0; i < len(acts); {
 		a := &acts[i]
-		g.collect(a.ex.Started)
-		if n := crowdAt(acts, i); n > 1 {
+		g.collect(a.ex.Started, !a.mcp)
+		if n := g.crowdAt(acts, i); n > 1 {
 			g.crowd(acts[i : i+n])
 			i += n
 			continue
@@ -114,7 +125,7 @@ func Script(in Input) (Result, error) {
 		g.emit(a)
 		i++
 	}
-	g.collect(time.Time{})
+	g.collect(time.Time{}, false)
 	g.observe()
 	body := g.b.String()
 	g.b.Reset()
@@ -221,25 +232,26 @@ func (g *gen) bindFresh(acts []action) {
 	}
 }
 
-// crowdGap is the most time between the starts of two MCP requests of
-// one crowd: requests the harness released together at a barrier start
-// within microseconds of each other.
-const crowdGap = time.Millisecond
+// crowdGap is the most time between the starts of two MCP requests of one
+// crowd: requests the harness released together at a barrier start within
+// a few milliseconds of each other, even on a busy machine.
+const crowdGap = 10 * time.Millisecond
 
-// crowdAt is how many MCP requests from acts[i] on were released
-// together: each started within crowdGap of the one before, and before any
-// of them was answered.
-func crowdAt(acts []action, i int) int {
+// crowdAt is how many MCP requests from acts[i] on go out together: each
+// started within crowdGap of the one before, on a lane of its own with
+// nothing in flight (so no member waits for another's session).
+func (g *gen) crowdAt(acts []action, i int) int {
+	busy := map[string]bool{}
+	for _, r := range g.running {
+		busy[r.ex.Lane] = true
+	}
 	n := 0
-	var answered time.Time
 	for j := i; j < len(acts) && acts[j].mcp; j++ {
 		ex := acts[j].ex
-		if j > i && (ex.Started.Sub(acts[j-1].ex.Started) > crowdGap || !ex.Started.Before(answered)) {
+		if busy[ex.Lane] || (j > i && ex.Started.Sub(acts[j-1].ex.Started) > crowdGap) {
 			break
 		}
-		if answered.IsZero() || ex.Finished.Before(answered) {
-			answered = ex.Finished
-		}
+		busy[ex.Lane] = true
 		n++
 	}
 	return n
@@ -258,26 +270,42 @@ func (g *gen) crowd(acts []action) {
 		acts[i].gate = gate
 		g.emitMCP(&acts[i])
 	}
-	g.p(`sleep 0.5 # every request reaches the gate`)
+	g.p(`at_gate %s %d`, gate, len(acts))
 	g.p(`exec {GATE_%d}<>"$TMP/%s" # opens it for all of them, and stays open`, g.gates, gate)
 }
 
 // collect waits for every request still running that had ended, in the
 // recorded run, before t (all of them for the zero t); a request the
 // harness dropped on purpose is dropped here too.
-func (g *gen) collect(t time.Time) {
-	var keep []*action
+func (g *gen) collect(t time.Time, steer bool) {
+	var keep, done []*action
 	for _, r := range g.running {
 		if !t.IsZero() && (r.ex.Finished.IsZero() || !r.ex.Finished.Before(t)) {
 			keep = append(keep, r)
 			continue
 		}
+		if steer && r.mcp && g.witnessed[r.num-1] && r.ex.Error == "" {
+			// Whether a witnessed call had its answer before the harness
+			// steered on (released a pause, reset the faults) tells a call
+			// that never reached a fault point from one that waited there.
+			g.p(`ENDED_%s=$(ended "$PID_%s")`, r.name, r.name)
+			g.ended[r.name] = true
+		}
 		if strings.HasPrefix(r.ex.Error, "connection closed by the client") {
 			g.p(`kill "$PID_%s" 2>/dev/null || true; wait "$PID_%s" 2>/dev/null || true`, r.name, r.name)
 			g.p(`echo "-- #%d %s: connection dropped by the client, as the recorded run did"`, r.num, oneLine(r.ex.Label))
 		} else {
-			g.p(`await "$PID_%s"`, r.name)
+			done = append(done, r)
 		}
+	}
+	if len(done) > 0 {
+		var pids []string
+		for _, r := range done {
+			pids = append(pids, fmt.Sprintf(`"$PID_%s"`, r.name))
+		}
+		g.p(`await %s`, strings.Join(pids, " "))
+	}
+	for _, r := range done {
 		if !r.mcp {
 			g.bindAnswer(r)
 			continue
@@ -332,7 +360,7 @@ func (g *gen) emitMCP(a *action) {
 		line += " \\\n  " + h
 	}
 	if a.gate != "" {
-		line = fmt.Sprintf(`{ : < "$TMP/%s"; %s; }`, a.gate, line)
+		line = fmt.Sprintf(`{ touch "$TMP/%s.%s"; : < "$TMP/%s"; %s; }`, a.gate, a.name, a.gate, line)
 	}
 	g.p("%s &", line)
 	g.p(`PID_%s=$!`, a.name)
@@ -464,10 +492,10 @@ func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.b, format+"\n", arg
 // compares it with what the recorded run saw.
 func (g *gen) observe() {
 	sc := g.in.Scenario
-	checks := violated(sc)
+	checks := judged(sc)
 	what := "the recorded run's violated checks"
-	if len(checks) == 0 {
-		checks, what = sc.Checks, "the recorded run's checks (none was violated)"
+	if len(violated(sc)) == 0 {
+		what = "the recorded run's checks (none was violated)"
 	}
 	g.p("")
 	g.p("# ---- Observe again what %s observed ----", what)
@@ -538,6 +566,9 @@ func (g *gen) observe() {
 			name := fmt.Sprintf("x%02d", ix+1)
 			if once("x" + name) {
 				g.p(`observe %s "$(kind %s)" %s`, sq(fmt.Sprintf("how #%d %s ended", ix+1, oneLine(ex.Label))), name, sq(Kind(ex.Status, ex.ResponseBody, ex.Error)))
+				if g.ended[name] {
+					g.p(`observe %s "$ENDED_%s" answered`, sq(fmt.Sprintf("whether #%d was answered before the harness steered on", ix+1)), name)
+				}
 			}
 			if r := Receipt(ex.ResponseBody); r != "" {
 				withReceipt = append(withReceipt, name)
@@ -550,6 +581,15 @@ func (g *gen) observe() {
 	}
 	g.p(`echo`)
 	g.p(`verdict`)
+}
+
+// judged are the checks the script decides by: the violated ones, or
+// every check of a scenario that violated none.
+func judged(sc reports.Scenario) []reports.Check {
+	if v := violated(sc); len(v) > 0 {
+		return v
+	}
+	return sc.Checks
 }
 
 func violated(sc reports.Scenario) []reports.Check {
@@ -732,12 +772,30 @@ distinct() {
   for n in "$@"; do grep -o '"io\.mcpconform/receipt":{[^}]*"id":"[^"]*"' "$TMP/$n.body" | head -n 1 | sed 's/.*"id":"\([^"]*\)"$/\1/'; done | sort -u | grep -c . || true
 }
 
-# await PID: waits for a request the recorded run saw answered by now, at most 5 s: in
-# the replay another twin may be the one held at the probe. The final wait collects it.
+# await PID...: waits for requests the recorded run saw answered by now, at most 5 s in
+# all: in the replay another twin may be the one held at the probe. The final wait
+# collects what is left.
 await() {
+  local i pid left
+  for i in $(seq 100); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"
+    else wait "$pid" || true; fi
+  done
+}
+
+# at_gate GATE N: waits until N requests wait at GATE (at most 5 s).
+at_gate() {
   local i
-  for i in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
-  if kill -0 "$1" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"; else wait "$1" || true; fi
+  for i in $(seq 500); do
+    [ "$(ls "$TMP" | grep -c "^$1\.")" -ge "$2" ] && { sleep 0.02; return; }
+    sleep 0.01
+  done
 }
 
 # most_debits FILE: the most debits one receipt has in a ledger answer.
@@ -747,6 +805,13 @@ most_debits() {
 
 # more_than_one N: yes when N > 1.
 more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
+# ended PID: "answered" when request PID ends within a second, else "still waiting".
+ended() {
+  local i
+  for i in $(seq 20); do kill -0 "$1" 2>/dev/null || { echo answered; return; }; sleep 0.05; done
+  echo "still waiting"
+}
 
 # observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
 observe() {

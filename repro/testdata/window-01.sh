@@ -84,12 +84,30 @@ distinct() {
   for n in "$@"; do grep -o '"io\.mcpconform/receipt":{[^}]*"id":"[^"]*"' "$TMP/$n.body" | head -n 1 | sed 's/.*"id":"\([^"]*\)"$/\1/'; done | sort -u | grep -c . || true
 }
 
-# await PID: waits for a request the recorded run saw answered by now, at most 5 s: in
-# the replay another twin may be the one held at the probe. The final wait collects it.
+# await PID...: waits for requests the recorded run saw answered by now, at most 5 s in
+# all: in the replay another twin may be the one held at the probe. The final wait
+# collects what is left.
 await() {
+  local i pid left
+  for i in $(seq 100); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"
+    else wait "$pid" || true; fi
+  done
+}
+
+# at_gate GATE N: waits until N requests wait at GATE (at most 5 s).
+at_gate() {
   local i
-  for i in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
-  if kill -0 "$1" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"; else wait "$1" || true; fi
+  for i in $(seq 500); do
+    [ "$(ls "$TMP" | grep -c "^$1\.")" -ge "$2" ] && { sleep 0.02; return; }
+    sleep 0.01
+  done
 }
 
 # most_debits FILE: the most debits one receipt has in a ledger answer.
@@ -99,6 +117,13 @@ most_debits() {
 
 # more_than_one N: yes when N > 1.
 more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
+# ended PID: "answered" when request PID ends within a second, else "still waiting".
+ended() {
+  local i
+  for i in $(seq 20); do kill -0 "$1" 2>/dev/null || { echo answered; return; }; sleep 0.05; done
+  echo "still waiting"
+}
 
 # observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
 observe() {
@@ -168,6 +193,7 @@ mcp x03 '#3 A: write' '/mcp' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x01}" &
 PID_x03=$!
+ENDED_x03=$(ended "$PID_x03")
 await "$PID_x03"
 ctl POST '/clock/advance' '{"by":"2ms"}' > "$TMP/c07.body" || die 'control call c07 (POST) failed'
 
@@ -180,6 +206,7 @@ mcp x04 '#4 A: retry' '/mcp' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x01}" &
 PID_x04=$!
+ENDED_x04=$(ended "$PID_x04")
 await "$PID_x04"
 ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c08.body" || die 'control call c08 (GET) failed'
 ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c09.body" || die 'control call c09 (GET) failed'
@@ -194,8 +221,10 @@ wait
 echo
 echo 'check: A gets a result'
 observe 'how #3 A: write ended' "$(kind x03)" 'result'
+observe 'whether #3 was answered before the harness steered on' "$ENDED_x03" answered
 echo 'check: the last answer of A replays answer 1 of A'
 observe 'how #4 A: retry ended' "$(kind x04)" 'replay'
+observe 'whether #4 was answered before the harness steered on' "$ENDED_x04" answered
 observe 'distinct receipts among x04, x03' "$(distinct x04 x03)" 1
 echo 'check: the probe saw r709ee676-op1-3fc22f10 dispatched 1 times'
 observe 'dispatches of r709ee676-op1-3fc22f10 at the probe' "$(probe_count "${RUN}"'r709ee676-op1-3fc22f10')" 1
