@@ -131,6 +131,7 @@ type ledgerView struct {
 type entryView struct {
 	ID, Kind, Receipt, Tool, At string
 	Amount                      int64
+	Witness                     bool // named by a violated check
 }
 
 type exchangeView struct {
@@ -146,6 +147,7 @@ type exchangeView struct {
 	Started, Took           string
 	Outcome, OutcomeClass   string
 	HasRequest, HasResponse bool
+	Witness                 bool // named by a violated check
 }
 
 type header struct{ Name, Value string }
@@ -228,14 +230,16 @@ func buildScenarioView(s Scenario, name string, line SummaryScenario) scenarioVi
 		EvidenceHref: line.Evidence,
 		HistoryHref:  line.History,
 		HistoryOps:   len(s.History),
-		LedgerBefore: buildLedger(s.LedgerBefore),
-		LedgerAfter:  buildLedger(s.LedgerAfter),
 	}
+	offEx, _, offLedger := Offending(s)
+	sv.LedgerBefore, sv.LedgerAfter = buildLedger(s.LedgerBefore, offLedger), buildLedger(s.LedgerAfter, offLedger)
 	if s.LedgerBefore != nil && s.LedgerAfter != nil {
 		sv.LedgerDelta = fmt.Sprintf("%+d", s.LedgerAfter.Balance-s.LedgerBefore.Balance)
 	}
 	for i, e := range s.Exchanges {
-		sv.Exchanges = append(sv.Exchanges, buildExchange(i+1, e))
+		ev := buildExchange(i+1, e)
+		ev.Witness = offEx[i]
+		sv.Exchanges = append(sv.Exchanges, ev)
 	}
 	sv.Timeline = buildTimeline(s)
 	byStep := map[int][]checkView{}
@@ -288,13 +292,13 @@ func stepClass(status string) string {
 	return "v-skip"
 }
 
-func buildLedger(l *Ledger) *ledgerView {
+func buildLedger(l *Ledger, witness map[string]bool) *ledgerView {
 	if l == nil {
 		return nil
 	}
 	lv := &ledgerView{WalletID: l.WalletID, Balance: l.Balance}
 	for _, e := range l.Entries {
-		lv.Entries = append(lv.Entries, entryView{ID: e.ID, Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool, At: fmtTime(e.At)})
+		lv.Entries = append(lv.Entries, entryView{ID: e.ID, Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool, At: fmtTime(e.At), Witness: witness[e.ID]})
 	}
 	return lv
 }
