@@ -82,8 +82,9 @@ type gen struct {
 	running []*action // MCP requests sent and not yet collected
 	env     []string  // credentials the script takes from the environment
 	gates   int       // crowds released so far
-	// witnessed are the exchanges the judged checks name; ended, those
-	// whose answer the script notes as there or not when it steers on.
+	// witnessed are the exchanges that judged checks of fault points name
+	// (whether a call waited at a point); ended, those whose answer the
+	// script notes as there or not when it steers on.
 	witnessed map[int]bool
 	ended     map[string]bool
 	usesCtl   bool
@@ -99,7 +100,7 @@ func Script(in Input) (Result, error) {
 	}
 	g := &gen{in: in, bound: map[string]bool{}, witnessed: map[int]bool{}, ended: map[string]bool{}}
 	for _, c := range judged(sc) {
-		if c.Witness != nil {
+		if c.Witness != nil && c.Capability == reports.CapFaults {
 			for _, ix := range c.Witness.Exchanges {
 				g.witnessed[ix] = true
 			}
@@ -288,7 +289,9 @@ func (g *gen) collect(t time.Time, steer bool) {
 			// Whether a witnessed call had its answer before the harness
 			// steered on (released a pause, reset the faults) tells a call
 			// that never reached a fault point from one that waited there.
-			g.p(`ENDED_%s=$(ended "$PID_%s")`, r.name, r.name)
+			// Given twice the time the run's answer took, and a second at least.
+			ticks := max(20, int(2*r.ex.Finished.Sub(r.ex.Started)/(50*time.Millisecond))+1)
+			g.p(`ENDED_%s=$(ended %s %d)`, r.name, r.name, ticks)
 			g.ended[r.name] = true
 		}
 		if strings.HasPrefix(r.ex.Error, "connection closed by the client") {
@@ -806,10 +809,11 @@ most_debits() {
 # more_than_one N: yes when N > 1.
 more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
 
-# ended PID: "answered" when request PID ends within a second, else "still waiting".
+# ended NAME TICKS: "answered" when request NAME has its answer within TICKS × 50 ms
+# (mcp writes its status last), else "still waiting".
 ended() {
   local i
-  for i in $(seq 20); do kill -0 "$1" 2>/dev/null || { echo answered; return; }; sleep 0.05; done
+  for i in $(seq "$2"); do [ -e "$TMP/$1.status" ] && { echo answered; return; }; sleep 0.05; done
   echo "still waiting"
 }
 
