@@ -94,15 +94,33 @@ type scenarioView struct {
 	FailsRun                          bool
 	Reason, ReasonLine                string
 	Requirement, Source               string
-	Expected, Actual                  string
+	Expected, Actual                  string // shown when no violated check says more
 	Duration                          string
 	EvidenceHref, HistoryHref         string
 	HistoryOps                        int
-	Checks                            []Check
-	LedgerBefore, LedgerAfter         *ledgerView
-	LedgerDelta                       string
-	Exchanges                         []exchangeView
-	Timeline                          *timelineView
+	// Findings are the violated checks, each with its witness; when there
+	// is one, it stands in for the reason (which says the same).
+	Findings                  []checkView
+	Steps                     []stepView
+	LooseChecks               []checkView // checks no recorded step holds (older files)
+	LedgerBefore, LedgerAfter *ledgerView
+	LedgerDelta               string
+	Exchanges                 []exchangeView
+	Timeline                  *timelineView
+}
+
+// stepView is one Gherkin step with how it ended and the checks it made.
+type stepView struct {
+	Keyword, Text, Status, Class string
+	Error                        string // shown when no check of the step says it better
+	Checks                       []checkView
+}
+
+type checkView struct {
+	Mark, MarkClass           string
+	Step, Capability          string
+	Expected, Actual, Finding string
+	Witness                   []string
 }
 
 type ledgerView struct {
@@ -114,6 +132,7 @@ type ledgerView struct {
 type entryView struct {
 	ID, Kind, Receipt, Tool, At string
 	Amount                      int64
+	Witness                     bool // named by a violated check
 }
 
 type exchangeView struct {
@@ -129,6 +148,7 @@ type exchangeView struct {
 	Started, Took           string
 	Outcome, OutcomeClass   string
 	HasRequest, HasResponse bool
+	Witness                 bool // named by a violated check
 }
 
 type header struct{ Name, Value string }
@@ -224,27 +244,75 @@ func buildScenarioView(s Scenario, name string, line SummaryScenario) scenarioVi
 		EvidenceHref: line.Evidence,
 		HistoryHref:  line.History,
 		HistoryOps:   len(s.History),
-		Checks:       s.Checks,
-		LedgerBefore: buildLedger(s.LedgerBefore),
-		LedgerAfter:  buildLedger(s.LedgerAfter),
 	}
+	offEx, _, offLedger := Offending(s)
+	sv.LedgerBefore, sv.LedgerAfter = buildLedger(s.LedgerBefore, offLedger), buildLedger(s.LedgerAfter, offLedger)
 	if s.LedgerBefore != nil && s.LedgerAfter != nil {
 		sv.LedgerDelta = fmt.Sprintf("%+d", s.LedgerAfter.Balance-s.LedgerBefore.Balance)
 	}
 	for i, e := range s.Exchanges {
-		sv.Exchanges = append(sv.Exchanges, buildExchange(i+1, e))
+		ev := buildExchange(i+1, e)
+		ev.Witness = offEx[i]
+		sv.Exchanges = append(sv.Exchanges, ev)
 	}
 	sv.Timeline = buildTimeline(s)
+	byStep := map[int][]checkView{}
+	for _, c := range s.Checks {
+		cv := buildCheck(s, c)
+		if c.Status() == Violated {
+			sv.Findings = append(sv.Findings, cv)
+		}
+		if c.StepIndex >= 0 && c.StepIndex < len(s.Steps) {
+			byStep[c.StepIndex] = append(byStep[c.StepIndex], cv)
+		} else {
+			sv.LooseChecks = append(sv.LooseChecks, cv)
+		}
+	}
+	for i, st := range s.Steps {
+		v := stepView{Keyword: strings.TrimSpace(st.Keyword), Text: st.Text, Status: st.Status, Class: stepClass(st.Status), Checks: byStep[i]}
+		if !slices.ContainsFunc(v.Checks, func(c checkView) bool { return c.Finding != "" }) {
+			v.Error = st.Error
+		}
+		sv.Steps = append(sv.Steps, v)
+	}
 	return sv
 }
 
-func buildLedger(l *Ledger) *ledgerView {
+func buildCheck(s Scenario, c Check) checkView {
+	cv := checkView{Step: c.Step, Capability: c.Capability, Expected: c.Expected, Actual: c.Actual}
+	switch c.Status() {
+	case Held:
+		cv.Mark, cv.MarkClass = "✓", "ok-mark"
+	case NotObserved:
+		cv.Mark, cv.MarkClass = "not observed", "muted"
+	default:
+		cv.Mark, cv.MarkClass = "✗", "bad-mark"
+		cv.Finding = Finding(c)
+		cv.Witness = WitnessLines(s, c)
+	}
+	return cv
+}
+
+// stepClass colours a step's status as its verdict would be.
+func stepClass(status string) string {
+	switch status {
+	case "passed":
+		return "v-pass"
+	case "failed":
+		return "v-fail"
+	case "undefined", "ambiguous", "pending":
+		return "v-undef"
+	}
+	return "v-skip"
+}
+
+func buildLedger(l *Ledger, witness map[string]bool) *ledgerView {
 	if l == nil {
 		return nil
 	}
 	lv := &ledgerView{WalletID: l.WalletID, Balance: l.Balance}
 	for _, e := range l.Entries {
-		lv.Entries = append(lv.Entries, entryView{ID: e.ID, Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool, At: fmtTime(e.At)})
+		lv.Entries = append(lv.Entries, entryView{ID: e.ID, Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool, At: fmtTime(e.At), Witness: witness[e.ID]})
 	}
 	return lv
 }

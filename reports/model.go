@@ -118,11 +118,16 @@ type Scenario struct {
 	// Concurrency is how many clients its concurrent step used, if any.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Missing is the capability whose absence skipped the scenario.
-	Missing      string     `json:"missing,omitempty"`
-	Expected     string     `json:"expected,omitempty"`
-	Actual       string     `json:"actual,omitempty"`
-	Duration     Duration   `json:"duration"`
-	Exchanges    []Exchange `json:"exchanges,omitempty"`
+	Missing   string     `json:"missing,omitempty"`
+	Expected  string     `json:"expected,omitempty"`
+	Actual    string     `json:"actual,omitempty"`
+	Duration  Duration   `json:"duration"`
+	Exchanges []Exchange `json:"exchanges,omitempty"`
+	// Control are the calls the harness made beside the MCP exchanges, in
+	// order: the control API's (fixtures, clock, faults, reads) and the
+	// upstream probe's (stall, unstall, wait). repro replays them between
+	// the exchanges, by time.
+	Control      []Exchange `json:"control,omitempty"`
 	LedgerBefore *Ledger    `json:"ledger_before,omitempty"`
 	LedgerAfter  *Ledger    `json:"ledger_after,omitempty"`
 	History      []Op       `json:"history,omitempty"`
@@ -157,6 +162,9 @@ type Check struct {
 	Expected  string `json:"expected"`
 	// Actual is what was observed; for a check not observed, why not.
 	Actual string `json:"actual"`
+	// Witness names the requests, dispatches and ledger entries the check
+	// looked at, in this scenario's record.
+	Witness *Witness `json:"witness,omitempty"`
 }
 
 // Status is the check's state, also for files written before State existed.

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ const (
 	tlMaxText    = 56  // runes of a label shown in the picture
 	tlMaxTitle   = 400 // runes of a tooltip
 	tlUpstream   = "upstream"
+	tlLedger     = "ledger"
 )
 
 // timelineView is the laid-out swim-lane picture of one scenario; every
@@ -34,12 +36,15 @@ type timelineView struct {
 	Ticks         []tlTick
 	Bars          []tlBar
 	Marks         []tlMark
+	// What the legend explains beyond the outcomes: grouped lanes, the
+	// ledger lane, the marks of a violated check's witness.
+	Grouped, HasLedger, HasWitness bool
 }
 
 type tlLane struct {
 	Name                  string
 	Y, H, LabelY, Width   string
-	Odd, Upstream         bool
+	Odd, Upstream, Ledger bool
 	LabelX, LineX1, LineY string
 }
 
@@ -54,7 +59,8 @@ type tlBar struct {
 
 type tlMark struct {
 	Points, TextX, TextY, GuideX, GuideY1, GuideY2 string
-	Text, Title                                    string
+	Text, Title, Class                             string
+	Guide                                          bool // a crowd's unlabelled marks draw no guide line
 }
 
 // wantsTimeline: concurrent scenarios (more than one lane) and those with
@@ -70,6 +76,11 @@ func wantsTimeline(s Scenario) bool {
 	return len(lanes) > 1
 }
 
+// tlGroupAbove is the most lanes drawn one by one: beyond it, lanes whose
+// exchanges ended alike share one row ("62 lanes"), and only the marks a
+// violated check names carry a label, so 64 twins stay readable.
+const tlGroupAbove = 8
+
 type tlItem struct {
 	start, end time.Time
 	x0, x1     float64
@@ -80,11 +91,21 @@ type tlItem struct {
 	textInside bool
 }
 
+// laneSrc is one row group of the picture: a client's lane, or several
+// lanes whose exchanges ended alike; exs[k] are the k-th exchanges of each.
+type laneSrc struct {
+	name    string
+	lanes   []string
+	exs     [][]int
+	witness bool
+}
+
 func buildTimeline(s Scenario) *timelineView {
 	if !wantsTimeline(s) {
 		return nil
 	}
-	// The time span over everything that has a time.
+	offEx, offDisp, offLedger := Offending(s)
+	// The time span over everything the harness timed.
 	var t0, t1 time.Time
 	see := func(t time.Time) {
 		if t.IsZero() {
@@ -107,6 +128,16 @@ func buildTimeline(s Scenario) *timelineView {
 	if t0.IsZero() {
 		return nil // nothing was timed: no picture rather than a wrong one
 	}
+	// Ledger entries carry the gateway's clock, which a scenario may move:
+	// only those within the span the harness timed are drawn.
+	var entries []LedgerEntry
+	if s.LedgerAfter != nil {
+		for _, e := range s.LedgerAfter.Entries {
+			if (e.Kind == "debit" || e.Kind == "refund") && !e.At.Before(t0) && !e.At.After(t1) {
+				entries = append(entries, e)
+			}
+		}
+	}
 	span := t1.Sub(t0)
 	if span <= 0 {
 		span = time.Millisecond
@@ -119,64 +150,79 @@ func buildTimeline(s Scenario) *timelineView {
 	// Lanes in order of first appearance; exchanges without a start time
 	// cannot be placed and are left to the exchange list.
 	var laneNames []string
-	laneItems := map[string][]*tlItem{}
-	for _, e := range s.Exchanges {
+	laneExs := map[string][]int{}
+	for i, e := range s.Exchanges {
 		if e.Started.IsZero() {
 			continue
 		}
-		lane := e.Lane
-		if lane == "" {
-			lane = "(no lane)"
-		}
-		if _, ok := laneItems[lane]; !ok {
+		lane := laneOf(e)
+		if _, ok := laneExs[lane]; !ok {
 			laneNames = append(laneNames, lane)
-			laneItems[lane] = nil
 		}
-		end := e.Finished
-		open := end.IsZero() || end.Before(e.Started)
-		if open {
-			end = e.Started
-		}
-		out, class := outcome(e)
-		label := e.Label
-		if label == "" {
-			label = e.Method
-		}
-		took := "no finish time"
-		if !open {
-			took = "took " + fmtMillis(end.Sub(e.Started))
-		}
-		it := &tlItem{
-			start: e.Started, end: end,
-			x0: xOf(e.Started), x1: xOf(end),
-			text:  svgText(label+" · "+out, tlMaxText),
-			title: svgText(fmt.Sprintf("%s — lane %s, started %s, %s: %s", label, lane, rel(e.Started), took, out), tlMaxTitle),
-			class: class,
-		}
-		laneItems[lane] = append(laneItems[lane], it)
+		laneExs[lane] = append(laneExs[lane], i)
 	}
+	srcs := groupLanes(s.Exchanges, laneNames, laneExs, offEx)
+	laneItems := make([][]*tlItem, len(srcs))
+	for li, src := range srcs {
+		for _, ixs := range src.exs {
+			laneItems[li] = append(laneItems[li], exchangeItem(s.Exchanges, ixs, src, offEx, xOf, rel))
+		}
+	}
+	crowded := len(laneNames) > tlGroupAbove
 	var marks []*tlItem
+	var markOff []bool
 	for _, d := range s.Dispatches {
 		if d.At.IsZero() {
 			continue
 		}
+		off := offDisp[dispatchKey(d)]
 		text := d.Tool
 		if d.Token != "" {
 			text = strings.TrimSpace(d.Tool + " " + d.Token)
+		}
+		if crowded && !off {
+			text = "" // the tooltip still names it
 		}
 		x := xOf(d.At)
 		marks = append(marks, &tlItem{
 			start: d.At, end: d.At, x0: x - 5, x1: x + 5,
 			text:  svgText(text, tlMaxText),
-			title: svgText(fmt.Sprintf("dispatch %s of %s at %s", d.Token, d.Tool, rel(d.At)), tlMaxTitle),
+			title: svgText(fmt.Sprintf("dispatch %s of %s at %s%s", d.Token, d.Tool, rel(d.At), offNote(off)), tlMaxTitle),
 		})
+		markOff = append(markOff, off)
+	}
+	var debits []*tlItem
+	var debitOff []bool
+	for _, e := range entries {
+		off := offLedger[e.ID]
+		text := fmt.Sprintf("%s %d", e.Kind, e.Amount)
+		if crowded && !off {
+			text = ""
+		}
+		x := xOf(e.At)
+		debits = append(debits, &tlItem{
+			start: e.At, end: e.At, x0: x - 5, x1: x + 5, class: e.Kind,
+			text:  svgText(text, tlMaxText),
+			title: svgText(fmt.Sprintf("%s %s of %d credits, receipt %s, at %s%s", e.Kind, e.ID, e.Amount, e.Receipt, rel(e.At), offNote(off)), tlMaxTitle),
+		})
+		debitOff = append(debitOff, off)
 	}
 
 	maxX := tlLaneLabelW + tlChartW
 	place := func(items []*tlItem, bars bool) int {
 		sort.SliceStable(items, func(i, j int) bool { return items[i].start.Before(items[j].start) })
 		var rowEnd []float64
+		// Marks without a label (a crowd's) overlap on the first row; the
+		// labelled ones stack below it.
+		shared := !bars && slices.ContainsFunc(items, func(it *tlItem) bool { return it.text == "" })
+		if shared {
+			rowEnd = append(rowEnd, math.Inf(1))
+		}
 		for _, it := range items {
+			if shared && it.text == "" {
+				it.row = 0
+				continue
+			}
 			if it.x1-it.x0 < 2 {
 				it.x1 = it.x0 + 2
 			}
@@ -207,20 +253,20 @@ func buildTimeline(s Scenario) *timelineView {
 
 	v := &timelineView{}
 	y := tlAxisH
-	addLane := func(name string, rows int, upstream bool) float64 {
+	addLane := func(name string, rows int, kind string) float64 {
 		h := float64(rows)*tlRowH + 2*tlLanePad
 		v.Lanes = append(v.Lanes, tlLane{
 			Name: svgText(name, 20), Y: px(y), H: px(h), LabelY: px(y + h/2 + 4),
 			LabelX: px(8), LineX1: px(tlLaneLabelW), LineY: px(y + h),
-			Odd: len(v.Lanes)%2 == 1, Upstream: upstream,
+			Odd: len(v.Lanes)%2 == 1, Upstream: kind == tlUpstream, Ledger: kind == tlLedger,
 		})
 		top := y
 		y += h
 		return top
 	}
-	for _, lane := range laneNames {
-		items := laneItems[lane]
-		top := addLane(lane, place(items, true), false)
+	for li, src := range srcs {
+		items := laneItems[li]
+		top := addLane(src.name, place(items, true), "")
 		for _, it := range items {
 			by := top + tlLanePad + float64(it.row)*tlRowH + (tlRowH-tlBarH)/2
 			tx := it.x1 + 4
@@ -234,20 +280,30 @@ func buildTimeline(s Scenario) *timelineView {
 			})
 		}
 	}
-	if len(s.Dispatches) > 0 {
-		top := addLane(tlUpstream, place(marks, false), true)
-		for _, m := range marks {
+	addMarks := func(name string, items []*tlItem, off []bool) {
+		if len(items) == 0 {
+			return
+		}
+		for i, it := range items {
+			if off[i] {
+				it.class = strings.TrimSpace(it.class + " offending")
+			}
+		}
+		top := addLane(name, place(items, false), name)
+		for _, m := range items {
 			cx := (m.x0 + m.x1) / 2
 			cy := top + tlLanePad + float64(m.row)*tlRowH + tlRowH/2
 			v.Marks = append(v.Marks, tlMark{
 				Points: fmt.Sprintf("%s,%s %s,%s %s,%s %s,%s",
 					px(cx), px(cy-6), px(cx+5), px(cy), px(cx), px(cy+6), px(cx-5), px(cy)),
 				TextX: px(cx + 9), TextY: px(cy + 4),
-				GuideX: px(cx), GuideY1: px(tlAxisH),
-				Text: m.text, Title: m.title,
+				GuideX: px(cx), GuideY1: px(tlAxisH), Guide: m.text != "",
+				Text: m.text, Title: m.title, Class: markClass(name, m.class),
 			})
 		}
 	}
+	addMarks(tlUpstream, marks, markOff)
+	addMarks(tlLedger, debits, debitOff)
 	bottom := y
 	for i := range v.Marks {
 		v.Marks[i].GuideY2 = px(bottom)
@@ -262,9 +318,189 @@ func buildTimeline(s Scenario) *timelineView {
 	}
 	v.Width = px(width)
 	v.Height = px(math.Ceil(bottom + 6))
-	v.AriaLabel = fmt.Sprintf("timeline of %s over %s: lanes %d, exchanges %d, dispatches %d",
-		svgText(displayID(s.ID), tlMaxTitle), fmtMillis(span), len(v.Lanes), len(v.Bars), len(v.Marks))
+	v.AriaLabel = fmt.Sprintf("timeline of %s over %s: lanes %d, exchanges %d, dispatches %d, ledger entries %d, marked as a violation's witness %d",
+		svgText(displayID(s.ID), tlMaxTitle), fmtMillis(span), len(laneNames), len(s.Exchanges), len(marks), len(debits), len(offEx)+len(offDisp)+len(offLedger))
+	v.Grouped = len(srcs) < len(laneNames)
+	v.HasLedger = len(debits) > 0
+	v.HasWitness = len(offEx)+len(offDisp)+len(offLedger) > 0
 	return v
+}
+
+func laneOf(e Exchange) string {
+	if e.Lane == "" {
+		return "(no lane)"
+	}
+	return e.Lane
+}
+
+func offNote(off bool) string {
+	if off {
+		return " — witness of a violated check"
+	}
+	return ""
+}
+
+func markClass(lane, class string) string {
+	if lane == tlUpstream {
+		return strings.TrimSpace("dispatch " + class)
+	}
+	return strings.TrimSpace("entry " + class)
+}
+
+// groupLanes keeps up to tlGroupAbove lanes apart; beyond, lanes whose
+// exchanges ended alike (the same labels, and the same outcome but for
+// the receipt) share a row. A lane holding a violation's witness is
+// always drawn alone.
+func groupLanes(exs []Exchange, names []string, laneExs map[string][]int, witness map[int]bool) []laneSrc {
+	var out []laneSrc
+	if len(names) <= tlGroupAbove {
+		for _, n := range names {
+			src := laneSrc{name: n, lanes: []string{n}}
+			for _, ix := range laneExs[n] {
+				src.exs = append(src.exs, []int{ix})
+				src.witness = src.witness || witness[ix]
+			}
+			out = append(out, src)
+		}
+		return out
+	}
+	at := map[string]int{}
+	for _, n := range names {
+		var key []string
+		alone := false
+		for _, ix := range laneExs[n] {
+			kind, _ := outcomeKind(exs[ix])
+			key = append(key, shortLabel(exs[ix])+"\x00"+kind)
+			alone = alone || witness[ix]
+		}
+		k := strings.Join(key, "\x01")
+		if alone {
+			k = "\x02" + n
+		}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, laneSrc{witness: alone})
+		}
+		src := &out[i]
+		src.lanes = append(src.lanes, n)
+		for p, ix := range laneExs[n] {
+			if p == len(src.exs) {
+				src.exs = append(src.exs, nil)
+			}
+			src.exs[p] = append(src.exs[p], ix)
+		}
+	}
+	for i := range out {
+		if len(out[i].lanes) == 1 {
+			out[i].name = out[i].lanes[0]
+		} else {
+			out[i].name = fmt.Sprintf("%d lanes (%s…)", len(out[i].lanes), out[i].lanes[0])
+		}
+	}
+	return out
+}
+
+// exchangeItem is one bar: an exchange, or the same exchange of several
+// grouped lanes, spanning the first start to the last finish, with its
+// outcome counted per receipt.
+func exchangeItem(all []Exchange, ixs []int, src laneSrc, witness map[int]bool, xOf func(time.Time) float64, rel func(time.Time) string) *tlItem {
+	first := all[ixs[0]]
+	start, end := first.Started, time.Time{}
+	open := false
+	marked := false
+	var receipts []string
+	for _, ix := range ixs {
+		e := all[ix]
+		if !e.Started.IsZero() && e.Started.Before(start) {
+			start = e.Started
+		}
+		if e.Finished.IsZero() || e.Finished.Before(e.Started) {
+			open = true
+		} else if e.Finished.After(end) {
+			end = e.Finished
+		}
+		if _, r := outcomeKind(e); r != "" {
+			receipts = append(receipts, r)
+		}
+		marked = marked || witness[ix]
+	}
+	if end.IsZero() {
+		end = start
+	}
+	out, class := outcome(first)
+	if marked {
+		class += " witness"
+	}
+	if len(ixs) == 1 {
+		label := first.Label
+		if label == "" {
+			label = first.Method
+		}
+		took := "no finish time"
+		if !open {
+			took = "took " + fmtMillis(end.Sub(start))
+		}
+		return &tlItem{
+			start: start, end: end, x0: xOf(start), x1: xOf(end), class: class,
+			text:  svgText(label+" · "+out, tlMaxText),
+			title: svgText(fmt.Sprintf("#%d %s — lane %s, started %s, %s: %s%s", ixs[0]+1, label, laneOf(first), rel(start), took, out, offNote(marked)), tlMaxTitle),
+		}
+	}
+	kind, _ := outcomeKind(first)
+	detail := kind
+	if len(receipts) > 0 {
+		status, _, _ := strings.Cut(out, " · ")
+		detail = status + " · receipts " + Tally(receipts, 3)
+		if n := len(slices.Compact(slices.Sorted(slices.Values(receipts)))); n == 1 {
+			kind = status + " · " + receipts[0]
+		} else {
+			kind = fmt.Sprintf("%s · %d receipts", status, n)
+		}
+	}
+	label := shortLabel(first)
+	lanes := src.lanes[0] + " … " + src.lanes[len(src.lanes)-1]
+	return &tlItem{
+		start: start, end: end, x0: xOf(start), x1: xOf(end), class: class,
+		text:  svgText(fmt.Sprintf("%d× %s · %s", len(ixs), label, kind), tlMaxText),
+		title: svgText(fmt.Sprintf("%s, %d lanes (%s), from %s to %s: %s", label, len(src.lanes), lanes, rel(start), rel(end), detail), tlMaxTitle),
+	}
+}
+
+// shortLabel is an exchange's label without its lane ("twin-07: write"
+// is "write"), so the twins' exchanges compare equal.
+func shortLabel(e Exchange) string {
+	l := e.Label
+	if l == "" {
+		l = e.Method
+	}
+	if rest, ok := strings.CutPrefix(l, e.Lane+": "); ok {
+		return rest
+	}
+	return l
+}
+
+// outcomeKind is how an exchange ended, without its receipt (which every
+// operation has its own of), and the receipt.
+func outcomeKind(e Exchange) (kind, receipt string) {
+	out, class := outcome(e)
+	if r := receiptOf(e); r != "" {
+		return class, r
+	}
+	return out, ""
+}
+
+func receiptOf(e Exchange) string {
+	if e.Error != "" {
+		return ""
+	}
+	if m, ok := rpcMessage(e.ResponseBody); ok && m.Result != nil {
+		if r := m.Result.receipt(); r != nil {
+			return r.ID
+		}
+	}
+	return ""
 }
 
 // ticks returns about six round offsets from 0 to span inclusive.

@@ -1,14 +1,24 @@
-// Package repro turns one scenario's evidence into repro.sh: a plain bash
-// script of curl calls that replays the scenario's MCP exchanges against a
-// running gateway, with the control API calls the scenario made (fixtures,
-// faults, clock, settings) in order, and the ledger and dispatch-log reads
-// that show what the gateway did. It needs only bash, curl, sed and grep.
+// Package repro turns what one scenario did into repro.sh: a bash script
+// of curl calls that replays the recorded run against a running gateway
+// and says, by observing again what the failed checks observed, whether
+// the same thing happened: REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).
 //
-// The recorded exchanges are replayed as sent (bodies verbatim, headers but
-// the redacted credential), so tool names, arguments and keys are the
-// original run's; the fixtures are new: the script creates its own wallet and
-// API key, and registers the scenario's tools as aliases of partner.echo
-// (docs/control-api.md), since the harness's upstream probe is gone.
+// The script is built from the run's record alone, never from the step
+// text: the MCP exchanges (bodies and headers as sent), the control API
+// calls and the upstream probe's stalls and waits, in the order they
+// started. What overlapped in the recorded run overlaps in the replay:
+// every MCP request is sent in the background and collected once a later
+// action started after it had ended, so a crowd of twins goes out together
+// and a call paused at a fault point waits while the script steers it. A
+// new step therefore never needs teaching twice, and a scenario against a
+// gateway without a control API replays as well as any.
+//
+// Values of the recorded run are replaced where the replay needs its own:
+// the ids the control API hands out (wallets, keys, faults) are read from
+// the replay's answers, the API keys (recorded as fingerprints) likewise or
+// from the environment, session ids from the replay's handshakes, and probe
+// tokens, idempotency keys and tool names get a prefix fresh to each run of
+// the script, so a second run is never answered from the first's results.
 //
 // Everything here is a pure function of its input, golden-tested.
 package repro
@@ -17,13 +27,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"path"
 	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpconform/mcpconform/catalog"
-	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -32,92 +44,90 @@ const DefaultGateway = "http://127.0.0.1:8719"
 
 // Input is what a script is made from.
 type Input struct {
-	Scenario reports.Scenario // the evidence of the recorded run
+	Scenario reports.Scenario // the record of the run
 	Entry    catalog.Entry    // the catalog entry (file and line of the source)
-	Steps    []string         // the scenario's steps, as Steps returns them
 	Target   reports.Target   // what the recorded run tested, for the header
 }
 
 // Result is the script and what it cannot reproduce faithfully.
 type Result struct {
-	Script []byte
-	// Warnings name steps the script only approximates or cannot run.
+	Script   []byte
 	Warnings []string
 }
 
-// Step patterns, the same sentences as steps/ registers.
-var (
-	reWallet    = regexp.MustCompile(`^a wallet with (\d+) credits and an API key$`)
-	reTool      = regexp.MustCompile(`^an upstream (read-only |approval-gated )?tool "([^"]*)" priced (\d+) credits?$`)
-	reCall      = regexp.MustCompile(`^"([^"]*)" (calls|starts calling) "([^"]*)" with (\{.*\}) (?:using key "([^"]*)"|without a key)$`)
-	reDrop      = regexp.MustCompile(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" and drops the connection once the tool runs$`)
-	reRetry     = regexp.MustCompile(`^"([^"]*)" retries (?:its|their) last call with a new JSON-RPC id( until it is not in progress)?$`)
-	reCrowd     = regexp.MustCompile(`^(\d+) clients (split across every gateway URL )?call "([^"]*)" with (\{.*\}) (?:using key "([^"]*)"|without a key) at once(?:, the first dispatch held)?$`)
-	reWorkload  = regexp.MustCompile(`^a random workload of (\d+) calls runs on "([^"]*)"`)
-	reRaw       = regexp.MustCompile(`^"([^"]*)" (sends the raw body .+|sends a batch of two tools/call requests)$`)
-	reBig       = regexp.MustCompile(`^"([^"]*)" sends a tools/call body (?:of (\d+) MiB|over the gateway's body limit)$`)
-	reProtocol  = regexp.MustCompile(`^"([^"]*)" speaks protocol (\S+)$`)
-	rePrincipal = regexp.MustCompile(`^client "([^"]*)" acts as principal "([^"]*)"$`)
-	reForged    = regexp.MustCompile(`^client "([^"]*)" presents a forged principal token$`)
-	reRevoke    = regexp.MustCompile(`^principal "([^"]*)" is revoked$`)
-	reRemove    = regexp.MustCompile(`^the tool "([^"]*)" is removed$`)
-	reFreeze    = regexp.MustCompile(`^the gateway clock is frozen (?:(\S+) before a window boundary|at a window boundary)$`)
-	reAdvance   = regexp.MustCompile(`^the gateway clock advances (\d\S*|past the effective window|past the stale-lock threshold)$`)
-	reSetting   = regexp.MustCompile(`^the (unkeyed retry window|stale-lock threshold) is (\d+) seconds$`)
-	reArm       = regexp.MustCompile(`^a (pause|failure) is armed at "([^"]*)" for "([^"]*)"$`)
-	reDropResp  = regexp.MustCompile(`^the gateway will drop the response after dispatching "([^"]*)"$`)
-	reWaits     = regexp.MustCompile(`^"([^"]*)" waits at "([^"]*)"$`)
-	reRelease   = regexp.MustCompile(`^the pause at "([^"]*)" is released$`)
-	reStall     = regexp.MustCompile(`^the probe (stalls|releases) "([^"]*)"$`)
-	reLedger    = regexp.MustCompile(`^the ledger has (\d+) debits? and (\d+) refunds?$`)
-	reSaw       = regexp.MustCompile(`^the probe saw "([^"]*)" dispatched (\d+) times?$`)
-	reSawAll    = regexp.MustCompile(`^the probe saw (\d+) dispatch(?:es)? in all$`)
-	reBalance   = regexp.MustCompile(`^the wallet balance changed by (-?\d+)$`)
-	reWho       = regexp.MustCompile(`^(?:the last answer of )?"([^"]*)" `)
-	reVar       = regexp.MustCompile(`\$[a-z]+[0-9]+`)
-)
+// action is one request of the recorded run: an MCP exchange, or a control
+// API or probe call.
+type action struct {
+	ex   reports.Exchange
+	mcp  bool
+	num  int    // the exchange's number in the report (MCP), or in Control
+	name string // the script's file stem for it
+	bg   bool   // sent in the background, collected later
+	gate string // the FIFO a crowd's request waits at
+}
 
-// gen is one script being written.
+// binding replaces a recorded value in the script by a shell expression;
+// a fresh value keeps its text after the run's prefix (literal).
+type binding struct {
+	value, expr string
+	literal     bool
+}
+
 type gen struct {
-	in           Input
-	b            strings.Builder
-	warn         []string
-	used         []bool
-	tools        map[string]string // feature alias -> tool name
-	vars         map[string]string // $op1 -> the recorded value
-	pending      map[string]bool   // lanes with a call in the background
-	sessions     map[string]string // recorded Mcp-Session-Id -> script variable
-	last         map[string]int    // lane -> index of its last exchange
-	faults       map[string]string // fault point -> script variable
-	n            int               // script-made names
-	stale        string            // the scenario's own stale-lock threshold, ms
-	stalled      bool              // a probe stall is standing in as a pause
-	needCaps     bool              // the script reads the gateway's windows
-	faultsUsed   bool              // cleanup resets the faults
-	clockUsed    bool              // cleanup resets the clock
-	settingsUsed bool              // cleanup resets the settings
+	in      Input
+	b       strings.Builder
+	warn    []string
+	binds   []binding // recorded value -> shell expression, longest first when used
+	bound   map[string]bool
+	running []*action // MCP requests sent and not yet collected
+	env     []string  // credentials the script takes from the environment
+	gates   int       // crowds released so far
+	// witnessed are the exchanges that judged checks of fault points name
+	// (whether a call waited at a point); ended, those whose answer the
+	// script notes as there or not when it steers on.
+	witnessed map[int]bool
+	ended     map[string]bool
+	usesCtl   bool
+	usesPrb   bool
+	resetCtl  []string // control paths cleanup resets (faults, clock, settings)
 }
 
 // Script writes repro.sh for one scenario.
 func Script(in Input) (Result, error) {
-	if in.Scenario.ID == "" {
+	sc := in.Scenario
+	if sc.ID == "" {
 		return Result{}, fmt.Errorf("repro: the scenario has no ID")
 	}
-	g := &gen{
-		in: in, used: make([]bool, len(in.Scenario.Exchanges)), tools: map[string]string{}, vars: map[string]string{},
-		pending: map[string]bool{}, sessions: map[string]string{}, last: map[string]int{}, faults: map[string]string{},
-	}
-	g.learn()
-	if in.Scenario.Verdict == reports.Skipped || in.Scenario.Verdict == reports.Undefined {
-		g.warn = append(g.warn, fmt.Sprintf("the recorded run did not run this scenario (%s: %s); the script has only its steps", in.Scenario.Verdict, oneLine(in.Scenario.Reason)))
-	}
-	for _, s := range in.Steps {
-		if err := g.step(s); err != nil {
-			return Result{}, err
+	g := &gen{in: in, bound: map[string]bool{}, witnessed: map[int]bool{}, ended: map[string]bool{}}
+	for _, c := range judged(sc) {
+		if c.Witness != nil && c.Capability == reports.CapFaults {
+			for _, ix := range c.Witness.Exchanges {
+				g.witnessed[ix] = true
+			}
 		}
 	}
-	g.leftovers()
-	g.effects()
+	acts := g.actions()
+	if len(acts) == 0 {
+		g.warn = append(g.warn, fmt.Sprintf("the recorded run made no request (%s: %s); there is nothing to replay", sc.Verdict, oneLine(sc.Reason)))
+	}
+	g.bindFresh(acts)
+	for i := 0; i < len(acts); {
+		a := &acts[i]
+		g.collect(a.ex.Started, !a.mcp)
+		if n := g.crowdAt(acts, i); n > 1 {
+			g.crowd(acts[i : i+n])
+			i += n
+			continue
+		}
+		// A call still running when a later one started runs in the
+		// background (a wait at the probe while the twins go out); the
+		// others in the foreground.
+		a.bg = a.mcp || slices.ContainsFunc(acts[i+1:], func(b action) bool { return b.ex.Started.Before(a.ex.Finished) })
+		g.emit(a)
+		i++
+	}
+	g.collect(time.Time{}, false)
+	g.observe()
 	body := g.b.String()
 	g.b.Reset()
 	g.header()
@@ -125,668 +135,518 @@ func Script(in Input) (Result, error) {
 	return Result{Script: []byte(g.b.String()), Warnings: g.warn}, nil
 }
 
-// learn maps each feature alias to the tool name the recorded run used, and
-// each $var to its recorded value, from the exchanges' labels and bodies.
-func (g *gen) learn() {
-	for _, ex := range g.in.Scenario.Exchanges {
-		_, alias, ok := strings.Cut(ex.Label, ": ")
-		if !ok || alias == "retry" {
-			continue
-		}
-		if name := toolOf(ex); name != "" {
-			if _, seen := g.tools[alias]; !seen {
-				g.tools[alias] = name
-			}
-		}
+// actions merges the exchanges and the control and probe calls in the
+// order they started (an exchange first on a tie: it was sent first).
+func (g *gen) actions() []action {
+	sc := g.in.Scenario
+	var acts []action
+	for i, ex := range sc.Exchanges {
+		acts = append(acts, action{ex: ex, mcp: true, num: i + 1, name: fmt.Sprintf("x%02d", i+1)})
 	}
-	// Bind $vars by matching each call step's template to its exchange.
-	used := make([]bool, len(g.in.Scenario.Exchanges))
-	for _, s := range g.in.Steps {
-		var who, alias, args, key string
-		if m := reCall.FindStringSubmatch(s); m != nil {
-			who, alias, args, key = m[1], m[3], m[4], m[5]
-		} else if m := reDrop.FindStringSubmatch(s); m != nil {
-			who, alias, args, key = m[1], m[2], m[3], m[4]
-		} else {
-			continue
-		}
-		i := findExchange(g.in.Scenario.Exchanges, used, func(ex reports.Exchange) bool { return ex.Label == who+": "+alias })
-		if i < 0 {
-			continue
-		}
-		used[i] = true
-		ex := g.in.Scenario.Exchanges[i]
-		var tmpl, got any
-		if json.Unmarshal([]byte(args), &tmpl) == nil && json.Unmarshal(argumentsOf(ex), &got) == nil {
-			bind(tmpl, got, g.vars)
-		}
-		if reVar.MatchString(key) {
-			if v := unquoteSF(header(ex.RequestHeaders, "Idempotency-Key")); v != "" {
-				g.vars[key] = v
-			}
-		}
+	for i, ex := range sc.Control {
+		acts = append(acts, action{ex: ex, num: i + 1, name: fmt.Sprintf("c%02d", i+1)})
 	}
+	sort.SliceStable(acts, func(i, j int) bool { return acts[i].ex.Started.Before(acts[j].ex.Started) })
+	return acts
 }
 
-func bind(tmpl, got any, vars map[string]string) {
-	switch t := tmpl.(type) {
-	case string:
-		if s, ok := got.(string); ok && reVar.MatchString(t) && reVar.FindString(t) == t {
-			vars[t] = s
+func (g *gen) bind(value, expr string) {
+	if value == "" || g.bound[value] {
+		return
+	}
+	g.bound[value] = true
+	g.binds = append(g.binds, binding{value: value, expr: expr})
+}
+
+// fresh binds a value the replay makes its own with the run's prefix.
+func (g *gen) fresh(value string) {
+	if value == "" || g.bound[value] {
+		return
+	}
+	g.bound[value] = true
+	g.binds = append(g.binds, binding{value: value, expr: "${RUN}", literal: true})
+}
+
+// bindFresh binds what the replay must not share with the recorded run
+// (or with an earlier replay): the gateways' and the probe's addresses,
+// probe tokens, idempotency keys and registered tool names.
+func (g *gen) bindFresh(acts []action) {
+	gateways := 0
+	probe := ""
+	for _, a := range acts {
+		if isProbe(a.ex) {
+			probe = origin(a.ex.URL)
 		}
-	case map[string]any:
-		if m, ok := got.(map[string]any); ok {
-			for k, v := range t {
-				bind(v, m[k], vars)
+		if a.ex.Method == "POST" && pathOf(a.ex) == "/tools" {
+			var t struct {
+				Name        string `json:"name"`
+				UpstreamURL string `json:"upstream_url"`
 			}
-		}
-	case []any:
-		if a, ok := got.([]any); ok {
-			for i := range t {
-				if i < len(a) {
-					bind(t[i], a[i], vars)
+			if json.Unmarshal(a.ex.RequestBody, &t) == nil {
+				if t.UpstreamURL != "" {
+					probe = origin(t.UpstreamURL)
 				}
+				g.fresh(t.Name)
 			}
 		}
 	}
-}
-
-func findExchange(exs []reports.Exchange, used []bool, ok func(reports.Exchange) bool) int {
-	for i, ex := range exs {
-		if !used[i] && ok(ex) {
-			return i
+	if probe != "" {
+		g.usesPrb = true
+		g.bind(probe, "${PROBE}")
+	}
+	// A control call naming another server of the harness (its identity
+	// provider's JWKS) cannot be replayed once the run ended.
+	gw := map[string]bool{probe: true}
+	for _, a := range acts {
+		gw[origin(a.ex.URL)] = true
+	}
+	for _, a := range acts {
+		for _, u := range urlText.FindAllString(string(a.ex.RequestBody), -1) {
+			if o := origin(u); o != "" && !gw[o] {
+				gw[o] = true
+				g.warn = append(g.warn, fmt.Sprintf("%s names %s, a server of the recorded run (the harness's identity provider) that is gone: principals' tokens will not verify", oneLine(a.ex.Label), o))
+			}
 		}
 	}
-	return -1
+	for _, a := range acts {
+		if o := origin(a.ex.URL); o != probe && !g.bound[o] {
+			gateways++
+			v := "${GATEWAY}"
+			if gateways > 1 {
+				v = fmt.Sprintf("${GATEWAY%d}", gateways)
+			}
+			g.bind(o, v)
+		}
+		for _, tok := range tokensIn(a.ex) {
+			g.fresh(tok)
+		}
+		// The key as the header carries it (a Structured Field string keeps
+		// its escapes): the run's prefix needs none.
+		k := headerOf(a.ex.RequestHeaders, "Idempotency-Key")
+		if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
+			k = k[1 : len(k)-1]
+		}
+		g.fresh(k)
+	}
+	for _, d := range g.in.Scenario.Dispatches {
+		g.fresh(d.Token)
+	}
 }
 
-func (g *gen) take(ok func(reports.Exchange) bool) (int, bool) {
-	i := findExchange(g.in.Scenario.Exchanges, g.used, ok)
-	if i < 0 {
-		return -1, false
+// crowdGap is the most time between the starts of two MCP requests of one
+// crowd: requests the harness released together at a barrier start within
+// a few milliseconds of each other, even on a busy machine.
+const crowdGap = 10 * time.Millisecond
+
+// crowdAt is how many MCP requests from acts[i] on go out together: each
+// started within crowdGap of the one before, on a lane of its own with
+// nothing in flight (so no member waits for another's session).
+func (g *gen) crowdAt(acts []action, i int) int {
+	busy := map[string]bool{}
+	for _, r := range g.running {
+		busy[r.ex.Lane] = true
 	}
-	g.used[i] = true
-	return i, true
+	n := 0
+	for j := i; j < len(acts) && acts[j].mcp; j++ {
+		ex := acts[j].ex
+		if busy[ex.Lane] || (j > i && ex.Started.Sub(acts[j-1].ex.Started) > crowdGap) {
+			break
+		}
+		busy[ex.Lane] = true
+		n++
+	}
+	return n
+}
+
+// crowd sends requests the recorded run released together the same way:
+// each waits at a gate (a FIFO), and opening the gate releases them all.
+func (g *gen) crowd(acts []action) {
+	g.gates++
+	gate := fmt.Sprintf("gate%d", g.gates)
+	g.p("")
+	g.p("# %d requests released together, as the recorded run did: each waits at a gate.", len(acts))
+	g.p(`mkfifo "$TMP/%s"`, gate)
+	for i := range acts {
+		acts[i].bg = true
+		acts[i].gate = gate
+		g.emitMCP(&acts[i])
+	}
+	g.p(`at_gate %s %d`, gate, len(acts))
+	g.p(`exec {GATE_%d}<>"$TMP/%s" # opens it for all of them, and stays open`, g.gates, gate)
+}
+
+// collect waits for every request still running that had ended, in the
+// recorded run, before t (all of them for the zero t); a request the
+// harness dropped on purpose is dropped here too.
+func (g *gen) collect(t time.Time, steer bool) {
+	var keep, done []*action
+	for _, r := range g.running {
+		if !t.IsZero() && (r.ex.Finished.IsZero() || !r.ex.Finished.Before(t)) {
+			keep = append(keep, r)
+			continue
+		}
+		if steer && r.mcp && g.witnessed[r.num-1] && r.ex.Error == "" {
+			// Whether a witnessed call had its answer before the harness
+			// steered on (released a pause, reset the faults) tells a call
+			// that never reached a fault point from one that waited there.
+			// Given twice the time the run's answer took, and a second at least.
+			ticks := max(20, int(2*r.ex.Finished.Sub(r.ex.Started)/(50*time.Millisecond))+1)
+			g.p(`ENDED_%s=$(ended %s %d)`, r.name, r.name, ticks)
+			g.ended[r.name] = true
+		}
+		if strings.HasPrefix(r.ex.Error, "connection closed by the client") {
+			g.p(`kill "$PID_%s" 2>/dev/null || true; wait "$PID_%s" 2>/dev/null || true`, r.name, r.name)
+			g.p(`echo "-- #%d %s: connection dropped by the client, as the recorded run did"`, r.num, oneLine(r.ex.Label))
+		} else {
+			done = append(done, r)
+		}
+	}
+	if len(done) > 0 {
+		var pids []string
+		for _, r := range done {
+			pids = append(pids, fmt.Sprintf(`"$PID_%s"`, r.name))
+		}
+		g.p(`await %s`, strings.Join(pids, " "))
+	}
+	for _, r := range done {
+		if !r.mcp {
+			g.bindAnswer(r)
+			continue
+		}
+		if sid := headerOf(r.ex.ResponseHeaders, "Mcp-Session-Id"); sid != "" && !g.bound[sid] {
+			v := "SESSION_" + r.name
+			g.p(`%s=$(header Mcp-Session-Id < "$TMP/%s.headers")`, v, r.name)
+			g.bind(sid, "${"+v+"}")
+		}
+	}
+	g.running = keep
+}
+
+func (g *gen) emit(a *action) {
+	switch {
+	case a.mcp:
+		g.emitMCP(a)
+	case isProbe(a.ex):
+		act := path.Base(pathOf(a.ex))
+		line := fmt.Sprintf(`probe %s %s > "$TMP/%s.body"`, act, g.word(compact(a.ex.RequestBody)), a.name)
+		if a.bg {
+			g.p(`{ %s || echo "!! probe %s failed"; } &`, line, act)
+			g.p(`PID_%s=$!`, a.name)
+			g.running = append(g.running, a)
+			return
+		}
+		g.p(`%s || echo "!! probe %s failed"`, line, act)
+	default:
+		g.emitControl(a)
+	}
+}
+
+func (g *gen) emitMCP(a *action) {
+	ex := a.ex
+	g.p("")
+	g.p("# #%d %s (%s lane)", a.num, oneLine(ex.Label), oneLine(ex.Lane))
+	body := compact(ex.RequestBody)
+	if len(ex.RequestBody) == 0 {
+		body = ex.RequestBodyText
+	}
+	if prefix, n := oversized(body); n > 0 {
+		// The evidence kept the opening of a body over its cap: the body is
+		// rebuilt at its recorded size, the rest a run of x closing a
+		// string and the objects it opened.
+		g.p("# The evidence kept the first %d bytes of this %d-byte body; the rest is rebuilt.", len(prefix), len(prefix)+n)
+		g.p(`{ printf '%%s' %s; head -c %d /dev/zero | tr '\0' x; printf '%%s' '"}}}'; } > "$TMP/%s.req"`, g.word(prefix), max(n-4, 0), a.name)
+	} else {
+		g.p(`printf '%%s' %s > "$TMP/%s.req"`, g.word(body), a.name)
+	}
+	line := fmt.Sprintf(`mcp %s %s %s`, a.name, sq(fmt.Sprintf("#%d %s", a.num, oneLine(ex.Label))), g.word(pathAndQuery(ex.URL)))
+	for _, h := range g.headers(ex) {
+		line += " \\\n  " + h
+	}
+	if a.gate != "" {
+		line = fmt.Sprintf(`{ touch "$TMP/%s.%s"; : < "$TMP/%s"; %s; }`, a.gate, a.name, a.gate, line)
+	}
+	g.p("%s &", line)
+	g.p(`PID_%s=$!`, a.name)
+	g.running = append(g.running, a)
+}
+
+func (g *gen) emitControl(a *action) {
+	ex := a.ex
+	g.usesCtl = true
+	p := pathAndQuery(ex.URL)
+	if i := strings.Index(p, "/control"); i >= 0 {
+		p = p[i+len("/control"):]
+	}
+	for _, reset := range []string{"/faults", "/clock", "/settings"} {
+		if strings.HasPrefix(p, reset) && ex.Method != "GET" && !slices.Contains(g.resetCtl, reset) {
+			g.resetCtl = append(g.resetCtl, reset)
+		}
+	}
+	line := fmt.Sprintf(`ctl %s %s`, ex.Method, g.word(p))
+	if len(ex.RequestBody) > 0 {
+		line += " " + g.word(compact(ex.RequestBody))
+	}
+	line += fmt.Sprintf(` > "$TMP/%s.body"`, a.name)
+	if ex.Status >= 300 || ex.Error != "" {
+		g.p("# The recorded run got %s.", statusText(ex))
+		line += " || true"
+	} else {
+		line = fmt.Sprintf(`%s || die %s`, line, sq(fmt.Sprintf("control call %s (%s) failed", a.name, ex.Method)))
+	}
+	if a.bg {
+		g.p(`{ %s; } &`, line)
+		g.p(`PID_%s=$!`, a.name)
+		g.running = append(g.running, a)
+		return
+	}
+	g.p("%s", line)
+	g.bindAnswer(a)
+}
+
+// bindAnswer reads the ids a control answer hands out: they stand for the
+// recorded ones from here on.
+func (g *gen) bindAnswer(a *action) {
+	ex := a.ex
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(ex.ResponseBody), &m) != nil {
+		return
+	}
+	for _, k := range slices.Sorted(mapsKeys(m)) {
+		var v string
+		if (k != "id" && k != "api_key" && !strings.HasSuffix(k, "_id")) || json.Unmarshal(m[k], &v) != nil || v == "" || g.bound[v] {
+			continue
+		}
+		name := fmt.Sprintf("%s_%s", strings.ToUpper(a.name), strings.ToUpper(k))
+		g.p(`%s=$(field %s < "$TMP/%s.body")`, name, k, a.name)
+		g.bind(v, "${"+name+"}")
+	}
+}
+
+// headers are the recorded request headers as curl arguments; the
+// credential is the key the replay created (or one from the environment),
+// a session id the replay's own.
+func (g *gen) headers(ex reports.Exchange) []string {
+	var out []string
+	for _, k := range slices.Sorted(mapsKeys(ex.RequestHeaders)) {
+		v := ex.RequestHeaders[k]
+		if strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		if i := strings.Index(v, "***"); i >= 0 && !g.bound[v[i:]] {
+			fp := strings.TrimPrefix(v[i:], "***")
+			name := "KEY_" + shvar(fp)
+			if fp == "" {
+				name = "KEY"
+			}
+			g.bind(v[i:], "${"+name+"}")
+			g.env = append(g.env, name)
+			g.warn = append(g.warn, fmt.Sprintf("%s: a credential the replay does not create (a profile's key or a principal's token); the script takes it from %s", oneLine(ex.Label), name))
+		}
+		out = append(out, "-H "+g.word(k+": "+v))
+	}
+	return out
+}
+
+// word quotes s for the shell with every bound value replaced by its
+// expression: literal runs in single quotes, expressions in double quotes.
+func (g *gen) word(s string) string {
+	binds := slices.Clone(g.binds)
+	sort.SliceStable(binds, func(i, j int) bool { return len(binds[i].value) > len(binds[j].value) })
+	var b strings.Builder
+	lit := 0
+	flush := func(end int) {
+		if end > lit {
+			b.WriteString(sq(s[lit:end]))
+		}
+	}
+	for i := 0; i < len(s); {
+		hit := -1
+		for j, bd := range binds {
+			if strings.HasPrefix(s[i:], bd.value) {
+				hit = j
+				break
+			}
+		}
+		if hit < 0 {
+			i++
+			continue
+		}
+		flush(i)
+		b.WriteString(`"` + binds[hit].expr + `"`)
+		lit = i + len(binds[hit].value)
+		if binds[hit].literal {
+			lit = i // the recorded text follows the expression, quoted with what follows it
+		}
+		i += len(binds[hit].value)
+	}
+	flush(len(s))
+	if b.Len() == 0 {
+		return "''"
+	}
+	return b.String()
 }
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.b, format+"\n", args...) }
 
-func (g *gen) warnf(format string, args ...any) {
-	w := fmt.Sprintf(format, args...)
-	g.warn = append(g.warn, w)
-	g.p("# NOTE: %s", w)
-}
-
-func (g *gen) toolName(alias string) string {
-	if n, ok := g.tools[alias]; ok {
-		return n
+// observe ends the script: it observes again what the recorded run's
+// violated checks observed (every check's, for a run that failed none), in
+// the same terms (dispatches per probe token, ledger entries per kind, how
+// each witnessed request ended and how many receipts they share), and
+// compares it with what the recorded run saw.
+func (g *gen) observe() {
+	sc := g.in.Scenario
+	checks := judged(sc)
+	what := "the recorded run's violated checks"
+	if len(violated(sc)) == 0 {
+		what = "the recorded run's checks (none was violated)"
 	}
-	if strings.Contains(alias, ".") {
-		return alias
-	}
-	n := "repro." + alias
-	g.tools[alias] = n
-	return n
-}
-
-// step writes one Gherkin step: a comment with its text, then its calls.
-func (g *gen) step(s string) error {
 	g.p("")
-	g.p("# Step: %s", oneLine(s))
-	switch {
-	case reWallet.MatchString(s):
-		m := reWallet.FindStringSubmatch(s)
-		g.p(`WALLET=$(ctl POST /wallets '{"balance":%s}' | field wallet_id)`, m[1])
-		g.p(`KEY=$(ctl POST /keys "{\"wallet_id\":\"$WALLET\"}" | field api_key)`)
-		g.p(`BASE=$(ctl GET "/wallets/$WALLET" | number balance)`)
-		g.p(`echo "wallet $WALLET, balance $BASE"`)
-	case reTool.MatchString(s):
-		m := reTool.FindStringSubmatch(s)
-		price, _ := strconv.ParseInt(m[3], 10, 64)
-		body, _ := json.Marshal(struct {
-			Name      string `json:"name"`
-			LocalTool string `json:"local_tool"`
-			Price     int64  `json:"price"`
-			ReadOnly  bool   `json:"read_only"`
-			Approval  bool   `json:"approval"`
-		}{g.toolName(m[2]), "partner.echo", price, m[1] == "read-only ", m[1] == "approval-gated "})
-		g.p("# %q forwarded to the harness's upstream probe; here it is an alias of partner.echo.", m[2])
-		g.p(`ctl POST /tools %s >/dev/null`, sq(string(body)))
-	case reCall.MatchString(s):
-		m := reCall.FindStringSubmatch(s)
-		who, alias := m[1], m[3]
-		g.settle(who)
-		i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == who+": "+alias })
-		if !ok {
-			g.synthesize(who, g.toolName(alias), m[4], m[5])
-			break
+	g.p("# ---- Observe again what %s observed ----", what)
+	g.p(`wait`)
+	g.p(`echo`)
+	seen := map[string]bool{}
+	once := func(key string) bool {
+		if seen[key] {
+			return false
 		}
-		if m[2] == "starts calling" {
-			g.exchange(i, "&")
-			g.p(`PID_%s=$!`, shvar(who))
-			g.pending[who] = true
-		} else {
-			g.exchange(i, "")
+		seen[key] = true
+		return true
+	}
+	for _, c := range checks {
+		w := c.Witness
+		if w.IsEmpty() {
+			continue
 		}
-	case reDrop.MatchString(s):
-		m := reDrop.FindStringSubmatch(s)
-		g.drop(m[1], m[2])
-	case reRetry.MatchString(s):
-		m := reRetry.FindStringSubmatch(s)
-		who := m[1]
-		g.settle(who)
-		if m[2] != "" {
-			g.retryLoop(who)
-			break
-		}
-		i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == who+": retry" })
-		if !ok {
-			g.resend(who)
-			break
-		}
-		g.exchange(i, "")
-	case reCrowd.MatchString(s):
-		m := reCrowd.FindStringSubmatch(s)
-		g.crowd(m[3])
-		if m[2] != "" {
-			g.p("# The recorded run split the clients across every gateway URL; this script sends all to GATEWAY.")
-		}
-	case reWorkload.MatchString(s):
-		n := 0
-		for {
-			i, ok := g.take(func(ex reports.Exchange) bool { return ex.Lane == "workload" })
-			if !ok {
-				break
+		g.p(`echo %s`, sq("check: "+oneLine(c.Step)))
+		perToken := map[string]int{}
+		var tokens []string
+		for _, d := range w.Dispatches {
+			if perToken[d.Token] == 0 {
+				tokens = append(tokens, d.Token)
 			}
-			g.exchange(i, "")
-			n++
+			perToken[d.Token]++
 		}
-		g.p("# %d workload call(s), as the recorded run's seed chose them.", n)
-	case reRaw.MatchString(s):
-		if i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == "raw" }); ok {
-			g.exchange(i, "")
-		} else {
-			g.warnf("no recorded exchange for %q", s)
-		}
-	case reBig.MatchString(s):
-		m := reBig.FindStringSubmatch(s)
-		g.big(m[2])
-	case reProtocol.MatchString(s):
-		for _, label := range []string{"initialize", "initialized"} {
-			if i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == label }); ok {
-				g.exchange(i, "")
+		// An operation dispatched or charged more than once is the anomaly
+		// itself, however many times the replay's timing repeats it; other
+		// counts must come out the same.
+		for _, t := range tokens {
+			if !once("d" + t) {
+				continue
 			}
-		}
-	case rePrincipal.MatchString(s):
-		g.warnf("principals need the harness's identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway")
-	case reForged.MatchString(s):
-		g.p("# The recorded forged token is replayed as is: no trusted key signed it.")
-	case reRevoke.MatchString(s):
-		g.warnf("revoking a principal needs the principal the harness created; skipped")
-	case reRemove.MatchString(s):
-		m := reRemove.FindStringSubmatch(s)
-		g.p(`ctl DELETE %s >/dev/null`, sq("/tools/"+g.toolName(m[1])))
-	case reFreeze.MatchString(s):
-		m := reFreeze.FindStringSubmatch(s)
-		off := "0"
-		if m[1] != "" {
-			off = durationMS(m[1])
-		}
-		g.needCaps, g.clockUsed = true, true
-		g.p(`# A boundary of the effective window a little in the future, minus the offset.`)
-		g.p(`BOUNDARY=$(( ($(date +%%s) * 1000 / WINDOW_MS) * WINDOW_MS + 2 * WINDOW_MS ))`)
-		g.p(`ctl PUT /clock "{\"now\":\"$(iso $(( BOUNDARY - %s )))\"}"; echo`, off)
-	case reAdvance.MatchString(s):
-		m := reAdvance.FindStringSubmatch(s)
-		g.clockUsed = true
-		switch m[1] {
-		case "past the effective window":
-			g.needCaps = true
-			g.p(`ctl POST /clock/advance "{\"by\":\"$(( WINDOW_MS + 1000 ))ms\"}"; echo`)
-		case "past the stale-lock threshold":
-			if g.stale != "" {
-				g.p(`ctl POST /clock/advance '{"by":"%dms"}'; echo`, atoi(g.stale)+1000)
+			g.usesPrb = true
+			if perToken[t] > 1 {
+				g.p(`observe %s "$(more_than_one "$(probe_count %s)")" yes`, sq(t+" dispatched more than once at the probe"), g.word(t))
 			} else {
-				g.needCaps = true
-				g.p(`ctl POST /clock/advance "{\"by\":\"$(( STALE_MS + 1000 ))ms\"}"; echo`)
+				g.p(`observe %s "$(probe_count %s)" %d`, sq("dispatches of "+t+" at the probe"), g.word(t), perToken[t])
 			}
-		default:
-			g.p(`ctl POST /clock/advance %s; echo`, sq(fmt.Sprintf(`{"by":%q}`, m[1])))
 		}
-	case reSetting.MatchString(s):
-		m := reSetting.FindStringSubmatch(s)
-		g.settingsUsed = true
-		field := "window_seconds"
-		if m[1] == "stale-lock threshold" {
-			field = "stale_lock_seconds"
-			g.stale = fmt.Sprint(atoi(m[2]) * 1000)
+		if len(w.Ledger) > 0 && sc.LedgerAfter != nil && once("ledger") {
+			g.usesCtl = true
+			kinds, perReceipt, most := map[string]int{}, map[string]int{}, 0
+			for _, e := range w.Ledger {
+				kinds[e.Kind]++
+				if e.Kind == "debit" && e.Receipt != "" {
+					perReceipt[e.Receipt]++
+					most = max(most, perReceipt[e.Receipt])
+				}
+			}
+			g.p(`ctl GET %s > "$TMP/ledger.json" || die 'read the ledger'`, g.word("/wallets/"+sc.LedgerAfter.WalletID+"/ledger"))
+			if most > 1 {
+				g.p(`observe 'a receipt debited more than once' "$(more_than_one "$(most_debits "$TMP/ledger.json")")" yes`)
+			} else {
+				for _, k := range []string{"debit", "refund"} {
+					g.p(`observe %s "$(count '"kind":"%s"' "$TMP/ledger.json")" %d`, sq(k+"s in the wallet's ledger"), k, kinds[k])
+				}
+			}
 		}
-		g.p(`ctl PUT /settings '{"%s":%s}'; echo`, field, m[2])
-	case reArm.MatchString(s):
-		m := reArm.FindStringSubmatch(s)
-		action := "pause"
-		if m[1] == "failure" {
-			action = "fail"
+		var withReceipt []string
+		receipts := map[string]bool{}
+		for _, ix := range w.Exchanges {
+			if ix < 0 || ix >= len(sc.Exchanges) {
+				continue
+			}
+			ex := sc.Exchanges[ix]
+			name := fmt.Sprintf("x%02d", ix+1)
+			if once("x" + name) {
+				g.p(`observe %s "$(kind %s)" %s`, sq(fmt.Sprintf("how #%d %s ended", ix+1, oneLine(ex.Label))), name, sq(Kind(ex.Status, ex.ResponseBody, ex.Error)))
+				if g.ended[name] {
+					g.p(`observe %s "$ENDED_%s" answered`, sq(fmt.Sprintf("whether #%d was answered before the harness steered on", ix+1)), name)
+				}
+			}
+			if r := Receipt(ex.ResponseBody); r != "" {
+				withReceipt = append(withReceipt, name)
+				receipts[r] = true
+			}
 		}
-		g.arm(m[2], action, m[3])
-	case reDropResp.MatchString(s):
-		m := reDropResp.FindStringSubmatch(s)
-		g.arm("dispatch.after", "drop_response", m[1])
-	case reWaits.MatchString(s):
-		m := reWaits.FindStringSubmatch(s)
-		v, ok := g.faults[m[2]]
-		if !ok {
-			return fmt.Errorf("repro: step %q: no fault armed at %s", s, m[2])
+		if len(withReceipt) > 1 && once("r"+strings.Join(withReceipt, " ")) {
+			g.p(`observe %s "$(distinct %s)" %d`, sq("distinct receipts among "+strings.Join(withReceipt, ", ")), strings.Join(withReceipt, " "), len(receipts))
 		}
-		g.p(`ctl POST "/faults/$%s/await" '{"waiting":1,"timeout":"30s"}' >/dev/null \`, v)
-		g.p(`  && echo "-- %s waits at %s" || echo "!! %s never waited at %s (see its answer)"`, m[1], m[2], m[1], m[2])
-	case reRelease.MatchString(s):
-		m := reRelease.FindStringSubmatch(s)
-		v, ok := g.faults[m[1]]
-		if !ok {
-			return fmt.Errorf("repro: step %q: no fault armed at %s", s, m[1])
-		}
-		g.p(`ctl POST "/faults/$%s/release" >/dev/null`, v)
-	case reStall.MatchString(s):
-		m := reStall.FindStringSubmatch(s)
-		if m[1] == "stalls" {
-			g.stalled = true
-			g.p("# The probe is gone; the next dropped call is held by a pause at dispatch.after instead.")
-		} else if v, ok := g.faults["stall"]; ok {
-			g.p(`ctl POST "/faults/$%s/release" >/dev/null`, v)
-			delete(g.faults, "stall")
-		} else {
-			g.p("# Nothing to release: no call was held.")
-		}
-	default:
-		g.check(s)
 	}
-	return nil
+	g.p(`echo`)
+	g.p(`verdict`)
 }
 
-// check writes an assertion step: it settles what it reads, and prints the
-// claim so the output can be read against it.
-func (g *gen) check(s string) {
-	if reLedger.MatchString(s) || reSaw.MatchString(s) || reSawAll.MatchString(s) || reBalance.MatchString(s) ||
-		strings.HasPrefix(s, "exactly one operation") || strings.HasPrefix(s, "every dispatched") || strings.HasPrefix(s, "no operation") {
-		g.settleAll()
-	} else if m := reWho.FindStringSubmatch(s); m != nil {
-		g.settle(m[1])
-	}
-	g.p(`echo %s`, sq("-- then: "+g.expand(s)))
-}
-
-func (g *gen) expand(s string) string {
-	return reVar.ReplaceAllStringFunc(s, func(v string) string {
-		if x, ok := g.vars[v]; ok {
-			return x
-		}
+// judged are the checks the script decides by: the violated ones, or
+// every check of a scenario that violated none.
+func judged(sc reports.Scenario) []reports.Check {
+	if v := violated(sc); len(v) > 0 {
 		return v
-	})
+	}
+	return sc.Checks
 }
 
-func (g *gen) settle(lane string) {
-	if g.pending[lane] {
-		g.p(`wait "$PID_%s"`, shvar(lane))
-		delete(g.pending, lane)
-	}
-}
-
-func (g *gen) settleAll() {
-	var lanes []string
-	for l := range g.pending {
-		lanes = append(lanes, l)
-	}
-	sort.Strings(lanes)
-	for _, l := range lanes {
-		g.settle(l)
-	}
-}
-
-func (g *gen) arm(point, action, alias string) {
-	g.faultsUsed = true
-	v := "FAULT_" + shvar(point)
-	g.faults[point] = v
-	spec := fmt.Sprintf(`{"point":%q,"action":%q,"count":1,"match":{"tool":%q,"wallet_id":"@WALLET@"}}`, point, action, g.toolName(alias))
-	g.p(`%s=$(ctl POST /faults %s | field fault_id)`, v, dq(spec))
-}
-
-// exchange replays recorded exchange i; bg "&" sends it in the background.
-// handshakes are the exchanges a client makes to open its session before
-// its first call (drivers/wire connects lazily).
-var handshakes = map[string]bool{"initialize": true, "initialized": true, "server/discover": true}
-
-func (g *gen) exchange(i int, bg string) {
-	// The recorded run opened a session before this call: replay every
-	// handshake recorded before it first, so the call goes on a session
-	// this script opened.
-	for j := 0; j < i; j++ {
-		if ex := g.in.Scenario.Exchanges[j]; !g.used[j] && handshakes[ex.Label] {
-			g.used[j] = true
-			g.exchange(j, "")
-		}
-	}
-	ex := g.in.Scenario.Exchanges[i]
-	g.last[ex.Lane] = i
-	name := fmt.Sprintf("x%02d", i+1)
-	body := string(ex.RequestBody)
-	if len(ex.RequestBody) > 0 {
-		var c bytes.Buffer
-		if json.Compact(&c, ex.RequestBody) == nil {
-			body = c.String()
-		}
-	} else {
-		body = ex.RequestBodyText
-	}
-	g.p(`printf '%%s' %s > "$TMP/%s.req"`, sq(body), name)
-	args := g.headers(ex)
-	line := fmt.Sprintf(`mcp %s %s`, name, sq(ex.Label))
-	for _, a := range args {
-		line += " \\\n  " + a
-	}
-	if bg != "" {
-		line += " &"
-	}
-	g.p("%s", line)
-	if ex.Error != "" {
-		g.p("# The recorded exchange ended in a transport error: %s", oneLine(ex.Error))
-	}
-	if sid := ex.ResponseHeaders["Mcp-Session-Id"]; sid != "" {
-		v := fmt.Sprintf("SESSION_%d", len(g.sessions)+1)
-		g.sessions[sid] = v
-		g.p(`%s=$(header Mcp-Session-Id < "$TMP/%s.headers")`, v, name)
-	}
-}
-
-// headers are the recorded request headers as curl arguments: the credential
-// is this script's key, a session id the one this script got.
-func (g *gen) headers(ex reports.Exchange) []string {
-	var keys []string
-	for k := range ex.RequestHeaders {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []string
-	for _, k := range keys {
-		v := ex.RequestHeaders[k]
-		switch {
-		case strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length"):
-		case strings.HasSuffix(v, "***"): // the redacted credential
-			out = append(out, "-H "+dq(k+": "+strings.TrimSuffix(v, "***")+"@KEY@"))
-		case strings.EqualFold(k, "Mcp-Session-Id") && g.sessions[v] != "":
-			out = append(out, fmt.Sprintf(`-H "%s: $%s"`, k, g.sessions[v]))
-		default:
-			out = append(out, "-H "+sq(k+": "+v))
+func violated(sc reports.Scenario) []reports.Check {
+	var out []reports.Check
+	for _, c := range sc.Checks {
+		if c.Status() == reports.Violated {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// retryLoop retries the lane's last call until it is not in progress, as
-// the step does (at most 100 times, 50 ms apart).
-func (g *gen) retryLoop(who string) {
-	first, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == who+": retry" })
-	if !ok {
-		g.resend(who)
-		return
-	}
-	n := 1
-	for {
-		if _, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == who+": retry" }); !ok {
-			break
-		}
-		n++
-	}
-	g.p("# The recorded run retried %d time(s).", n)
-	g.p(`for i in $(seq 1 100); do`)
-	g.b.WriteString("  ")
-	g.exchange(first, "")
-	g.p(`  grep -q '"idempotency_in_progress"' "$TMP/x%02d.body" || break`, first+1)
-	g.p(`  sleep 0.05`)
-	g.p(`done`)
-}
-
-// resend repeats the lane's last call when the recorded run stopped before
-// this retry: the same request with another JSON-RPC id.
-func (g *gen) resend(who string) {
-	i, ok := g.last[who]
-	if !ok {
-		g.warnf("%s has no earlier call to retry in the recorded run", who)
-		return
-	}
-	g.p("# Not run in the recorded run (it stopped earlier): the last call again with a new JSON-RPC id.")
-	ex := g.in.Scenario.Exchanges[i]
-	g.n++
-	name := fmt.Sprintf("r%02d", g.n)
-	g.p(`sed 's/^{"id":[0-9]*/{"id":%d/' "$TMP/x%02d.req" > "$TMP/%s.req"`, 900+g.n, i+1, name)
-	line := fmt.Sprintf(`mcp %s %s`, name, sq(who+": retry"))
-	for _, a := range g.headers(ex) {
-		line += " \\\n  " + a
-	}
-	g.p("%s", line)
-}
-
-// synthesize builds a call the recorded run never made (it stopped before
-// the step), from the step's text and the lane's earlier headers.
-func (g *gen) synthesize(who, tool, args, key string) {
-	g.p("# Not run in the recorded run (it stopped earlier): built from the step's text.")
-	args = reVar.ReplaceAllStringFunc(args, func(v string) string {
-		if x, ok := g.vars[v]; ok {
-			return x
-		}
-		x := strings.TrimPrefix(v, "$") + "-repro"
-		g.vars[v] = x
-		return x
-	})
-	g.n++
-	name := fmt.Sprintf("s%02d", g.n)
-	body := fmt.Sprintf(`{"id":%d,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":%s,"name":%q}}`, 900+g.n, args, tool)
-	g.p(`printf '%%s' %s > "$TMP/%s.req"`, sq(body), name)
-	hs := []string{`-H 'Accept: application/json, text/event-stream'`, `-H 'Content-Type: application/json'`, `-H 'Mcp-Protocol-Version: 2025-11-25'`, `-H "Authorization: Bearer $KEY"`}
-	if i, ok := g.last[who]; ok {
-		hs = nil
-		for _, h := range g.headers(g.in.Scenario.Exchanges[i]) {
-			if !strings.Contains(h, "Idempotency-Key:") {
-				hs = append(hs, h)
-			}
-		}
-	}
-	if key != "" {
-		// Quoted as the harness sends it: the gateway refuses a bare key with a
-		// comma or semicolon (two field lines, or parameters), and a bare key
-		// cannot hold a quote or backslash at all.
-		hs = append(hs, "-H "+sq("Idempotency-Key: "+wire.SFString(g.expand(key))))
-	}
-	line := fmt.Sprintf(`mcp %s %s`, name, sq(who+": "+tool))
-	for _, a := range hs {
-		line += " \\\n  " + a
-	}
-	g.p("%s", line)
-}
-
-// drop sends the call, waits until the tool has run (a pause at
-// dispatch.after holds the gateway there), and drops the connection.
-func (g *gen) drop(who, alias string) {
-	i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == who+": "+alias })
-	if !ok {
-		g.warnf("no recorded exchange for %s's dropped call", who)
-		return
-	}
-	g.faultsUsed = true
-	g.p("# The harness dropped the connection once its probe saw the tool run; here a pause at")
-	g.p("# dispatch.after holds the call after the tool ran, and the client (curl) is killed there.")
-	spec := fmt.Sprintf(`{"point":"dispatch.after","action":"pause","count":1,"match":{"tool":%q,"wallet_id":"@WALLET@"}}`, g.toolName(alias))
-	g.p(`FAULT_stall=$(ctl POST /faults %s | field fault_id)`, dq(spec))
-	g.exchange(i, "&")
-	g.p(`PID_drop=$!`)
-	g.p(`ctl POST "/faults/$FAULT_stall/await" '{"waiting":1,"timeout":"30s"}' >/dev/null || echo "!! the call never reached dispatch.after"`)
-	g.p(`kill "$PID_drop" 2>/dev/null || true; wait "$PID_drop" 2>/dev/null || true`)
-	g.p(`echo "-- %s dropped the connection after the tool ran"`, who)
-	if g.stalled {
-		g.faults["stall"] = "FAULT_stall"
-	} else {
-		g.p(`ctl POST "/faults/$FAULT_stall/release" >/dev/null`)
-	}
-}
-
-// crowd sends every twin's call at once and waits for all of them.
-func (g *gen) crowd(alias string) {
-	var idx []int
-	for {
-		i, ok := g.take(func(ex reports.Exchange) bool {
-			return strings.HasPrefix(ex.Lane, "twin-") && ex.Label == ex.Lane+": "+alias
-		})
-		if !ok {
-			break
-		}
-		idx = append(idx, i)
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		return g.in.Scenario.Exchanges[idx[a]].Lane < g.in.Scenario.Exchanges[idx[b]].Lane
-	})
-	g.p("# %d identical calls at once, each from its own client.", len(idx))
-	for _, i := range idx {
-		g.exchange(i, "&")
-	}
-	g.p(`wait`)
-}
-
-func (g *gen) big(mib string) {
-	if mib == "" {
-		mib = "2" // over the reference's 1 MiB limit, which the script's gateway has
-	}
-	i, ok := g.take(func(ex reports.Exchange) bool { return ex.Label == "raw" })
-	g.p("# A tools/call body of %s MiB (too large to keep in the evidence; built here).", mib)
-	g.p(`{ printf '%%s' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.echo","arguments":{"pad":"'`)
-	g.p(`  head -c $(( %s * 1048576 )) /dev/zero | tr '\0' x; printf '%%s' '"}}}'; } > "$TMP/big.req"`, mib)
-	hs := []string{`-H 'Accept: application/json, text/event-stream'`, `-H 'Content-Type: application/json'`, `-H "Authorization: Bearer $KEY"`}
-	if ok {
-		hs = nil
-		for _, h := range g.headers(g.in.Scenario.Exchanges[i]) {
-			if !strings.Contains(h, "Content-Length") {
-				hs = append(hs, h)
-			}
-		}
-	}
-	line := `mcp big 'raw'`
-	for _, a := range hs {
-		line += " \\\n  " + a
-	}
-	g.p("%s", line)
-}
-
-func (g *gen) leftovers() {
-	for i, u := range g.used {
-		if !u {
-			g.p("")
-			g.p("# A recorded exchange no step accounted for, replayed last.")
-			g.settleAll()
-			g.used[i] = true
-			g.exchange(i, "")
-		}
-	}
-}
-
-// effects reads the wallet, the ledger and the dispatch log, and states what
-// a correct gateway shows, from the scenario's checks.
-func (g *gen) effects() {
-	g.settleAll()
-	g.p("")
-	g.p("# ---- What the gateway did ----")
-	g.p(`wait`)
-	g.p(`echo`)
-	g.p(`echo "== wallet"; ctl GET "/wallets/$WALLET"`)
-	g.p(`echo "== ledger"; ctl GET "/wallets/$WALLET/ledger" | tee "$TMP/ledger.json"`)
-	g.p(`echo "== dispatch log (the gateway's own)"; ctl GET "/dispatches?wallet_id=$WALLET" | tee "$TMP/dispatches.json"`)
-	g.p(`BALANCE=$(ctl GET "/wallets/$WALLET" | number balance)`)
-	g.p(`echo`)
-	g.p(`echo "observed: $(count '"kind":"debit"' "$TMP/ledger.json") debit(s), $(count '"kind":"refund"' "$TMP/ledger.json") refund(s), $(count '"fingerprint":' "$TMP/dispatches.json") dispatch(es), balance $BALANCE ($(( BALANCE - BASE )))"`)
-	exp := g.expected()
-	if exp != "" {
-		g.p(`echo %s`, sq("expected: "+exp))
-	}
-	sc := g.in.Scenario
-	if sc.Verdict != "" {
-		g.p(`echo %s`, sq(fmt.Sprintf("recorded run: %s %s", sc.ID, sc.Verdict)))
-	}
-	for _, c := range sc.Checks {
-		mark := "ok  "
-		if !c.OK {
-			mark = "FAIL"
-		}
-		line := fmt.Sprintf("  %s %s: expected %s", mark, oneLine(c.Step), oneLine(c.Expected))
-		if !c.OK {
-			line += "; actual " + oneLine(c.Actual)
-		}
-		g.p(`echo %s`, sq(line))
-	}
-}
-
-// expected is what a correct gateway shows in the reads above: the ledger,
-// dispatch and balance checks of the scenario, in the checks' own words when
-// the recorded run got to them, else from the step's text.
-func (g *gen) expected() string {
-	checks := map[string]string{}
-	for _, c := range g.in.Scenario.Checks {
-		checks[c.Step] = c.Expected
-	}
-	var ledger, balance, all string
-	perToken := map[string]int{}
-	var order []string
-	for _, s := range g.in.Steps {
-		switch {
-		case reLedger.MatchString(s):
-			m := reLedger.FindStringSubmatch(s)
-			ledger = checks[fmt.Sprintf("the ledger has %s debits and %s refunds", m[1], m[2])]
-			if ledger == "" {
-				ledger = fmt.Sprintf("%s debit(s) and %s refund(s)", m[1], m[2])
-			}
-		case reSawAll.MatchString(s):
-			all = reSawAll.FindStringSubmatch(s)[1]
-		case reSaw.MatchString(s):
-			m := reSaw.FindStringSubmatch(s)
-			tok := g.expand(m[1])
-			if _, ok := perToken[tok]; !ok {
-				order = append(order, tok)
-			}
-			perToken[tok] = atoi(m[2])
-		case reBalance.MatchString(s):
-			m := reBalance.FindStringSubmatch(s)
-			balance = checks[fmt.Sprintf("the wallet balance changed by %s", m[1])]
-			if balance == "" {
-				balance = "balance change " + m[1]
-			}
-		}
-	}
-	var parts []string
-	if ledger != "" {
-		parts = append(parts, ledger)
-	}
+// Kind is how an answer ended, in terms the script's kind function reads
+// from the raw answer the same way: "refusal REASON", "replay", "result",
+// "http STATUS" or "no answer".
+func Kind(status int, body, transportErr string) string {
 	switch {
-	case all != "":
-		parts = append(parts, all+" dispatch(es)")
-	case len(order) > 0:
-		n := 0
-		for _, t := range order {
-			n += perToken[t]
+	case status == 0:
+		return "no answer"
+	case strings.Contains(body, `"error":{`):
+		if m := reasonRE.FindStringSubmatch(body); m != nil {
+			return "refusal " + m[1]
 		}
-		parts = append(parts, fmt.Sprintf("%d dispatch(es)", n))
+		return "refusal"
+	case replayRE.MatchString(body):
+		return "replay"
+	case strings.Contains(body, `"result":`):
+		return "result"
 	}
-	if balance != "" {
-		parts = append(parts, balance)
+	return fmt.Sprintf("http %d", status)
+}
+
+var (
+	reasonRE  = regexp.MustCompile(`"reason":"([^"]*)"`)
+	replayRE  = regexp.MustCompile(`"io\.mcpconform/receipt":\{[^}]*"replayed":true`)
+	receiptRE = regexp.MustCompile(`"io\.mcpconform/receipt":\{[^}]*"id":"([^"]*)"`)
+)
+
+// Receipt is the receipt id in a raw answer, "" when none.
+func Receipt(body string) string {
+	if m := receiptRE.FindStringSubmatch(body); m != nil {
+		return m[1]
 	}
-	return strings.Join(parts, ", ")
+	return ""
 }
 
 func (g *gen) header() {
-	sc, e := g.in.Scenario, g.in.Entry
+	sc, e, t := g.in.Scenario, g.in.Entry, g.in.Target
 	g.p("#!/usr/bin/env bash")
 	g.p("# mcpconform repro %s: %s", sc.ID, oneLine(sc.Title))
 	g.p("#")
 	g.p("# Scenario:    %s (%s:%d, @%s)", sc.ID, e.File, e.Line, sc.Level)
 	g.p("# Requirement: %s", oneLine(sc.Requirement))
 	g.p("# Source:      %s", oneLine(sc.Source))
-	t := g.in.Target
 	rec := "against " + t.Kind
 	if t.Store != "" {
 		rec += " (" + t.Store + ")"
@@ -795,96 +655,183 @@ func (g *gen) header() {
 		rec += " with bug switch(es) " + strings.Join(t.Bugs, ", ")
 	}
 	if sc.Verdict != "" {
-		reason, _, _ := strings.Cut(sc.Reason, "\n")
 		rec += ": " + sc.Verdict
-		if reason != "" {
-			rec += " (" + reason + ")"
+		if r := firstLine(sc.Reason); r != "" {
+			rec += " (" + r + ")"
 		}
 	}
 	g.p("# Recorded:    %s", oneLine(rec))
 	g.p("#")
-	g.p("# Replays the scenario's MCP exchanges with curl against a running gateway that")
-	g.p("# serves the conformance control API (docs/control-api.md), then prints the wallet,")
-	g.p("# its ledger and the gateway's dispatch log. Needs bash, curl, sed and grep.")
-	g.p("#   CONTROL_TOKEN=... [GATEWAY=%s] bash repro.sh", DefaultGateway)
-	g.p("# Request bodies, tool names and keys are the recorded run's; the wallet, the API key")
-	g.p("# and the tools (aliases of partner.echo) are made fresh by this script.")
-	for _, w := range g.warn {
-		g.p("# NOTE: %s", w)
+	g.p("# Replays what the recorded run sent, in the order it started (what overlapped then")
+	g.p("# overlaps now), then observes again what its checks observed and ends with REPRODUCED")
+	g.p("# (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.")
+	var need []string
+	need = append(need, fmt.Sprintf("GATEWAY (default %s)", DefaultGateway))
+	if g.usesCtl {
+		need = append(need, "CONTROL_TOKEN (the gateway's control API token)")
 	}
-	g.p("set -euo pipefail")
+	if g.usesPrb {
+		need = append(need, "PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address)")
+	}
+	for _, v := range g.env {
+		need = append(need, v)
+	}
+	g.p("# Environment: %s.", strings.Join(need, "; "))
+	g.p("# Needs bash, curl, sed and grep.")
+	for _, w := range g.warn {
+		g.p("# NOTE: %s", oneLine(w))
+	}
+	g.p("set -uo pipefail")
 	g.p("")
 	g.p(`GATEWAY="${GATEWAY:-%s}"`, DefaultGateway)
 	g.p(`GATEWAY="${GATEWAY%%/}"`)
-	g.p(`: "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"`)
+	for i := 2; i <= 9; i++ {
+		if g.boundExpr(fmt.Sprintf("${GATEWAY%d}", i)) {
+			g.p(`GATEWAY%d="${GATEWAY%d:-$GATEWAY}"`, i, i)
+		}
+	}
+	if g.usesCtl {
+		g.p(`: "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"`)
+	}
+	if g.usesPrb {
+		g.p(`: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"`)
+		g.p(`PROBE="${PROBE%%/}"`)
+	}
+	for _, v := range g.env {
+		g.p(`: "${%s:?set %s to the credential whose fingerprint the evidence shows}"`, v, v)
+	}
+	g.p(`RUN="rp$(date +%%s)$$-"  # fresh tokens, keys and tool names for each run of the script`)
 	g.p(`TMP=$(mktemp -d)`)
-	g.p(`WALLET= KEY= BASE=0`)
+	g.p(`MISMATCH=0 OBSERVED=0`)
 	g.p("")
 	g.p(`cleanup() {`)
 	g.p(`  jobs -p | while read -r pid; do kill "$pid" 2>/dev/null || true; done`)
-	if g.faultsUsed {
-		g.p(`  ctl DELETE /faults >/dev/null 2>&1 || true`)
-	}
-	if g.clockUsed {
-		g.p(`  ctl DELETE /clock >/dev/null 2>&1 || true`)
-	}
-	if g.settingsUsed {
-		g.p(`  ctl DELETE /settings >/dev/null 2>&1 || true`)
+	for _, r := range g.resetCtl {
+		g.p(`  ctl DELETE %s >/dev/null 2>&1 || true`, r)
 	}
 	g.p(`  rm -rf "$TMP"`)
 	g.p(`}`)
 	g.p(`trap cleanup EXIT`)
 	g.b.WriteString(helpers)
-	if len(g.warn) > 0 {
-		g.p("")
-		g.p(`if [ "${REPRO_FORCE:-}" != 1 ]; then`)
-		g.p(`  echo "repro.sh: this scenario cannot be reproduced faithfully with curl alone:" >&2`)
-		for _, w := range g.warn {
-			g.p(`  echo %s >&2`, sq("  - "+w))
-		}
-		g.p(`  echo "set REPRO_FORCE=1 to run it anyway" >&2`)
-		g.p(`  exit 3`)
-		g.p(`fi`)
-	}
-	if g.needCaps {
-		g.p("")
-		g.p(`# The gateway's windows, from its capabilities.`)
-		g.p(`CAPS=$(ctl GET /capabilities)`)
-		g.p(`WINDOW_MS=$(ms "$(number effective_window_seconds <<<"$CAPS")")`)
-		g.p(`STALE_MS=$(ms "$(number stale_lock_seconds <<<"$CAPS")")`)
-		g.p(`[ "$WINDOW_MS" -gt 0 ] || { echo "repro.sh: the gateway advertises no effective window" >&2; exit 2; }`)
-	}
+}
+
+func (g *gen) boundExpr(expr string) bool {
+	return slices.ContainsFunc(g.binds, func(b binding) bool { return b.expr == expr })
 }
 
 const helpers = `
+die() { echo "repro.sh: $*" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }
+
 # ctl METHOD PATH [BODY]: one control API call; prints the answer, fails on an error status.
 ctl() {
   local method=$1 path=$2 body=${3:-} status
   local args=(-sS --max-time 60 -X "$method" -H "Authorization: Bearer $CONTROL_TOKEN" -o "$TMP/ctl.out" -w '%{http_code}')
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-raw "$body"); fi
-  status=$(curl "${args[@]}" "$GATEWAY/control$path")
-  cat "$TMP/ctl.out"
+  status=$(curl "${args[@]}" "$GATEWAY/control$path") || status=000
+  cat "$TMP/ctl.out" 2>/dev/null
   if [ "${status#2}" = "$status" ]; then
     echo "repro.sh: control API $method $path: HTTP $status" >&2
     return 1
   fi
 }
 
-# mcp NAME LABEL [curl args]: POST $TMP/NAME.req to the MCP endpoint; prints the status,
-# the receipt or refusal reason, and the answer. A transport error is reported, not fatal.
-mcp() {
-  local name=$1 label=$2 status; shift 2
-  status=$(curl -sS --max-time 60 -X POST "$GATEWAY/mcp" "$@" --data-binary "@$TMP/$name.req" \
-    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status="000 ($(cat "$TMP/$name.err"))"
-  touch "$TMP/$name.body"
-  echo "-> $label: HTTP $status $(summary < "$TMP/$name.body")"
-  echo "   $(head -c 600 "$TMP/$name.body")"
+# probe ACTION BODY: one call of the probe's observation API.
+probe() {
+  curl -sS --max-time 70 -X POST -H 'Content-Type: application/json' --data-raw "$2" "$PROBE/probe/v1/$1"
 }
 
-# summary: the receipt (id, replayed, charged) or the refusal reason of an answer on stdin.
-summary() {
-  local a; a=$(cat)
-  { grep -o '"io.mcpconform/receipt":{[^}]*}' <<<"$a" || grep -o '"reason":"[^"]*"' <<<"$a" || true; } | head -n 1
+# probe_count TOKEN: how often the probe saw TOKEN dispatched.
+probe_count() {
+  curl -sS --max-time 30 -G --data-urlencode "token=$1" "$PROBE/probe/v1/count" | number count
+}
+
+# mcp NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its headers and status.
+mcp() {
+  local name=$1 label=$2 path=$3 status; shift 3
+  status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
+    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
+  touch "$TMP/$name.body" "$TMP/$name.headers"
+  echo "$status" > "$TMP/$name.status"
+  echo "-> $label: HTTP $status $(kind "$name")"
+}
+
+# kind NAME: how answer NAME ended, as the generator named it for the recorded run.
+kind() {
+  local body status
+  body=$(cat "$TMP/$1.body" 2>/dev/null); status=$(cat "$TMP/$1.status" 2>/dev/null || echo 000)
+  if [ "$status" = 000 ]; then echo "no answer"
+  elif grep -q '"error":{' <<<"$body"; then
+    local r; r=$(grep -o '"reason":"[^"]*"' <<<"$body" | head -n 1 | sed 's/^"reason":"\(.*\)"$/\1/')
+    if [ -n "$r" ]; then echo "refusal $r"; else echo "refusal"; fi
+  elif grep -q '"io\.mcpconform/receipt":{[^}]*"replayed":true' <<<"$body"; then echo "replay"
+  elif grep -q '"result":' <<<"$body"; then echo "result"
+  else echo "http $status"
+  fi
+}
+
+# distinct NAME...: how many distinct receipts the answers carry.
+distinct() {
+  local n
+  for n in "$@"; do grep -o '"io\.mcpconform/receipt":{[^}]*"id":"[^"]*"' "$TMP/$n.body" | head -n 1 | sed 's/.*"id":"\([^"]*\)"$/\1/'; done | sort -u | grep -c . || true
+}
+
+# await PID...: waits for requests the recorded run saw answered by now, at most 5 s in
+# all: in the replay another twin may be the one held at the probe. The final wait
+# collects what is left.
+await() {
+  local i pid left
+  for i in $(seq 100); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"
+    else wait "$pid" || true; fi
+  done
+}
+
+# at_gate GATE N: waits until N requests wait at GATE (at most 5 s).
+at_gate() {
+  local i
+  for i in $(seq 500); do
+    [ "$(ls "$TMP" | grep -c "^$1\.")" -ge "$2" ] && { sleep 0.02; return; }
+    sleep 0.01
+  done
+}
+
+# most_debits FILE: the most debits one receipt has in a ledger answer.
+most_debits() {
+  tr '{' '\n' < "$1" | grep '"kind":"debit"' | grep -o '"receipt":"[^"]*"' | sort | uniq -c | sort -rn | head -n 1 | sed 's/^ *\([0-9]*\).*/\1/'
+}
+
+# more_than_one N: yes when N > 1.
+more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
+# ended NAME TICKS: "answered" when request NAME has its answer within TICKS × 50 ms
+# (mcp writes its status last), else "still waiting".
+ended() {
+  local i
+  for i in $(seq "$2"); do [ -e "$TMP/$1.status" ] && { echo answered; return; }; sleep 0.05; done
+  echo "still waiting"
+}
+
+# observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
+observe() {
+  OBSERVED=$((OBSERVED + 1))
+  if [ "$2" = "$3" ]; then echo "  same:      $1: $2"
+  else echo "  different: $1: $2 (the recorded run: $3)"; MISMATCH=1
+  fi
+}
+
+verdict() {
+  if [ "$OBSERVED" -eq 0 ]; then
+    echo "NOT REPRODUCED (nothing the recorded run's checks looked at can be observed again)"; exit 1
+  elif [ "$MISMATCH" -eq 0 ]; then
+    echo "REPRODUCED"; exit 0
+  fi
+  echo "NOT REPRODUCED"; exit 1
 }
 
 # field NAME: the first string value of "NAME" in the JSON on stdin.
@@ -898,35 +845,10 @@ header() { { grep -i "^$1:" || true; } | head -n 1 | sed 's/^[^:]*:[[:space:]]*/
 
 # count PATTERN FILE: how often PATTERN occurs in FILE.
 count() { { grep -o "$1" "$2" || true; } | wc -l | tr -d ' '; }
-
-# ms SECONDS: seconds (fractions allowed) as integer milliseconds.
-ms() {
-  local s=${1:-0} i f
-  i=${s%%.*}; f=000
-  if [ "$s" != "$i" ]; then f="${s#*.}000"; fi
-  echo $(( ${i:-0} * 1000 + 10#${f:0:3} ))
-}
-
-# iso MILLIS: an RFC 3339 UTC time (GNU or BSD date).
-iso() {
-  local s=$(( $1 / 1000 )) f=$(( $1 % 1000 )) d
-  d=$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%S 2>/dev/null || date -u -r "$s" +%Y-%m-%dT%H:%M:%S)
-  printf '%s.%03dZ' "$d" "$f"
-}
 `
 
 // sq quotes s for the shell in single quotes.
 func sq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// dq quotes s for the shell in double quotes, with @WALLET@ and @KEY@ turned
-// into the script's variables.
-func dq(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
-	s = r.Replace(s)
-	s = strings.ReplaceAll(s, "@WALLET@", "$WALLET")
-	s = strings.ReplaceAll(s, "@KEY@", "$KEY")
-	return `"` + s + `"`
-}
 
 var nonVar = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
@@ -934,40 +856,112 @@ func shvar(s string) string { return nonVar.ReplaceAllString(s, "_") }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
-
-// durationMS is a Go duration as whole milliseconds, for the script's arithmetic.
-func durationMS(s string) string {
-	var total float64
-	re := regexp.MustCompile(`([0-9.]+)(ms|s|m|h)`)
-	for _, m := range re.FindAllStringSubmatch(s, -1) {
-		v, _ := strconv.ParseFloat(m[1], 64)
-		total += v * map[string]float64{"ms": 1, "s": 1000, "m": 60000, "h": 3600000}[m[2]]
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			return t
+		}
 	}
-	return strconv.FormatInt(int64(total), 10)
+	return ""
 }
 
-func toolOf(ex reports.Exchange) string {
-	var v struct {
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func statusText(ex reports.Exchange) string {
+	if ex.Error != "" {
+		return "an error: " + oneLine(ex.Error)
+	}
+	return fmt.Sprintf("HTTP %d", ex.Status)
+}
+
+func isProbe(ex reports.Exchange) bool { return ex.Lane == "probe" }
+
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func pathAndQuery(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.RequestURI()
+}
+
+// pathOf is a control call's path below /control.
+func pathOf(ex reports.Exchange) string {
+	p := pathAndQuery(ex.URL)
+	if i := strings.Index(p, "/control"); i >= 0 {
+		p = p[i+len("/control"):]
+	}
+	p, _, _ = strings.Cut(p, "?")
+	return p
+}
+
+// tokensIn are the probe tokens a request names: a tool call's
+// arguments.token (in every message of a batch), or a probe call's token.
+func tokensIn(ex reports.Exchange) []string {
+	var out []string
+	var one struct {
+		Token  string `json:"token"`
 		Params struct {
-			Name string `json:"name"`
+			Arguments struct {
+				Token string `json:"token"`
+			} `json:"arguments"`
 		} `json:"params"`
 	}
-	_ = json.Unmarshal(ex.RequestBody, &v)
-	return v.Params.Name
-}
-
-func argumentsOf(ex reports.Exchange) json.RawMessage {
-	var v struct {
-		Params struct {
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
+	if json.Unmarshal(ex.RequestBody, &one) == nil {
+		out = append(out, one.Token, one.Params.Arguments.Token)
 	}
-	_ = json.Unmarshal(ex.RequestBody, &v)
-	return v.Params.Arguments
+	var batch []json.RawMessage
+	if json.Unmarshal(ex.RequestBody, &batch) == nil {
+		for _, m := range batch {
+			if json.Unmarshal(m, &one) == nil {
+				out = append(out, one.Params.Arguments.Token)
+			}
+		}
+	}
+	if ex.RequestBodyText != "" {
+		if m := tokenText.FindStringSubmatch(ex.RequestBodyText); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
-func header(h map[string]string, name string) string {
+var urlText = regexp.MustCompile(`https?://[^"\s/]+`)
+
+var tokenText = regexp.MustCompile(`"token"\s*:\s*"([^"\\]*)"`)
+
+// oversized reads a body the evidence cut ("… [N bytes, first K kept]"):
+// the kept prefix and how many bytes followed it; n is 0 for a body kept
+// whole.
+func oversized(text string) (prefix string, n int) {
+	m := cutNote.FindStringSubmatchIndex(text)
+	if m == nil {
+		return text, 0
+	}
+	var size, kept int
+	fmt.Sscan(text[m[2]:m[3]], &size)
+	fmt.Sscan(text[m[4]:m[5]], &kept)
+	return text[:m[0]], size - kept
+}
+
+var cutNote = regexp.MustCompile(`… \[(\d+) bytes, first (\d+) kept\]$`)
+
+func headerOf(h map[string]string, name string) string {
 	for k, v := range h {
 		if strings.EqualFold(k, name) {
 			return v
@@ -976,10 +970,11 @@ func header(h map[string]string, name string) string {
 	return ""
 }
 
-// unquoteSF reads a Structured Field string ("k-1") or a bare token.
-func unquoteSF(v string) string {
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
+// compact is a JSON body on one line, as the harness sent it.
+func compact(b json.RawMessage) string {
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return string(b)
 	}
-	return v
+	return c.String()
 }

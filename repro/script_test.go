@@ -2,6 +2,7 @@ package repro
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpconform/mcpconform/catalog"
-	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -20,7 +19,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden testdata/*.sh files")
 
 // TestScriptGolden renders each testdata/*.json input (a recorded scenario,
-// its catalog entry and steps) and compares it with testdata/*.sh.
+// its catalog entry and the target) and compares it with testdata/*.sh.
 func TestScriptGolden(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.json")
 	if err != nil || len(inputs) == 0 {
@@ -71,25 +70,86 @@ func TestScriptShape(t *testing.T) {
 	}
 	s := string(res.Script)
 	for _, want := range []string{
-		"set -euo pipefail",
+		"set -uo pipefail",
 		"# Scenario:    retry-03",
 		"# Requirement: Unkeyed mutating calls",
-		"# Source:      seeds/sel-498",
-		`"local_tool":"partner.echo","price":3`,
-		`-H "Authorization: Bearer $KEY"`,
-		`ctl GET "/wallets/$WALLET/ledger"`,
-		`ctl GET "/dispatches?wallet_id=$WALLET"`,
-		"echo 'expected: 1 debit(s) and 0 refund(s), 1 dispatch(es)'",
+		// Fixtures come from the recorded control calls, ids from the replay's answers.
+		`ctl POST '/wallets' '{"balance":100}'`,
+		`C01_WALLET_ID=$(field wallet_id < "$TMP/c01.body")`,
+		`'"${PROBE}"'/mcp`,
+		// The key is the one the replay created; tokens and tool names are fresh.
+		`-H 'Authorization: Bearer '"${C02_API_KEY}"`,
+		`"token":"'"${RUN}"'r`,
+		// The decision re-observes the violated check's witness.
+		`observe 'distinct receipts among x04, x03' "$(distinct x04 x03)" 2`,
+		"\nverdict\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q", want)
 		}
 	}
-	if strings.Contains(s, "***") {
-		t.Error("script still carries the redacted credential")
+	for _, bad := range []string{"***", "# Step:", "then:"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("script contains %q", bad)
+		}
 	}
 	if len(res.Warnings) != 0 {
 		t.Errorf("warnings %v, want none", res.Warnings)
+	}
+}
+
+// TestScriptFromRecordNotSteps: the script is made from what happened, so
+// a scenario whose steps no grammar here knows replays all the same.
+func TestScriptFromRecordNotSteps(t *testing.T) {
+	in := load(t, "lost-01")
+	in.Scenario.Steps = []reports.StepResult{{Keyword: "When ", Text: "a step nobody taught repro", Status: "passed"}}
+	res, err := Script(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(res.Script)
+	// The probe's hold and the client's drop are replayed from the record.
+	for _, want := range []string{"probe stall ", "probe wait ", "probe unstall ", `kill "$PID_x03"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestScriptWithoutControlAPI: a scenario against a gateway the harness
+// reaches only over MCP and its probe (the external case) replays with the
+// profile's key from the environment, and asks for no control token.
+func TestScriptWithoutControlAPI(t *testing.T) {
+	in := load(t, "lost-01")
+	in.Target.Kind = "url"
+	var probeOnly []reports.Exchange
+	for _, c := range in.Scenario.Control {
+		if c.Lane == "probe" {
+			probeOnly = append(probeOnly, c)
+		}
+	}
+	in.Scenario.Control = probeOnly
+	for i := range in.Scenario.Checks {
+		if w := in.Scenario.Checks[i].Witness; w != nil {
+			w.Ledger = nil // no ledger to see
+		}
+	}
+	res, err := Script(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(res.Script)
+	fp := strings.TrimPrefix(in.Scenario.Exchanges[0].RequestHeaders["Authorization"], "Bearer ***")
+	for _, want := range []string{`: "${KEY_` + fp + `:?`, `-H 'Authorization: Bearer '"${KEY_` + fp + `}"`, `: "${PROBE:?`, "probe stall "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "CONTROL_TOKEN:?") || strings.Contains(s, "\nctl ") {
+		t.Error("a script for a gateway without a control API calls it")
+	}
+	if len(res.Warnings) == 0 {
+		t.Error("no warning that the key comes from the environment")
 	}
 }
 
@@ -98,59 +158,40 @@ func TestScriptWarnsOnPrincipals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Warnings) == 0 || !strings.Contains(string(res.Script), "exit 3") {
-		t.Errorf("a principal scenario should warn and stop unless forced; warnings %v", res.Warnings)
+	if len(res.Warnings) == 0 || !strings.Contains(string(res.Script), "# NOTE: control POST /trust names http://127.0.0.1:") {
+		t.Errorf("a scenario trusting the harness's identity provider should warn; warnings %v", res.Warnings)
 	}
 }
 
-func TestScriptSkippedScenario(t *testing.T) {
+func TestScriptNothingRecorded(t *testing.T) {
 	in := load(t, "retry-03")
-	in.Scenario.Verdict, in.Scenario.Reason, in.Scenario.Exchanges = reports.Skipped, "target lacks capability faults", nil
+	in.Scenario.Verdict, in.Scenario.Reason = reports.Skipped, "target lacks capability faults"
+	in.Scenario.Exchanges, in.Scenario.Control, in.Scenario.Checks = nil, nil, nil
 	res, err := Script(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Warnings) == 0 {
-		t.Error("a skipped scenario should warn: it has nothing recorded to replay")
+		t.Error("a scenario that sent nothing should warn")
 	}
-	// The calls are built from the steps instead.
-	if !strings.Contains(string(res.Script), `"name":"repro.write"`) {
-		t.Errorf("no call built from the steps:\n%s", res.Script)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	path := filepath.Join(t.TempDir(), "repro.sh")
+	if err := os.WriteFile(path, res.Script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bash, path).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(strings.TrimSpace(string(out)), "NOT REPRODUCED (nothing the recorded run's checks looked at can be observed again)") {
+		t.Errorf("a script with nothing to observe: %v\n%s", err, out)
 	}
 }
 
 func TestScriptNoID(t *testing.T) {
 	if _, err := Script(Input{}); err == nil {
 		t.Error("Script without a scenario ID: no error")
-	}
-}
-
-func TestSteps(t *testing.T) {
-	es, err := catalog.Load(features.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	by := catalog.ByID(es)
-	steps, err := Steps(features.FS, by["lost-01"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Background first, then the scenario's own steps.
-	want := []string{
-		"a wallet with 100 credits and an API key",
-		`an upstream tool "write" priced 3 credits`,
-		`the probe stalls "$op1"`,
-	}
-	if diff := cmp.Diff(want, steps[:3]); diff != "" {
-		t.Errorf("steps (-want +got):\n%s", diff)
-	}
-	for _, e := range es {
-		if _, err := Steps(features.FS, e); err != nil {
-			t.Errorf("%s: %v", e.ID, err)
-		}
-	}
-	if _, err := Steps(features.FS, catalog.Entry{ID: "nope-01", File: "retries.feature"}); err == nil {
-		t.Error("no error for an unknown ID")
 	}
 }
 
@@ -167,58 +208,42 @@ func load(t *testing.T, name string) Input {
 	return in
 }
 
-// TestSynthesizedKeyHeader: a call the script builds itself sends its key as
-// a Structured Field string, so a key with a comma, semicolon, quote or
-// backslash reaches the gateway as that key: the header, as bash hands it to
-// curl, parses back to the key with the gateway's own parser.
-func TestSynthesizedKeyHeader(t *testing.T) {
+// TestReplayedKeyHeader: a recorded key is replayed with the script's run
+// prefix as a Structured Field string, so a key with a comma, semicolon,
+// quote or backslash reaches the gateway as one key, fresh to the run.
+func TestReplayedKeyHeader(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash to evaluate the script's words")
 	}
-	cases := []struct {
-		name, key string // key as the step names it
-		recorded  string // the recorded run's value of $k1, if any
-		want      string // the header value curl sends
-	}{
-		{"plain", "k-1", "", `"k-1"`},
-		{"comma", "a,b", "", `"a,b"`},
-		{"semicolon", "a;p=1", "", `"a;p=1"`},
-		{"shell characters", "$HOME'`x`", "", `"$HOME'` + "`x`" + `"`},
-		{"recorded quote and backslash", "$k1", `q"uote\`, `"q\"uote\\"`},
-		{"recorded comma", "$k1", "k1-a,b", `"k1-a,b"`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			g := &gen{vars: map[string]string{}, last: map[string]int{}}
-			if c.recorded != "" {
-				g.vars["$k1"] = c.recorded
-			}
-			g.synthesize("A", "repro.write", `{}`, c.key)
+	for _, key := range []string{"k-1", "a,b", "a;p=1", `q"uote\`, "$HOME'`x`"} {
+		t.Run(key, func(t *testing.T) {
+			ex := reports.Exchange{Label: "A: write", Lane: "A", Method: "POST", URL: "http://127.0.0.1:1/mcp",
+				RequestHeaders: map[string]string{"Idempotency-Key": sfString(key)}, RequestBody: json.RawMessage(`{}`)}
+			g := &gen{bound: map[string]bool{}}
+			g.bindFresh([]action{{ex: ex, mcp: true}})
 			var word string
-			for _, line := range strings.Split(g.b.String(), "\n") {
-				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "-H "); ok && strings.Contains(w, "Idempotency-Key") {
-					word = strings.TrimSuffix(w, " \\")
+			for _, h := range g.headers(ex) {
+				if strings.Contains(h, "Idempotency-Key") {
+					word = strings.TrimPrefix(h, "-H ")
 				}
 			}
-			if word == "" {
-				t.Fatalf("no Idempotency-Key header:\n%s", g.b.String())
-			}
-			out, err := exec.Command(bash, "-c", "printf '%s' "+word).Output()
+			out, err := exec.Command(bash, "-c", "RUN=rp1-; printf '%s' "+word).Output()
 			if err != nil {
 				t.Fatalf("bash on %s: %v", word, err)
 			}
 			value, ok := strings.CutPrefix(string(out), "Idempotency-Key: ")
-			if !ok || value != c.want {
-				t.Fatalf("curl gets %q, want Idempotency-Key: %s", out, c.want)
+			if !ok {
+				t.Fatalf("curl gets %q", out)
 			}
-			wantKey := c.key
-			if c.recorded != "" {
-				wantKey = c.recorded
-			}
-			if got, err := idemkey.Parse(value); err != nil || got != wantKey {
-				t.Fatalf("the gateway reads %q (%v), want %q", got, err, wantKey)
+			if got, err := idemkey.Parse(value); err != nil || got != "rp1-"+key {
+				t.Fatalf("the gateway reads %q (%v), want %q", got, err, "rp1-"+key)
 			}
 		})
 	}
+}
+
+// sfString writes a key as the harness sends it: a Structured Field string.
+func sfString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }

@@ -52,7 +52,9 @@ func (w *world) lastAnswer(who string) (*answer, error) {
 	if len(c.answers) == 0 {
 		return nil, fmt.Errorf("%s has no answer yet", who)
 	}
-	return c.answers[len(c.answers)-1], nil
+	a := c.answers[len(c.answers)-1]
+	w.noteAnswer(a)
+	return a, nil
 }
 
 // describe summarises an answer for a failure message.
@@ -160,6 +162,7 @@ func (w *world) answerPair(who, other string, n int) (last, earlier *answer, err
 	if n >= len(oc.answers) {
 		return nil, nil, fmt.Errorf("%s has %d answers; no answer number %d", other, len(oc.answers), n+1)
 	}
+	w.noteAnswer(oc.answers[n])
 	return a, oc.answers[n], nil
 }
 
@@ -239,11 +242,14 @@ func (w *world) dispatchWitness(ctx context.Context, token string) string {
 		return ""
 	}
 	var at []string
+	var mine []reports.Dispatch
 	for _, d := range ds {
 		if d.Token == token {
-			at = append(at, d.At.Format("15:04:05.000000"))
+			at = append(at, d.At.UTC().Format("15:04:05.000000"))
+			mine = append(mine, d)
 		}
 	}
+	w.noteDispatches(mine)
 	return " at " + strings.Join(at, ", ")
 }
 
@@ -314,6 +320,11 @@ func probeSawAll(ctx context.Context, n int) error {
 		w.mu.Lock()
 		w.counted = append(w.counted, countedCheck{step: fmt.Sprintf("the probe saw %s dispatched %d times", tok, c), token: tok, seen: c, stepIdx: w.stepIdx})
 		w.mu.Unlock()
+	}
+	if got != n {
+		for _, tok := range w.tokens {
+			w.dispatchWitness(ctx, tok)
+		}
 	}
 	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
 }

@@ -194,7 +194,7 @@ func callAndDrop(ctx context.Context, who, tool, args, key string) error {
 	token := tokenOf(call)
 	drop := *call
 	drop.DropAfterSend = true
-	drop.DropWait = func(ctx context.Context) error { return w.env.Probe.WaitFor(ctx, token, 1) }
+	drop.DropWait = func(ctx context.Context) error { return w.probeWait(ctx, token, 1) }
 	a, err := w.do(ctx, c, &drop)
 	if err != nil {
 		return fmt.Errorf("the tool never ran for %s before the drop: %w", token, err)

@@ -103,11 +103,11 @@ func registerControl(sc *godog.ScenarioContext) {
 		if !w.has(reports.CapUpstream) {
 			return w.cannot(reports.CapUpstream, "only calls that reach the probe can be stalled")
 		}
-		return w.env.Probe.Stall(ctx, w.expand(tok))
+		return w.probeStall(ctx, w.expand(tok))
 	})
 	sc.Step(`^the probe releases "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		return w.env.Probe.Unstall(ctx, w.expand(tok))
+		return w.probeUnstall(ctx, w.expand(tok))
 	})
 	sc.Step(`^the probe sees "([^"]*)" dispatched$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
@@ -116,7 +116,7 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 		defer cancel()
-		if err := w.env.Probe.WaitFor(wctx, w.expand(tok), 1); err != nil {
+		if err := w.probeWait(wctx, w.expand(tok), 1); err != nil {
 			return fmt.Errorf("the tool never ran: %w", err)
 		}
 		return nil
@@ -209,6 +209,7 @@ func waitsAt(ctx context.Context, who, point string) error {
 		if out.answer != nil {
 			a = out.answer
 			c.answers = append(c.answers, a)
+			w.noteAnswer(a)
 		}
 		return w.check(fmt.Sprintf("%s reaches %s", who, point), reports.CapFaults, false,
 			fmt.Sprintf("the call waits at fault point %s", point),

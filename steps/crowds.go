@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +107,7 @@ func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 	w := getWorld(ctx)
 	if w.has(reports.CapUpstream) {
 		if token := tokenIn(json.RawMessage(w.expand(args))); token != "" {
-			if err := w.env.Probe.Stall(ctx, token); err != nil {
+			if err := w.probeStall(ctx, token); err != nil {
 				return fmt.Errorf("hold the first dispatch: %w", err)
 			}
 			w.holdToken = token
@@ -122,10 +121,10 @@ func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 // (at most a grace period: a gateway may make duplicates wait), then lets
 // the dispatch go.
 func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, others int) {
-	defer func() { _ = w.env.Probe.Unstall(context.WithoutCancel(ctx), w.holdToken) }()
+	defer func() { _ = w.probeUnstall(context.WithoutCancel(ctx), w.holdToken) }()
 	wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
-	if w.env.Probe.WaitFor(wctx, w.holdToken, 1) != nil {
+	if w.probeWait(wctx, w.holdToken, 1) != nil {
 		return
 	}
 	grace := time.NewTimer(2 * time.Second)
@@ -143,26 +142,51 @@ func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, other
 
 func oneOperation(ctx context.Context, reason string) error {
 	w := getWorld(ctx)
-	receipts := map[string]int{}
-	var others []string
-	for i, a := range w.crowd {
-		switch {
-		case a != nil && a.IsResult() && a.Receipt() != "":
-			receipts[a.Receipt()]++
-		case w.isReason(a, reason) && a.Retryable():
-		default:
-			others = append(others, fmt.Sprintf("twin-%02d: %s", i, w.describe(a)))
+	ok, actual, witness := judgeCrowd(w.crowd, w.describe, func(a *answer) bool { return w.isReason(a, reason) && a.Retryable() })
+	if !ok {
+		for _, a := range witness {
+			w.noteAnswer(a)
 		}
 	}
-	var rs []string
-	for r, k := range receipts {
-		rs = append(rs, fmt.Sprintf("%s x%d", r, k))
-	}
-	sort.Strings(rs)
-	ok := len(receipts) == 1 && len(others) == 0
 	return w.check("exactly one operation ran", reports.CapWire, ok,
-		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason),
-		fmt.Sprintf("receipts [%s]; other answers [%s]", strings.Join(rs, ", "), strings.Join(others, "; ")))
+		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason), actual)
+}
+
+// judgeCrowd holds that a crowd's results share one receipt and every
+// other answer is fine. What it observed is counted per receipt and per
+// kind of answer, never listed twin by twin; the witness is the smallest
+// set of answers that proves a violation: one answer of each of the first
+// two receipts (two receipts are two operations) and one of each other
+// kind of answer.
+func judgeCrowd(answers []*answer, describe func(*answer) string, fine func(*answer) bool) (ok bool, actual string, witness []*answer) {
+	var receipts, others []string
+	byReceipt, byKind := map[string]bool{}, map[string]bool{}
+	for _, a := range answers {
+		switch {
+		case a != nil && a.IsResult() && a.Receipt() != "":
+			r := a.Receipt()
+			receipts = append(receipts, r)
+			if !byReceipt[r] {
+				byReceipt[r] = true
+				if len(byReceipt) <= 2 {
+					witness = append(witness, a)
+				}
+			}
+		case fine(a):
+		default:
+			d := describe(a)
+			others = append(others, d)
+			if !byKind[d] {
+				byKind[d] = true
+				witness = append(witness, a)
+			}
+		}
+	}
+	ok = len(byReceipt) == 1 && len(others) == 0
+	if ok {
+		witness = nil
+	}
+	return ok, fmt.Sprintf("%d answers: receipts %s; other answers %s", len(answers), reports.Tally(receipts, 3), reports.Tally(others, 3)), witness
 }
 
 // op is one operation of the random workload, Jepsen style: a token unique to
@@ -255,6 +279,9 @@ func noDoubleDispatch(ctx context.Context) error {
 		return err
 	}
 	ok, twice := reports.AtMostOnce(w.history)
+	if !ok {
+		w.noteDispatches(dispatchesIn(w.history, twice))
+	}
 	return w.check("no operation was dispatched twice", reports.CapUpstream, ok, "every token dispatched at most once",
 		fmt.Sprintf("dispatched more than once: [%s]", strings.Join(twice, ", ")))
 }

@@ -330,5 +330,6 @@ func (w *world) ledger(ctx context.Context) (*reports.Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read wallet %s: %w", w.walletID, err)
 	}
+	w.noteLedger(l)
 	return l, nil
 }

@@ -2,7 +2,11 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
@@ -79,4 +83,44 @@ func (w *world) recordEffects(ctx context.Context) error {
 			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
 	}
 	return nil
+}
+
+// dispatchesIn are the history's dispatch events of some tokens.
+func dispatchesIn(ops []reports.Op, tokens []string) []reports.Dispatch {
+	var out []reports.Dispatch
+	for _, op := range ops {
+		var v reports.EffectValue
+		if op.F == reports.FDispatch && json.Unmarshal(op.Value, &v) == nil && slices.Contains(tokens, v.Token) {
+			out = append(out, reports.Dispatch{Token: v.Token, At: op.Time})
+		}
+	}
+	return out
+}
+
+// The probe's stall, unstall and wait, recorded with the control calls as
+// the requests its observation API takes (/probe/v1/...), so repro replays
+// them against a probe of its own.
+
+func (w *world) probeStall(ctx context.Context, token string) error {
+	return w.probeAction(ctx, "stall", map[string]any{"token": token}, func() error { return w.env.Probe.Stall(ctx, token) })
+}
+
+func (w *world) probeUnstall(ctx context.Context, token string) error {
+	return w.probeAction(ctx, "unstall", map[string]any{"token": token}, func() error { return w.env.Probe.Unstall(ctx, token) })
+}
+
+func (w *world) probeWait(ctx context.Context, token string, n int) error {
+	return w.probeAction(ctx, "wait", map[string]any{"token": token, "n": n, "timeout": "60s"}, func() error { return w.env.Probe.WaitFor(ctx, token, n) })
+}
+
+func (w *world) probeAction(ctx context.Context, action string, body map[string]any, do func() error) error {
+	ex := reports.Exchange{Label: "probe " + action, Lane: "probe", Method: "POST",
+		URL: strings.TrimSuffix(w.env.Probe.URL(), "/mcp") + "/probe/v1/" + action, RequestBody: mustJSON(body), Started: time.Now().UTC()}
+	err := do()
+	ex.Finished = time.Now().UTC()
+	if err != nil {
+		ex.Error = err.Error()
+	}
+	w.addControl(ex)
+	return err
 }

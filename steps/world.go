@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -55,6 +57,9 @@ type world struct {
 	effectsRecorded                        bool
 	stepErr                                error // the first step error or skip
 	stepIdx                                int   // index of the step running, in the pickle's order
+	// seen is what the running step looked at since its last check: the
+	// witness the next check carries.
+	seen reports.Witness
 }
 
 func getWorld(ctx context.Context) *world {
@@ -120,6 +125,13 @@ func (w *world) record(op reports.Op) {
 	w.history = append(w.history, op)
 }
 
+// addControl keeps a call the harness made beside the MCP exchanges.
+func (w *world) addControl(ex reports.Exchange) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.evidence.Control = append(w.evidence.Control, ex)
+}
+
 func (w *world) addExchange(ex reports.Exchange) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -130,20 +142,91 @@ func (w *world) addExchange(ex reports.Exchange) {
 // does not stop it: the later steps run and their checks are observed too,
 // so the evidence shows the harm a bug does (the second dispatch and debit
 // after a stale holder answered wrongly), and the self-test can hold each
-// bug to the check it names.
+// bug to the check it names. The scenario's reason is built from the first
+// violated check and its witness (the requests, dispatches and ledger
+// entries the step looked at) when the scenario ends.
 func (w *world) check(step, capability string, ok bool, expected, actual string) error {
 	state := reports.Held
 	if !ok {
 		state = reports.Violated
 	}
-	w.addCheck(reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual})
+	if !ok && capability == reports.CapLedger {
+		w.ledgerWitness()
+	}
+	c := reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual}
+	w.addCheck(c)
 	return nil
 }
 
-// violation is a violated check as a failure message: expected next to
-// what was observed, and the evidence file.
-func (w *world) violation(c reports.Check) string {
-	return fmt.Sprintf("%s\n  expected: %s\n  observed: %s\n  evidence: evidence/%s.json", c.Step, c.Expected, c.Actual, reports.SafeName(w.entry.ID))
+// evidenceNote ends a failure with the file that holds the whole record.
+func (w *world) evidenceNote() string {
+	return fmt.Sprintf("\n  evidence: evidence/%s.json", reports.SafeName(w.entry.ID))
+}
+
+// failure is a violated check as a reason: the observation first, then
+// the check and each item of its witness on a line of its own.
+func failure(s reports.Scenario, c reports.Check) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n  check: %s", reports.Finding(c), c.Step)
+	for _, l := range reports.WitnessLines(s, c) {
+		fmt.Fprintf(&b, "\n  witness: %s", l)
+	}
+	return b.String()
+}
+
+// ledgerWitness reads the wallet's ledger for a violated ledger check that
+// looked at no entries (a balance): its debits and refunds are the
+// evidence of the balance it saw.
+func (w *world) ledgerWitness() {
+	w.mu.Lock()
+	looked := len(w.seen.Ledger) > 0
+	w.mu.Unlock()
+	if looked || w.walletID == "" || !w.has(reports.CapLedger) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.env.CallTimeout)
+	defer cancel()
+	_, _ = w.ledger(ctx) // notes the entries; a failed read leaves the witness without them
+}
+
+// noteAnswer adds the exchange that carried an answer to what the running
+// step looked at.
+func (w *world) noteAnswer(a *answer) {
+	if a == nil || a.Answer == nil {
+		return
+	}
+	ex := a.Exchange
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.evidence.Exchanges) - 1; i >= 0; i-- {
+		e := w.evidence.Exchanges[i]
+		if e.Lane == ex.Lane && e.Label == ex.Label && e.Started.Equal(ex.Started) {
+			if !slices.Contains(w.seen.Exchanges, i) {
+				w.seen.Exchanges = append(w.seen.Exchanges, i)
+			}
+			return
+		}
+	}
+}
+
+// noteDispatches adds probe dispatches to what the running step looked at.
+func (w *world) noteDispatches(ds []reports.Dispatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen.Dispatches = append(w.seen.Dispatches, ds...)
+}
+
+// noteLedger adds a ledger's debits and refunds to what the running step
+// looked at.
+func (w *world) noteLedger(l *reports.Ledger) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen.Ledger = nil // the latest read is the one judged
+	for _, e := range l.Entries {
+		if e.Kind == "debit" || e.Kind == "refund" {
+			w.seen.Ledger = append(w.seen.Ledger, e)
+		}
+	}
 }
 
 // unobserved records a check the target gives no way to observe; the
@@ -158,6 +241,11 @@ func (w *world) addCheck(c reports.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c.StepIndex = w.stepIdx
+	if !w.seen.IsEmpty() {
+		wit := w.seen
+		c.Witness = &wit
+	}
+	w.seen = reports.Witness{}
 	w.evidence.Checks = append(w.evidence.Checks, c)
 	if c.State == reports.Violated && w.evidence.Expected == "" {
 		w.evidence.Expected, w.evidence.Actual = c.Expected, c.Actual
@@ -236,6 +324,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
+		ctx = control.WithRecorder(ctx, w.addControl)
 		if policy := w.policyTag(); policy != "" && policy != env.Policy {
 			return ctx, w.notApplicable(fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy))
 		}
@@ -245,6 +334,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		if w := getWorld(ctx); w != nil {
 			w.mu.Lock()
 			w.stepIdx++
+			w.seen = reports.Witness{}
 			w.mu.Unlock()
 		}
 		return ctx, nil
@@ -322,7 +412,7 @@ func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err erro
 	for _, c := range w.evidence.Checks {
 		// A violated check lets the scenario go on, but its step failed.
 		if c.StepIndex == i && c.Status() == reports.Violated && r.Error == "" {
-			r.Status, r.Error = "failed", w.violation(c)
+			r.Status, r.Error = "failed", failure(w.evidence, c)
 		}
 	}
 	if err != nil {
@@ -398,9 +488,10 @@ func (w *world) recount(ctx context.Context) {
 		at := w.stepIdx
 		w.stepIdx = c.stepIdx
 		w.mu.Unlock()
+		when := w.dispatchWitness(ctx, c.token)
 		_ = w.check(c.step+reports.LateSuffixes[0], reports.CapUpstream, false,
 			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
-			fmt.Sprintf("%d dispatch(es) after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, w.env.Settle))
+			fmt.Sprintf("%d dispatch(es)%s, after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, when, w.env.Settle))
 		w.mu.Lock()
 		w.stepIdx = at
 		w.mu.Unlock()
@@ -450,8 +541,10 @@ func (w *world) decide(err error, interrupted bool) {
 		// Whatever the steps saw after the stop is not the target's doing.
 		ev.Verdict, ev.Reason = reports.Interrupted, "the run was interrupted"
 	case len(violated) > 0:
+		// The first violated check is the finding, whatever error godog
+		// hands over (it may join the step's error with others).
 		ev.Verdict = reports.Failed
-		ev.Reason = w.violation(*first)
+		ev.Reason = failure(*ev, *first) + w.evidenceNote()
 		if len(violated) > 1 {
 			ev.Reason += "\n  also violated: " + strings.Join(violated[1:], "; ")
 		}
@@ -479,6 +572,7 @@ func (w *world) decide(err error, interrupted bool) {
 		ev.Verdict = reports.Passed
 	}
 }
+
 
 func (w *world) restore(ctx context.Context) {
 	for _, c := range w.env.Controls {

@@ -24,14 +24,19 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL)")
+	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
+	peerFlags(fs, &cfg) // a gateway's upstream pinned at a probe, as for run
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform repro ID [flags] --out DIR\n\n"+
 			"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n"+
-			"of curl calls that replays the scenario against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
-			"and prints the ledger and the dispatch log.\n\n")
+			"of curl calls built from what the run sent (MCP requests, control API and probe calls, in\n"+
+			"the order they started) that replays it against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
+			"and a running `mcpconform probe` (PROBE), observes again what the failed checks observed\n"+
+			"(dispatches per token, ledger entries, how each witnessed request ended) and ends with\n"+
+			"REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).\n\n")
 		fs.PrintDefaults()
 	}
 	// The ID may come before or after the flags.
@@ -73,11 +78,6 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpconform repro: no scenario with ID %q (see mcpconform list)\n", id)
 		return 2
 	}
-	steps, err := repro.Steps(features.FS, entry)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
-		return 2
-	}
 	cfg.IDs, cfg.Bugs = []string{id}, bugs
 	cfg.Progress = stderr
 	if *verbose {
@@ -102,7 +102,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	sc := out.Run.Scenarios[0]
-	res, err := repro.Script(repro.Input{Scenario: sc, Entry: entry, Steps: steps, Target: out.Run.Target})
+	res, err := repro.Script(repro.Input{Scenario: sc, Entry: entry, Target: out.Run.Target})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
 		return 2
@@ -121,6 +121,6 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "report:   %s\n", filepath.Join(cfg.Out, "report.html"))
 	fmt.Fprintf(stdout, "evidence: %s\n", filepath.Join(cfg.Out, "evidence"))
-	fmt.Fprintf(stdout, "script:   %s (run: CONTROL_TOKEN=T GATEWAY=%s bash %s)\n", script, repro.DefaultGateway, script)
+	fmt.Fprintf(stdout, "script:   %s (run: GATEWAY=%s CONTROL_TOKEN=T PROBE=http://HOST:PORT bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, repro.DefaultGateway, script)
 	return out.Code
 }

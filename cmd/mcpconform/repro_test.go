@@ -4,19 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestReproRetry03 runs `mcpconform repro retry-03 --bug random-unkeyed-key`,
-// then runs the repro.sh it wrote against freshly started reference gateways:
-// with the bug it shows the double charge, without it one debit.
+// then runs the repro.sh it wrote against freshly started reference gateways
+// and a probe: with the bug the retry runs again under a new receipt, and
+// the script says REPRODUCED (exit 0); without it the retry is a replay,
+// and it says NOT REPRODUCED (exit 1).
 func TestReproRetry03(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -47,47 +49,50 @@ func TestReproRetry03(t *testing.T) {
 		t.Fatalf("bash -n repro.sh: %v\n%s", err, b)
 	}
 
-	debits := regexp.MustCompile(`(?m)^observed: (\d+) debit\(s\)`)
+	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
 	for _, tc := range []struct {
 		name string
 		bugs []string
-		want string
+		code int
+		last string
 	}{
-		{"with the bug", []string{"--bug", "random-unkeyed-key"}, "2"},
-		{"without the bug", nil, "1"},
+		{"with the bug", []string{"--bug", "random-unkeyed-key"}, 0, "REPRODUCED"},
+		{"without the bug", nil, 1, "NOT REPRODUCED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := startReproGateway(t, tc.bugs)
+			args := append([]string{"gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"),
+				"--control-token", "repro-test-token"}, tc.bugs...)
+			addr := startListening(t, args...)
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(sctx, bash, script)
-			cmd.Env = append(os.Environ(), "GATEWAY=http://"+addr, "CONTROL_TOKEN=repro-test-token")
+			cmd.Env = append(os.Environ(), "GATEWAY=http://"+addr, "CONTROL_TOKEN=repro-test-token", "PROBE=http://"+probe)
 			b, err := cmd.CombinedOutput()
-			if err != nil {
+			got := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				got = exit.ExitCode()
+			} else if err != nil {
 				t.Fatalf("repro.sh: %v\n%s", err, b)
 			}
-			m := debits.FindSubmatch(b)
-			if m == nil || string(m[1]) != tc.want {
-				t.Fatalf("repro.sh shows %q debits, want %s:\n%s", m, tc.want, b)
-			}
-			if !strings.Contains(string(b), "expected: 1 debit(s) and 0 refund(s), 1 dispatch(es)") {
-				t.Errorf("no expected line:\n%s", b)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if got != tc.code || lines[len(lines)-1] != tc.last {
+				t.Fatalf("repro.sh exit %d, last line %q; want %d, %q:\n%s", got, lines[len(lines)-1], tc.code, tc.last, b)
 			}
 		})
 	}
 }
 
-// startReproGateway starts the reference gateway (this test binary) on a free
-// loopback port with a control token, and returns its address.
-func startReproGateway(t *testing.T, extra []string) string {
+// startListening starts this test binary as a server (the reference
+// gateway, the probe) on a free loopback port and returns its address,
+// which it prints as "listening on http://ADDR".
+func startListening(t *testing.T, args ...string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"),
-		"--control-token", "repro-test-token"}, extra...)
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append(os.Environ(), beMain+"=1")
 	cmd.Stderr = io.Discard
@@ -112,7 +117,7 @@ func startReproGateway(t *testing.T, extra []string) string {
 	case a := <-found:
 		return a
 	case <-time.After(20 * time.Second):
-		t.Fatal("the gateway did not start within 20s")
+		t.Fatalf("%s did not start within 20s", args[0])
 	}
 	return ""
 }

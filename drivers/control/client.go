@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -106,8 +107,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	defer func() {
 		ex.Finished = time.Now().UTC()
+		ex.ResponseBody = redactKeys(ex.ResponseBody)
 		if c.Record != nil {
 			c.Record(ex)
+		}
+		if rec, ok := ctx.Value(recorderKey{}).(func(reports.Exchange)); ok {
+			rec(ex)
 		}
 	}()
 	hc := c.HTTP
@@ -143,6 +148,26 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		}
 	}
 	return nil
+}
+
+type recorderKey struct{}
+
+// WithRecorder returns a context whose control calls are also handed to
+// rec: the client is shared by every scenario of a run, and each scenario
+// keeps the calls made for it, in order, as part of what happened.
+func WithRecorder(ctx context.Context, rec func(reports.Exchange)) context.Context {
+	return context.WithValue(ctx, recorderKey{}, rec)
+}
+
+var apiKeyField = regexp.MustCompile(`"api_key"\s*:\s*"([^"\\]*)"`)
+
+// redactKeys hides the API keys a control answer hands out (POST /keys),
+// keeping a fingerprint that matches the one in the MCP requests' evidence.
+func redactKeys(body string) string {
+	return apiKeyField.ReplaceAllStringFunc(body, func(m string) string {
+		key := apiKeyField.FindStringSubmatch(m)[1]
+		return `"api_key":"` + reports.Redacted(key) + `"`
+	})
 }
 
 func (c *Client) base() (string, error) {

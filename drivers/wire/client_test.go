@@ -164,7 +164,7 @@ func TestCallToolGoSDK(t *testing.T) {
 			if last.Label != "call A" || last.Lane != "A" || last.Status != 200 || last.Method != "POST" {
 				t.Errorf("exchange %+v", last)
 			}
-			if got := last.RequestHeaders["Authorization"]; got != "Bearer ***" {
+			if got := last.RequestHeaders["Authorization"]; !strings.HasPrefix(got, "Bearer ***") {
 				t.Errorf("Authorization recorded as %q", got)
 			}
 			if strings.Contains(string(last.RequestBody)+fmt.Sprint(last.RequestHeaders), "secret") {
@@ -272,7 +272,7 @@ func TestSendRawAndHeaderOverrides(t *testing.T) {
 	if a.Status != 400 || a.ErrorReason() != "batch_not_supported" || a.ErrorCode() != -32600 {
 		t.Errorf("answer %d %q %d", a.Status, a.ErrorReason(), a.ErrorCode())
 	}
-	if a.Exchange.RequestHeaders["X-Api-Key"] != "***" {
+	if !strings.HasPrefix(a.Exchange.RequestHeaders["X-Api-Key"], "***") {
 		t.Errorf("custom auth header recorded as %q", a.Exchange.RequestHeaders["X-Api-Key"])
 	}
 

@@ -14,24 +14,17 @@ import (
 const evidenceCap = 64 << 10
 
 // flatten turns headers into the evidence map, values joined by ", ", and
-// hides the credential in authHeader ("Bearer ***").
+// hides the credential in authHeader ("Bearer ***" and a fingerprint).
 func flatten(h http.Header, authHeader string) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, vs := range h {
 		v := strings.Join(vs, ", ")
 		if authHeader != "" && strings.EqualFold(k, authHeader) {
-			v = redact(v)
+			v = reports.RedactedAuth(v)
 		}
 		out[k] = v
 	}
 	return out
-}
-
-func redact(v string) string {
-	if scheme, _, ok := strings.Cut(v, " "); ok {
-		return scheme + " ***"
-	}
-	return "***"
 }
 
 // setRequestBody keeps a JSON request body as raw JSON; anything else (a

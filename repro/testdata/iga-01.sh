@@ -6,21 +6,22 @@
 # Source:      seeds/sel-498-unkeyed-retry-review.txt (Blocking: "Cross-principal replay")
 # Recorded:    against reference (sqlite): passed
 #
-# Replays the scenario's MCP exchanges with curl against a running gateway that
-# serves the conformance control API (docs/control-api.md), then prints the wallet,
-# its ledger and the gateway's dispatch log. Needs bash, curl, sed and grep.
-#   CONTROL_TOKEN=... [GATEWAY=http://127.0.0.1:8719] bash repro.sh
-# Request bodies, tool names and keys are the recorded run's; the wallet, the API key
-# and the tools (aliases of partner.echo) are made fresh by this script.
-# NOTE: principals need the harness's identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway
-# NOTE: principals need the harness's identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway
-set -euo pipefail
+# Replays what the recorded run sent, in the order it started (what overlapped then
+# overlaps now), then observes again what its checks observed and ends with REPRODUCED
+# (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.
+# Environment: GATEWAY (default http://127.0.0.1:8719); CONTROL_TOKEN (the gateway's control API token); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address).
+# Needs bash, curl, sed and grep.
+# NOTE: control POST /trust names http://127.0.0.1:46149, a server of the recorded run (the harness's identity provider) that is gone: principals' tokens will not verify
+set -uo pipefail
 
 GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
 GATEWAY="${GATEWAY%/}"
 : "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"
+: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
+PROBE="${PROBE%/}"
+RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
-WALLET= KEY= BASE=0
+MISMATCH=0 OBSERVED=0
 
 cleanup() {
   jobs -p | while read -r pid; do kill "$pid" 2>/dev/null || true; done
@@ -28,34 +29,118 @@ cleanup() {
 }
 trap cleanup EXIT
 
+die() { echo "repro.sh: $*" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }
+
 # ctl METHOD PATH [BODY]: one control API call; prints the answer, fails on an error status.
 ctl() {
   local method=$1 path=$2 body=${3:-} status
   local args=(-sS --max-time 60 -X "$method" -H "Authorization: Bearer $CONTROL_TOKEN" -o "$TMP/ctl.out" -w '%{http_code}')
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-raw "$body"); fi
-  status=$(curl "${args[@]}" "$GATEWAY/control$path")
-  cat "$TMP/ctl.out"
+  status=$(curl "${args[@]}" "$GATEWAY/control$path") || status=000
+  cat "$TMP/ctl.out" 2>/dev/null
   if [ "${status#2}" = "$status" ]; then
     echo "repro.sh: control API $method $path: HTTP $status" >&2
     return 1
   fi
 }
 
-# mcp NAME LABEL [curl args]: POST $TMP/NAME.req to the MCP endpoint; prints the status,
-# the receipt or refusal reason, and the answer. A transport error is reported, not fatal.
-mcp() {
-  local name=$1 label=$2 status; shift 2
-  status=$(curl -sS --max-time 60 -X POST "$GATEWAY/mcp" "$@" --data-binary "@$TMP/$name.req" \
-    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status="000 ($(cat "$TMP/$name.err"))"
-  touch "$TMP/$name.body"
-  echo "-> $label: HTTP $status $(summary < "$TMP/$name.body")"
-  echo "   $(head -c 600 "$TMP/$name.body")"
+# probe ACTION BODY: one call of the probe's observation API.
+probe() {
+  curl -sS --max-time 70 -X POST -H 'Content-Type: application/json' --data-raw "$2" "$PROBE/probe/v1/$1"
 }
 
-# summary: the receipt (id, replayed, charged) or the refusal reason of an answer on stdin.
-summary() {
-  local a; a=$(cat)
-  { grep -o '"io.mcpconform/receipt":{[^}]*}' <<<"$a" || grep -o '"reason":"[^"]*"' <<<"$a" || true; } | head -n 1
+# probe_count TOKEN: how often the probe saw TOKEN dispatched.
+probe_count() {
+  curl -sS --max-time 30 -G --data-urlencode "token=$1" "$PROBE/probe/v1/count" | number count
+}
+
+# mcp NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its headers and status.
+mcp() {
+  local name=$1 label=$2 path=$3 status; shift 3
+  status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
+    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
+  touch "$TMP/$name.body" "$TMP/$name.headers"
+  echo "$status" > "$TMP/$name.status"
+  echo "-> $label: HTTP $status $(kind "$name")"
+}
+
+# kind NAME: how answer NAME ended, as the generator named it for the recorded run.
+kind() {
+  local body status
+  body=$(cat "$TMP/$1.body" 2>/dev/null); status=$(cat "$TMP/$1.status" 2>/dev/null || echo 000)
+  if [ "$status" = 000 ]; then echo "no answer"
+  elif grep -q '"error":{' <<<"$body"; then
+    local r; r=$(grep -o '"reason":"[^"]*"' <<<"$body" | head -n 1 | sed 's/^"reason":"\(.*\)"$/\1/')
+    if [ -n "$r" ]; then echo "refusal $r"; else echo "refusal"; fi
+  elif grep -q '"io\.mcpconform/receipt":{[^}]*"replayed":true' <<<"$body"; then echo "replay"
+  elif grep -q '"result":' <<<"$body"; then echo "result"
+  else echo "http $status"
+  fi
+}
+
+# distinct NAME...: how many distinct receipts the answers carry.
+distinct() {
+  local n
+  for n in "$@"; do grep -o '"io\.mcpconform/receipt":{[^}]*"id":"[^"]*"' "$TMP/$n.body" | head -n 1 | sed 's/.*"id":"\([^"]*\)"$/\1/'; done | sort -u | grep -c . || true
+}
+
+# await PID...: waits for requests the recorded run saw answered by now, at most 5 s in
+# all: in the replay another twin may be the one held at the probe. The final wait
+# collects what is left.
+await() {
+  local i pid left
+  for i in $(seq 100); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"
+    else wait "$pid" || true; fi
+  done
+}
+
+# at_gate GATE N: waits until N requests wait at GATE (at most 5 s).
+at_gate() {
+  local i
+  for i in $(seq 500); do
+    [ "$(ls "$TMP" | grep -c "^$1\.")" -ge "$2" ] && { sleep 0.02; return; }
+    sleep 0.01
+  done
+}
+
+# most_debits FILE: the most debits one receipt has in a ledger answer.
+most_debits() {
+  tr '{' '\n' < "$1" | grep '"kind":"debit"' | grep -o '"receipt":"[^"]*"' | sort | uniq -c | sort -rn | head -n 1 | sed 's/^ *\([0-9]*\).*/\1/'
+}
+
+# more_than_one N: yes when N > 1.
+more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
+# ended NAME TICKS: "answered" when request NAME has its answer within TICKS × 50 ms
+# (mcp writes its status last), else "still waiting".
+ended() {
+  local i
+  for i in $(seq "$2"); do [ -e "$TMP/$1.status" ] && { echo answered; return; }; sleep 0.05; done
+  echo "still waiting"
+}
+
+# observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
+observe() {
+  OBSERVED=$((OBSERVED + 1))
+  if [ "$2" = "$3" ]; then echo "  same:      $1: $2"
+  else echo "  different: $1: $2 (the recorded run: $3)"; MISMATCH=1
+  fi
+}
+
+verdict() {
+  if [ "$OBSERVED" -eq 0 ]; then
+    echo "NOT REPRODUCED (nothing the recorded run's checks looked at can be observed again)"; exit 1
+  elif [ "$MISMATCH" -eq 0 ]; then
+    echo "REPRODUCED"; exit 0
+  fi
+  echo "NOT REPRODUCED"; exit 1
 }
 
 # field NAME: the first string value of "NAME" in the JSON on stdin.
@@ -69,88 +154,108 @@ header() { { grep -i "^$1:" || true; } | head -n 1 | sed 's/^[^:]*:[[:space:]]*/
 
 # count PATTERN FILE: how often PATTERN occurs in FILE.
 count() { { grep -o "$1" "$2" || true; } | wc -l | tr -d ' '; }
+ctl POST '/wallets' '{"balance":100}' > "$TMP/c01.body" || die 'control call c01 (POST) failed'
+C01_WALLET_ID=$(field wallet_id < "$TMP/c01.body")
+ctl POST '/keys' '{"wallet_id":"'"${C01_WALLET_ID}"'"}' > "$TMP/c02.body" || die 'control call c02 (POST) failed'
+C02_API_KEY=$(field api_key < "$TMP/c02.body")
+C02_KEY_ID=$(field key_id < "$TMP/c02.body")
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c03.body" || die 'control call c03 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c04.body" || die 'control call c04 (GET) failed'
+ctl POST '/tools' '{"name":"'"${RUN}"'probe.write.a847b61b","price":3,"read_only":false,"approval":false,"upstream_url":"'"${PROBE}"'/mcp","upstream_tool":"probe.write"}' > "$TMP/c05.body" || die 'control call c05 (POST) failed'
+ctl POST '/trust' '{"provider":"harness","issuer":"http://127.0.0.1:46149","jwks_url":"http://127.0.0.1:46149/jwks.json","audience":"mcpconform"}' > "$TMP/c06.body" || die 'control call c06 (POST) failed'
+ctl POST '/principals' '{"provider":"harness","issuer":"http://127.0.0.1:46149","subject":"alice-02e53c78","tools":[]}' > "$TMP/c07.body" || die 'control call c07 (POST) failed'
+C07_PRINCIPAL_ID=$(field principal_id < "$TMP/c07.body")
+ctl POST '/principals' '{"provider":"harness","issuer":"http://127.0.0.1:46149","subject":"bob-850210dc","tools":[]}' > "$TMP/c08.body" || die 'control call c08 (POST) failed'
+C08_PRINCIPAL_ID=$(field principal_id < "$TMP/c08.body")
 
-# ms SECONDS: seconds (fractions allowed) as integer milliseconds.
-ms() {
-  local s=${1:-0} i f
-  i=${s%%.*}; f=000
-  if [ "$s" != "$i" ]; then f="${s#*.}000"; fi
-  echo $(( ${i:-0} * 1000 + 10#${f:0:3} ))
-}
-
-# iso MILLIS: an RFC 3339 UTC time (GNU or BSD date).
-iso() {
-  local s=$(( $1 / 1000 )) f=$(( $1 % 1000 )) d
-  d=$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%S 2>/dev/null || date -u -r "$s" +%Y-%m-%dT%H:%M:%S)
-  printf '%s.%03dZ' "$d" "$f"
-}
-
-if [ "${REPRO_FORCE:-}" != 1 ]; then
-  echo "repro.sh: this scenario cannot be reproduced faithfully with curl alone:" >&2
-  echo '  - principals need the harness'\''s identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway' >&2
-  echo '  - principals need the harness'\''s identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway' >&2
-  echo "set REPRO_FORCE=1 to run it anyway" >&2
-  exit 3
-fi
-
-# Step: a wallet with 100 credits and an API key
-WALLET=$(ctl POST /wallets '{"balance":100}' | field wallet_id)
-KEY=$(ctl POST /keys "{\"wallet_id\":\"$WALLET\"}" | field api_key)
-BASE=$(ctl GET "/wallets/$WALLET" | number balance)
-echo "wallet $WALLET, balance $BASE"
-
-# Step: an upstream tool "write" priced 3 credits
-# "write" forwarded to the harness's upstream probe; here it is an alias of partner.echo.
-ctl POST /tools '{"name":"probe.write.e0989ce3","local_tool":"partner.echo","price":3,"read_only":false,"approval":false}' >/dev/null
-
-# Step: client "alice" acts as principal "alice"
-# NOTE: principals need the harness's identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway
-
-# Step: client "bob" acts as principal "bob"
-# NOTE: principals need the harness's identity provider (a JWKS the gateway trusts); its tokens in the recorded exchanges are not valid against this gateway
-
-# Step: "alice" calls "write" with {"token":"$op1"} without a key
-printf '%s' '{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"op1-b14159d8"},"name":"probe.write.e0989ce3"}}' > "$TMP/x01.req"
-mcp x01 'alice: write' \
+# #1 initialize (alice lane)
+printf '%s' '{"id":1,"jsonrpc":"2.0","method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"mcpconform","version":"1"},"protocolVersion":"2025-11-25"}}' > "$TMP/x01.req"
+mcp x01 '#1 initialize' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
-  -H "Authorization: Bearer $KEY" \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+PID_x01=$!
+await "$PID_x01"
+SESSION_x01=$(header Mcp-Session-Id < "$TMP/x01.headers")
+
+# #2 initialized (alice lane)
+printf '%s' '{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}' > "$TMP/x02.req"
+mcp x02 '#2 initialized' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6Ik11UG5XWlFncGN3enp2c1hWeVhvWlFMQmN0Z0I3MThHVG1LVnRwdEp4bEkiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MjM2NTg4LCJpYXQiOjE3OTYyMzU5ODgsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6Mzc5MDEiLCJqdGkiOiJiODFkMmVmNi1jZTQzLTQ0MmQtYTAyYS1mNjBkZGYzN2UzNjgiLCJzdWIiOiJhbGljZS1jNDFiY2YzZiJ9.xNAh97roTieOJd5AMgK7Te1GY2htz1AH6BWwi1ePx6p-4PN2NG2tryE62a7-ir5WYdYyI1ExFvTIx5U0QzR5wA'
+  -H 'Mcp-Session-Id: '"${SESSION_x01}" \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+PID_x02=$!
+await "$PID_x02"
 
-# Step: "alice" gets a result
-echo '-- then: "alice" gets a result'
-
-# Step: "bob" calls "write" with {"token":"$op1"} without a key
-printf '%s' '{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"op1-b14159d8"},"name":"probe.write.e0989ce3"}}' > "$TMP/x02.req"
-mcp x02 'bob: write' \
+# #3 alice: write (alice lane)
+printf '%s' '{"id":2,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"'"${RUN}"'r805e7602-op1-45059718"},"name":"'"${RUN}"'probe.write.a847b61b"}}' > "$TMP/x03.req"
+mcp x03 '#3 alice: write' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
-  -H "Authorization: Bearer $KEY" \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6Ik11UG5XWlFncGN3enp2c1hWeVhvWlFMQmN0Z0I3MThHVG1LVnRwdEp4bEkiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MjM2NTg4LCJpYXQiOjE3OTYyMzU5ODgsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6Mzc5MDEiLCJqdGkiOiIzMTczN2IwMi05NGMyLTQ3YjctOTZiZi1lM2E0OGRhZjJjMzEiLCJzdWIiOiJib2ItMjU2NDlmYjcifQ.VMKw0VofV5pxdHW-lswEdHaKPad9y5FlaTLrPhH1dzW1VcNJ6Xa5oP1-iyfR8YHvfHiB0VhF5PTnCV0bnLz7mg'
+  -H 'Mcp-Session-Id: '"${SESSION_x01}" \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+PID_x03=$!
+await "$PID_x03"
 
-# Step: "bob" gets a result with a new receipt
-echo '-- then: "bob" gets a result with a new receipt'
+# #4 initialize (bob lane)
+printf '%s' '{"id":1,"jsonrpc":"2.0","method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"mcpconform","version":"1"},"protocolVersion":"2025-11-25"}}' > "$TMP/x04.req"
+mcp x04 '#4 initialize' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+PID_x04=$!
+await "$PID_x04"
+SESSION_x04=$(header Mcp-Session-Id < "$TMP/x04.headers")
 
-# Step: the probe saw "$op1" dispatched 2 times
-echo '-- then: the probe saw "op1-b14159d8" dispatched 2 times'
+# #5 initialized (bob lane)
+printf '%s' '{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}' > "$TMP/x05.req"
+mcp x05 '#5 initialized' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'Mcp-Protocol-Version: 2025-11-25' \
+  -H 'Mcp-Session-Id: '"${SESSION_x04}" \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+PID_x05=$!
+await "$PID_x05"
 
-# Step: the ledger has 2 debits and 0 refunds
-echo '-- then: the ledger has 2 debits and 0 refunds'
+# #6 bob: write (bob lane)
+printf '%s' '{"id":2,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"'"${RUN}"'r805e7602-op1-45059718"},"name":"'"${RUN}"'probe.write.a847b61b"}}' > "$TMP/x06.req"
+mcp x06 '#6 bob: write' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'Mcp-Protocol-Version: 2025-11-25' \
+  -H 'Mcp-Session-Id: '"${SESSION_x04}" \
+  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+PID_x06=$!
+await "$PID_x06"
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c09.body" || die 'control call c09 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c10.body" || die 'control call c10 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c11.body" || die 'control call c11 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c12.body" || die 'control call c12 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c13.body" || die 'control call c13 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c14.body" || die 'control call c14 (GET) failed'
 
-# ---- What the gateway did ----
+# ---- Observe again what the recorded run's checks (none was violated) observed ----
 wait
 echo
-echo "== wallet"; ctl GET "/wallets/$WALLET"
-echo "== ledger"; ctl GET "/wallets/$WALLET/ledger" | tee "$TMP/ledger.json"
-echo "== dispatch log (the gateway's own)"; ctl GET "/dispatches?wallet_id=$WALLET" | tee "$TMP/dispatches.json"
-BALANCE=$(ctl GET "/wallets/$WALLET" | number balance)
+echo 'check: alice gets a result'
+observe 'how #3 alice: write ended' "$(kind x03)" 'result'
+echo 'check: bob gets a result with a new receipt'
+observe 'how #6 bob: write ended' "$(kind x06)" 'result'
+echo 'check: the probe saw r805e7602-op1-45059718 dispatched 2 times'
+observe 'r805e7602-op1-45059718 dispatched more than once at the probe' "$(more_than_one "$(probe_count "${RUN}"'r805e7602-op1-45059718')")" yes
+echo 'check: the ledger has 2 debits and 0 refunds'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/ledger.json" || die 'read the ledger'
+observe 'debits in the wallet'\''s ledger' "$(count '"kind":"debit"' "$TMP/ledger.json")" 2
+observe 'refunds in the wallet'\''s ledger' "$(count '"kind":"refund"' "$TMP/ledger.json")" 0
 echo
-echo "observed: $(count '"kind":"debit"' "$TMP/ledger.json") debit(s), $(count '"kind":"refund"' "$TMP/ledger.json") refund(s), $(count '"fingerprint":' "$TMP/dispatches.json") dispatch(es), balance $BALANCE ($(( BALANCE - BASE )))"
-echo 'expected: 2 debit(s) and 0 refund(s), 2 dispatch(es)'
-echo 'recorded run: iga-01 passed'
-echo '  ok   alice gets a result: expected a tools/call result with a receipt'
-echo '  ok   bob gets a result with a new receipt: expected a result whose receipt is none of [rcpt-a57fee25-7795-427e-b778-74a5a62fa3b2] (a new operation)'
-echo '  ok   the probe saw op1-b14159d8 dispatched 2 times: expected 2 dispatch(es) of token op1-b14159d8 at the upstream probe'
-echo '  ok   the ledger has 2 debits and 0 refunds: expected 2 debit(s) and 0 refund(s)'
+verdict

@@ -6,55 +6,140 @@
 # Source:      seeds/sel-498-unkeyed-retry-review.txt (Problem: "A retry after a lost response therefore dispatched and charged a second time")
 # Recorded:    against reference (sqlite): passed
 #
-# Replays the scenario's MCP exchanges with curl against a running gateway that
-# serves the conformance control API (docs/control-api.md), then prints the wallet,
-# its ledger and the gateway's dispatch log. Needs bash, curl, sed and grep.
-#   CONTROL_TOKEN=... [GATEWAY=http://127.0.0.1:8719] bash repro.sh
-# Request bodies, tool names and keys are the recorded run's; the wallet, the API key
-# and the tools (aliases of partner.echo) are made fresh by this script.
-set -euo pipefail
+# Replays what the recorded run sent, in the order it started (what overlapped then
+# overlaps now), then observes again what its checks observed and ends with REPRODUCED
+# (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.
+# Environment: GATEWAY (default http://127.0.0.1:8719); CONTROL_TOKEN (the gateway's control API token); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address).
+# Needs bash, curl, sed and grep.
+set -uo pipefail
 
 GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
 GATEWAY="${GATEWAY%/}"
 : "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"
+: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
+PROBE="${PROBE%/}"
+RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
-WALLET= KEY= BASE=0
+MISMATCH=0 OBSERVED=0
 
 cleanup() {
   jobs -p | while read -r pid; do kill "$pid" 2>/dev/null || true; done
-  ctl DELETE /faults >/dev/null 2>&1 || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+
+die() { echo "repro.sh: $*" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }
 
 # ctl METHOD PATH [BODY]: one control API call; prints the answer, fails on an error status.
 ctl() {
   local method=$1 path=$2 body=${3:-} status
   local args=(-sS --max-time 60 -X "$method" -H "Authorization: Bearer $CONTROL_TOKEN" -o "$TMP/ctl.out" -w '%{http_code}')
   if [ -n "$body" ]; then args+=(-H 'Content-Type: application/json' --data-raw "$body"); fi
-  status=$(curl "${args[@]}" "$GATEWAY/control$path")
-  cat "$TMP/ctl.out"
+  status=$(curl "${args[@]}" "$GATEWAY/control$path") || status=000
+  cat "$TMP/ctl.out" 2>/dev/null
   if [ "${status#2}" = "$status" ]; then
     echo "repro.sh: control API $method $path: HTTP $status" >&2
     return 1
   fi
 }
 
-# mcp NAME LABEL [curl args]: POST $TMP/NAME.req to the MCP endpoint; prints the status,
-# the receipt or refusal reason, and the answer. A transport error is reported, not fatal.
-mcp() {
-  local name=$1 label=$2 status; shift 2
-  status=$(curl -sS --max-time 60 -X POST "$GATEWAY/mcp" "$@" --data-binary "@$TMP/$name.req" \
-    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status="000 ($(cat "$TMP/$name.err"))"
-  touch "$TMP/$name.body"
-  echo "-> $label: HTTP $status $(summary < "$TMP/$name.body")"
-  echo "   $(head -c 600 "$TMP/$name.body")"
+# probe ACTION BODY: one call of the probe's observation API.
+probe() {
+  curl -sS --max-time 70 -X POST -H 'Content-Type: application/json' --data-raw "$2" "$PROBE/probe/v1/$1"
 }
 
-# summary: the receipt (id, replayed, charged) or the refusal reason of an answer on stdin.
-summary() {
-  local a; a=$(cat)
-  { grep -o '"io.mcpconform/receipt":{[^}]*}' <<<"$a" || grep -o '"reason":"[^"]*"' <<<"$a" || true; } | head -n 1
+# probe_count TOKEN: how often the probe saw TOKEN dispatched.
+probe_count() {
+  curl -sS --max-time 30 -G --data-urlencode "token=$1" "$PROBE/probe/v1/count" | number count
+}
+
+# mcp NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its headers and status.
+mcp() {
+  local name=$1 label=$2 path=$3 status; shift 3
+  status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
+    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
+  touch "$TMP/$name.body" "$TMP/$name.headers"
+  echo "$status" > "$TMP/$name.status"
+  echo "-> $label: HTTP $status $(kind "$name")"
+}
+
+# kind NAME: how answer NAME ended, as the generator named it for the recorded run.
+kind() {
+  local body status
+  body=$(cat "$TMP/$1.body" 2>/dev/null); status=$(cat "$TMP/$1.status" 2>/dev/null || echo 000)
+  if [ "$status" = 000 ]; then echo "no answer"
+  elif grep -q '"error":{' <<<"$body"; then
+    local r; r=$(grep -o '"reason":"[^"]*"' <<<"$body" | head -n 1 | sed 's/^"reason":"\(.*\)"$/\1/')
+    if [ -n "$r" ]; then echo "refusal $r"; else echo "refusal"; fi
+  elif grep -q '"io\.mcpconform/receipt":{[^}]*"replayed":true' <<<"$body"; then echo "replay"
+  elif grep -q '"result":' <<<"$body"; then echo "result"
+  else echo "http $status"
+  fi
+}
+
+# distinct NAME...: how many distinct receipts the answers carry.
+distinct() {
+  local n
+  for n in "$@"; do grep -o '"io\.mcpconform/receipt":{[^}]*"id":"[^"]*"' "$TMP/$n.body" | head -n 1 | sed 's/.*"id":"\([^"]*\)"$/\1/'; done | sort -u | grep -c . || true
+}
+
+# await PID...: waits for requests the recorded run saw answered by now, at most 5 s in
+# all: in the replay another twin may be the one held at the probe. The final wait
+# collects what is left.
+await() {
+  local i pid left
+  for i in $(seq 100); do
+    left=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "$@"; do
+    if kill -0 "$pid" 2>/dev/null; then echo "-- still waiting for an answer the recorded run had by now; going on"
+    else wait "$pid" || true; fi
+  done
+}
+
+# at_gate GATE N: waits until N requests wait at GATE (at most 5 s).
+at_gate() {
+  local i
+  for i in $(seq 500); do
+    [ "$(ls "$TMP" | grep -c "^$1\.")" -ge "$2" ] && { sleep 0.02; return; }
+    sleep 0.01
+  done
+}
+
+# most_debits FILE: the most debits one receipt has in a ledger answer.
+most_debits() {
+  tr '{' '\n' < "$1" | grep '"kind":"debit"' | grep -o '"receipt":"[^"]*"' | sort | uniq -c | sort -rn | head -n 1 | sed 's/^ *\([0-9]*\).*/\1/'
+}
+
+# more_than_one N: yes when N > 1.
+more_than_one() { if [ "${1:-0}" -gt 1 ] 2>/dev/null; then echo yes; else echo no; fi; }
+
+# ended NAME TICKS: "answered" when request NAME has its answer within TICKS × 50 ms
+# (mcp writes its status last), else "still waiting".
+ended() {
+  local i
+  for i in $(seq "$2"); do [ -e "$TMP/$1.status" ] && { echo answered; return; }; sleep 0.05; done
+  echo "still waiting"
+}
+
+# observe WHAT GOT WANT: one observation of the replay beside the recorded run's.
+observe() {
+  OBSERVED=$((OBSERVED + 1))
+  if [ "$2" = "$3" ]; then echo "  same:      $1: $2"
+  else echo "  different: $1: $2 (the recorded run: $3)"; MISMATCH=1
+  fi
+}
+
+verdict() {
+  if [ "$OBSERVED" -eq 0 ]; then
+    echo "NOT REPRODUCED (nothing the recorded run's checks looked at can be observed again)"; exit 1
+  elif [ "$MISMATCH" -eq 0 ]; then
+    echo "REPRODUCED"; exit 0
+  fi
+  echo "NOT REPRODUCED"; exit 1
 }
 
 # field NAME: the first string value of "NAME" in the JSON on stdin.
@@ -68,89 +153,80 @@ header() { { grep -i "^$1:" || true; } | head -n 1 | sed 's/^[^:]*:[[:space:]]*/
 
 # count PATTERN FILE: how often PATTERN occurs in FILE.
 count() { { grep -o "$1" "$2" || true; } | wc -l | tr -d ' '; }
+ctl POST '/wallets' '{"balance":100}' > "$TMP/c01.body" || die 'control call c01 (POST) failed'
+C01_WALLET_ID=$(field wallet_id < "$TMP/c01.body")
+ctl POST '/keys' '{"wallet_id":"'"${C01_WALLET_ID}"'"}' > "$TMP/c02.body" || die 'control call c02 (POST) failed'
+C02_API_KEY=$(field api_key < "$TMP/c02.body")
+C02_KEY_ID=$(field key_id < "$TMP/c02.body")
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c03.body" || die 'control call c03 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c04.body" || die 'control call c04 (GET) failed'
+ctl POST '/tools' '{"name":"'"${RUN}"'probe.write.34510b12","price":3,"read_only":false,"approval":false,"upstream_url":"'"${PROBE}"'/mcp","upstream_tool":"probe.write"}' > "$TMP/c05.body" || die 'control call c05 (POST) failed'
+probe stall '{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"}' > "$TMP/c06.body" || echo "!! probe stall failed"
 
-# ms SECONDS: seconds (fractions allowed) as integer milliseconds.
-ms() {
-  local s=${1:-0} i f
-  i=${s%%.*}; f=000
-  if [ "$s" != "$i" ]; then f="${s#*.}000"; fi
-  echo $(( ${i:-0} * 1000 + 10#${f:0:3} ))
-}
-
-# iso MILLIS: an RFC 3339 UTC time (GNU or BSD date).
-iso() {
-  local s=$(( $1 / 1000 )) f=$(( $1 % 1000 )) d
-  d=$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%S 2>/dev/null || date -u -r "$s" +%Y-%m-%dT%H:%M:%S)
-  printf '%s.%03dZ' "$d" "$f"
-}
-
-# Step: a wallet with 100 credits and an API key
-WALLET=$(ctl POST /wallets '{"balance":100}' | field wallet_id)
-KEY=$(ctl POST /keys "{\"wallet_id\":\"$WALLET\"}" | field api_key)
-BASE=$(ctl GET "/wallets/$WALLET" | number balance)
-echo "wallet $WALLET, balance $BASE"
-
-# Step: an upstream tool "write" priced 3 credits
-# "write" forwarded to the harness's upstream probe; here it is an alias of partner.echo.
-ctl POST /tools '{"name":"probe.write.802fdccf","local_tool":"partner.echo","price":3,"read_only":false,"approval":false}' >/dev/null
-
-# Step: the probe stalls "$op1"
-# The probe is gone; the next dropped call is held by a pause at dispatch.after instead.
-
-# Step: "A" calls "write" with {"token":"$op1"} using key "$k1" and drops the connection once the tool runs
-# The harness dropped the connection once its probe saw the tool run; here a pause at
-# dispatch.after holds the call after the tool ran, and the client (curl) is killed there.
-FAULT_stall=$(ctl POST /faults "{\"point\":\"dispatch.after\",\"action\":\"pause\",\"count\":1,\"match\":{\"tool\":\"probe.write.802fdccf\",\"wallet_id\":\"$WALLET\"}}" | field fault_id)
-printf '%s' '{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"op1-6fe428f9"},"name":"probe.write.802fdccf"}}' > "$TMP/x01.req"
-mcp x01 'A: write' \
+# #1 initialize (A lane)
+printf '%s' '{"id":1,"jsonrpc":"2.0","method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"mcpconform","version":"1"},"protocolVersion":"2025-11-25"}}' > "$TMP/x01.req"
+mcp x01 '#1 initialize' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
-  -H "Authorization: Bearer $KEY" \
-  -H 'Content-Type: application/json' \
-  -H 'Idempotency-Key: "k1-ad39816a"' \
-  -H 'Mcp-Protocol-Version: 2025-11-25' &
-# The recorded exchange ended in a transport error: connection closed by the client after sending, answer not read
-PID_drop=$!
-ctl POST "/faults/$FAULT_stall/await" '{"waiting":1,"timeout":"30s"}' >/dev/null || echo "!! the call never reached dispatch.after"
-kill "$PID_drop" 2>/dev/null || true; wait "$PID_drop" 2>/dev/null || true
-echo "-- A dropped the connection after the tool ran"
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' &
+PID_x01=$!
+await "$PID_x01"
+SESSION_x01=$(header Mcp-Session-Id < "$TMP/x01.headers")
 
-# Step: the probe releases "$op1"
-ctl POST "/faults/$FAULT_stall/release" >/dev/null
-
-# Step: "A" retries its last call with a new JSON-RPC id until it is not in progress
-# The recorded run retried 2 time(s).
-for i in $(seq 1 100); do
-  printf '%s' '{"id":2,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"op1-6fe428f9"},"name":"probe.write.802fdccf"}}' > "$TMP/x02.req"
-mcp x02 'A: retry' \
+# #2 initialized (A lane)
+printf '%s' '{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}' > "$TMP/x02.req"
+mcp x02 '#2 initialized' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
-  -H "Authorization: Bearer $KEY" \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
-  -H 'Idempotency-Key: "k1-ad39816a"' \
-  -H 'Mcp-Protocol-Version: 2025-11-25'
-  grep -q '"idempotency_in_progress"' "$TMP/x02.body" || break
-  sleep 0.05
-done
+  -H 'Mcp-Protocol-Version: 2025-11-25' \
+  -H 'Mcp-Session-Id: '"${SESSION_x01}" &
+PID_x02=$!
+await "$PID_x02"
 
-# Step: "A" gets a result
-echo '-- then: "A" gets a result'
+# #3 A: write (A lane)
+printf '%s' '{"id":2,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"},"name":"'"${RUN}"'probe.write.34510b12"}}' > "$TMP/x03.req"
+mcp x03 '#3 A: write' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'Idempotency-Key: "'"${RUN}"'k1-6fa3e3f5"' \
+  -H 'Mcp-Protocol-Version: 2025-11-25' \
+  -H 'Mcp-Session-Id: '"${SESSION_x01}" &
+PID_x03=$!
+probe wait '{"n":1,"timeout":"60s","token":"'"${RUN}"'rd0e39600-op1-f5097cca"}' > "$TMP/c07.body" || echo "!! probe wait failed"
+kill "$PID_x03" 2>/dev/null || true; wait "$PID_x03" 2>/dev/null || true
+echo "-- #3 A: write: connection dropped by the client, as the recorded run did"
+probe unstall '{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"}' > "$TMP/c08.body" || echo "!! probe unstall failed"
 
-# Step: the probe saw "$op1" dispatched 1 time
-echo '-- then: the probe saw "op1-6fe428f9" dispatched 1 time'
+# #4 A: retry (A lane)
+printf '%s' '{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"},"name":"'"${RUN}"'probe.write.34510b12"}}' > "$TMP/x04.req"
+mcp x04 '#4 A: retry' '/mcp' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'Authorization: Bearer '"${C02_API_KEY}" \
+  -H 'Content-Type: application/json' \
+  -H 'Idempotency-Key: "'"${RUN}"'k1-6fa3e3f5"' \
+  -H 'Mcp-Protocol-Version: 2025-11-25' \
+  -H 'Mcp-Session-Id: '"${SESSION_x01}" &
+PID_x04=$!
+await "$PID_x04"
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c09.body" || die 'control call c09 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c10.body" || die 'control call c10 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c11.body" || die 'control call c11 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c12.body" || die 'control call c12 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c13.body" || die 'control call c13 (GET) failed'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c14.body" || die 'control call c14 (GET) failed'
 
-# Step: the ledger has 1 debit and 0 refunds
-echo '-- then: the ledger has 1 debit and 0 refunds'
-
-# ---- What the gateway did ----
+# ---- Observe again what the recorded run's checks (none was violated) observed ----
 wait
 echo
-echo "== wallet"; ctl GET "/wallets/$WALLET"
-echo "== ledger"; ctl GET "/wallets/$WALLET/ledger" | tee "$TMP/ledger.json"
-echo "== dispatch log (the gateway's own)"; ctl GET "/dispatches?wallet_id=$WALLET" | tee "$TMP/dispatches.json"
-BALANCE=$(ctl GET "/wallets/$WALLET" | number balance)
+echo 'check: A gets a result'
+observe 'how #4 A: retry ended' "$(kind x04)" 'replay'
+echo 'check: the probe saw rd0e39600-op1-f5097cca dispatched 1 times'
+observe 'dispatches of rd0e39600-op1-f5097cca at the probe' "$(probe_count "${RUN}"'rd0e39600-op1-f5097cca')" 1
+echo 'check: the ledger has 1 debits and 0 refunds'
+ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/ledger.json" || die 'read the ledger'
+observe 'debits in the wallet'\''s ledger' "$(count '"kind":"debit"' "$TMP/ledger.json")" 1
+observe 'refunds in the wallet'\''s ledger' "$(count '"kind":"refund"' "$TMP/ledger.json")" 0
 echo
-echo "observed: $(count '"kind":"debit"' "$TMP/ledger.json") debit(s), $(count '"kind":"refund"' "$TMP/ledger.json") refund(s), $(count '"fingerprint":' "$TMP/dispatches.json") dispatch(es), balance $BALANCE ($(( BALANCE - BASE )))"
-echo 'expected: 1 debit(s) and 0 refund(s), 1 dispatch(es)'
-echo 'recorded run: lost-01 passed'
-echo '  ok   A gets a result: expected a tools/call result with a receipt'
-echo '  ok   the probe saw op1-6fe428f9 dispatched 1 times: expected 1 dispatch(es) of token op1-6fe428f9 at the upstream probe'
-echo '  ok   the ledger has 1 debits and 0 refunds: expected 1 debit(s) and 0 refund(s)'
+verdict
