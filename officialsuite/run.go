@@ -332,9 +332,33 @@ func KeyProxy(ctx context.Context, target string, key func() string, errLog io.W
 	}
 	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// The request is read whole first: the transport then sends it from
+		// memory, and does not read the server's request body while the
+		// answer is being written, when the server discards and closes it
+		// (a failed body read closes the connection to the gateway, cutting
+		// its answer short).
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "proxy: reading the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
 		sw := &statusWriter{ResponseWriter: w}
+		outcome := "aborted" // ReverseProxy panics when an answer breaks off
+		defer func() {
+			// Whether the suite's side had gone when the answer ended tells
+			// a client that hung up from an answer cut short upstream.
+			client := "client still connected"
+			if err := context.Cause(r.Context()); err != nil {
+				client = "client gone: " + err.Error()
+			}
+			p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q Content-Length=%d: %d after %v, %s, %s", r.Method, r.URL.Path,
+				r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), r.ContentLength, sw.status, time.Since(start).Round(time.Millisecond), outcome, client)
+		}()
 		p.ServeHTTP(sw, r)
-		p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q: %d after %v", r.Method, r.URL.Path, r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), sw.status, time.Since(start).Round(time.Millisecond))
+		outcome = "answered"
 	})
 	srv := &http.Server{Handler: logged}
 	go func() { _ = srv.Serve(l) }()
