@@ -1,7 +1,14 @@
 package officialsuite
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +109,77 @@ func TestBaselineFiles(t *testing.T) {
 		if len(b.Order) == 0 {
 			t.Errorf("%s: no entries", v.Baseline)
 		}
+	}
+}
+
+// TestKeyProxy: each request carries the key current when it is sent (a
+// run switches wallets between scenarios), its body and Host unchanged.
+func TestKeyProxy(t *testing.T) {
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s|%s|%s", r.Header.Get("Authorization"), r.Host, body)
+	}))
+	defer gateway.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var key atomic.Value
+	proxy, err := KeyProxy(ctx, gateway.URL, func() string { return key.Load().(string) }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mcpk_first", "mcpk_second"} {
+		key.Store(k)
+		req, _ := http.NewRequest(http.MethodPost, proxy+"/mcp", strings.NewReader(`{"jsonrpc":"2.0"}`))
+		req.Host = "localhost:1234"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := "Bearer " + k + `|localhost:1234|{"jsonrpc":"2.0"}`; string(got) != want {
+			t.Errorf("gateway saw %q, want %q", got, want)
+		}
+	}
+}
+
+// TestRegisterServer: the everything-server is registered whole, and a
+// registration that takes no tools is an error, not an empty run.
+func TestRegisterServer(t *testing.T) {
+	tests := []struct {
+		name, answer string
+		tools        int
+		wantErr      string
+	}{
+		{"tools", `{"name":"everything","tools":[{"name":"a"},{"name":"b"}]}`, 2, ""},
+		{"no tools", `{"name":"everything","tools":[]}`, 0, "no tools registered"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var posted map[string]any
+			control := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/control/servers" || r.Header.Get("Authorization") != "Bearer tok" {
+					http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
+					return
+				}
+				_ = json.NewDecoder(r.Body).Decode(&posted)
+				w.WriteHeader(http.StatusCreated)
+				io.WriteString(w, tc.answer)
+			}))
+			defer control.Close()
+			n, err := RegisterServer(context.Background(), control.URL, "tok", "http://127.0.0.1:1/mcp")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || n != tc.tools {
+				t.Fatalf("RegisterServer = %d, %v; want %d tools", n, err, tc.tools)
+			}
+			if posted["url"] != "http://127.0.0.1:1/mcp" || posted["name"] != "everything" {
+				t.Errorf("posted %v", posted)
+			}
+		})
 	}
 }

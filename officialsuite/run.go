@@ -19,8 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Version is one version of the suite and the protocol revision it tests.
@@ -29,8 +27,10 @@ type Version struct {
 	Package  string   // @modelcontextprotocol/conformance version
 	Args     []string // extra arguments of "conformance server"
 	Baseline string   // expected-failures file
-	// Stateless: the everything-server alone runs stateless (go-sdk's own
-	// runs pick this per revision: sessions up to 2025-11-25).
+	// Stateless: the everything-server, alone and behind the gateway, runs
+	// stateless (go-sdk's own runs pick this per revision: sessions up to
+	// 2025-11-25, whose sampling and elicitation need one; only the
+	// stateless server speaks 2026-07-28's multi-round calls).
 	Stateless bool
 }
 
@@ -267,45 +267,49 @@ func control(ctx context.Context, base, token, path string, body any) (map[strin
 	return m, nil
 }
 
-// RegisterUpstream registers every tool of the MCP server at upstream with
-// the gateway through its control API, and returns an API key of a wallet
-// funded for the run.
-func RegisterUpstream(ctx context.Context, gatewayBase, token, upstream string) (apiKey string, tools int, err error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpofficial", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: upstream, DisableStandaloneSSE: true},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+// RegisterServer registers the MCP server at upstream with the gateway
+// whole (POST /control/servers): its tools, metered at price 1, and its
+// prompts, resources and completion, relayed. It returns how many tools the
+// gateway took from it.
+func RegisterServer(ctx context.Context, gatewayBase, token, upstream string) (tools int, err error) {
+	s, err := control(ctx, gatewayBase, token, "/control/servers", map[string]any{
+		"name": "everything", "url": upstream, "price": 1,
+	})
 	if err != nil {
-		return "", 0, fmt.Errorf("listing the upstream's tools: %w", err)
+		return 0, err
 	}
-	defer cs.Close()
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return "", 0, fmt.Errorf("listing the upstream's tools: %w", err)
-		}
-		if _, err := control(ctx, gatewayBase, token, "/control/tools", map[string]any{
-			"name": t.Name, "upstream_url": upstream, "upstream_tool": t.Name, "price": 1,
-		}); err != nil {
-			return "", 0, err
-		}
-		tools++
+	ts, _ := s["tools"].([]any)
+	if len(ts) == 0 {
+		return 0, fmt.Errorf("control /control/servers: no tools registered from %s", upstream)
 	}
+	return len(ts), nil
+}
+
+// NewKey funds a new wallet and returns an API key of it. Each run of the
+// suite needs its own: the suite's unkeyed calls are identical from run to
+// run, and the gateway replays a wallet's stored outcome of an identical
+// unkeyed call.
+func NewKey(ctx context.Context, gatewayBase, token string) (string, error) {
 	w, err := control(ctx, gatewayBase, token, "/control/wallets", map[string]any{"balance": 1 << 40})
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	k, err := control(ctx, gatewayBase, token, "/control/keys", map[string]any{"wallet_id": w["wallet_id"]})
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	key, _ := k["api_key"].(string)
-	return key, tools, nil
+	if key == "" {
+		return "", errors.New("control /control/keys: no api_key")
+	}
+	return key, nil
 }
 
-// KeyProxy serves a loopback proxy to target that adds the Bearer key to
-// every request (the suite sends none) and streams answers as they come;
+// KeyProxy serves a loopback proxy to target that adds the Bearer key
+// key() returns then to every request (the suite sends none) and streams answers as they come;
 // the Host header passes unchanged, so the gateway's DNS-rebinding check
 // sees what the suite sent. It returns the proxy's base URL.
-func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (string, error) {
+func KeyProxy(ctx context.Context, target string, key func() string, errLog io.Writer) (string, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return "", err
@@ -314,7 +318,7 @@ func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (str
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
 			r.Out.Host = r.In.Host
-			r.Out.Header.Set("Authorization", "Bearer "+apiKey)
+			r.Out.Header.Set("Authorization", "Bearer "+key())
 		},
 		FlushInterval: -1,
 		Transport:     &http.Transport{DisableKeepAlives: true},
@@ -328,9 +332,33 @@ func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (str
 	}
 	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// The request is read whole first: the transport then sends it from
+		// memory, and does not read the server's request body while the
+		// answer is being written, when the server discards and closes it
+		// (a failed body read closes the connection to the gateway, cutting
+		// its answer short).
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "proxy: reading the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
 		sw := &statusWriter{ResponseWriter: w}
+		outcome := "aborted" // ReverseProxy panics when an answer breaks off
+		defer func() {
+			// Whether the suite's side had gone when the answer ended tells
+			// a client that hung up from an answer cut short upstream.
+			client := "client still connected"
+			if err := context.Cause(r.Context()); err != nil {
+				client = "client gone: " + err.Error()
+			}
+			p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q Content-Length=%d: %d after %v, %s, %s", r.Method, r.URL.Path,
+				r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), r.ContentLength, sw.status, time.Since(start).Round(time.Millisecond), outcome, client)
+		}()
 		p.ServeHTTP(sw, r)
-		p.ErrorLog.Printf("%s %s Mcp-Method=%q Accept=%q: %d after %v", r.Method, r.URL.Path, r.Header.Get("Mcp-Method"), r.Header.Get("Accept"), sw.status, time.Since(start).Round(time.Millisecond))
+		outcome = "answered"
 	})
 	srv := &http.Server{Handler: logged}
 	go func() { _ = srv.Serve(l) }()
@@ -341,6 +369,14 @@ func KeyProxy(ctx context.Context, target, apiKey string, errLog io.Writer) (str
 // RunSuite runs one version of the suite against url and reads its results.
 // The suite's own exit status is not the verdict (Compare is).
 func RunSuite(ctx context.Context, cfg Config, nodeBin, entry string, v Version, url, name string) (map[string]Scenario, error) {
+	return RunScenarios(ctx, cfg, nodeBin, entry, v, url, name, nil, nil)
+}
+
+// RunScenarios runs the named scenarios of one version of the suite against
+// url, one run of the suite each, calling before(scenario) ahead of each, and
+// reads their results; no scenarios runs the whole suite at once.
+func RunScenarios(ctx context.Context, cfg Config, nodeBin, entry string, v Version, url, name string,
+	scenarios []string, before func(scenario string) error) (map[string]Scenario, error) {
 	out := filepath.Join(cfg.Work, name)
 	_ = os.RemoveAll(out)
 	logf, err := os.Create(out + ".log")
@@ -349,13 +385,19 @@ func RunSuite(ctx context.Context, cfg Config, nodeBin, entry string, v Version,
 	}
 	defer logf.Close()
 	args := append([]string{entry, "server", "--url", url, "-o", out}, v.Args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(nodeBin, "node"), args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = cfg.Work, logf, logf
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
+	if len(scenarios) == 0 {
+		if err := runNode(ctx, cfg, nodeBin, args, logf); err != nil {
 			return nil, fmt.Errorf("conformance %s against %s: %w", v.Package, name, err)
+		}
+	}
+	for _, s := range scenarios {
+		if before != nil {
+			if err := before(s); err != nil {
+				return nil, fmt.Errorf("before %s: %w", s, err)
+			}
+		}
+		if err := runNode(ctx, cfg, nodeBin, append(args, "--scenario", s), logf); err != nil {
+			return nil, fmt.Errorf("conformance %s scenario %s against %s: %w", v.Package, s, name, err)
 		}
 	}
 	res, err := ReadResults(out)
@@ -363,6 +405,20 @@ func RunSuite(ctx context.Context, cfg Config, nodeBin, entry string, v Version,
 		return nil, fmt.Errorf("conformance %s against %s (log %s.log): %w", v.Package, name, out, err)
 	}
 	return res, nil
+}
+
+// runNode runs the suite with args; its exit status says only that some
+// check failed, which the results tell in detail.
+func runNode(ctx context.Context, cfg Config, nodeBin string, args []string, logf io.Writer) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(nodeBin, "node"), args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = cfg.Work, logf, logf
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return err
+	}
+	return nil
 }
 
 // statusWriter remembers the status a handler answered with, for the
