@@ -141,6 +141,18 @@ var Catchers = map[string][]Check{
 		at(`every operation of the workload got one outcome`, "ledger-02"),
 		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 	),
+	// The adversarial review of issue 13's fixes. A late debit fails each
+	// scenario's last ledger check when the run's end reads the wallet again.
+	"late-debit": join(
+		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "lost-06",
+			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04",
+			"window-01", "window-02", "window-03", "window-04"),
+		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-05"),
+		at(`the wallet balance changed by -3`, "ledger-01", "retry-01"),
+		at(`the wallet balance changed by -6`, "retry-04"),
+	),
+	"removed-tool-runs": at(neverDispatched, "lost-07"),
+	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
