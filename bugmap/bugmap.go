@@ -153,6 +153,7 @@ var Catchers = map[string][]Check{
 	),
 	"removed-tool-runs": at(neverDispatched, "lost-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
+	"key-scope-billing": at(oneDebit, "scope-03"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -44,6 +44,7 @@ const (
 	LateDebit                = "late-debit"
 	RemovedToolRuns          = "removed-tool-runs"
 	ForeignContent           = "foreign-content"
+	KeyScopeBilling          = "key-scope-billing"
 )
 
 // Bug describes one switch.
@@ -87,6 +88,7 @@ var All = []Bug{
 	{Name: LateDebit, Description: "a completed call's debit is written once more 300 ms after the answer (a billing retry in the background): the wallet pays twice, after the checks made right after the answer"},
 	{Name: RemovedToolRuns, Description: "a removed tool still runs a call that has no stored outcome (a new key, or the retry of a refunded attempt) through its stored route, debited outside any reservation, instead of unknown_tool"},
 	{Name: ForeignContent, Description: "every 7th call of a wallet, from its 14th on, that runs is dispatched and charged rightly but answered with the content of the wallet's previous completed call under its own receipt: one operation's result served for another"},
+	{Name: KeyScopeBilling, Description: "the debit of a keyed call goes to the wallet that first used its client key on the tool: a caller of another wallet reusing the key gets its own operation, billed to the first tenant"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 }
 

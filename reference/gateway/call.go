@@ -681,8 +681,12 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	// (takeOver) is never dispatched by its old owner too.
 	price := c.tool.Price
 	now := g.clock.Now()
+	payer := rec.WalletID
+	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
+		payer = g.firstPayer(rec) // BUG key-scope-billing
+	}
 	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: payer, Kind: store.EntryDebit,
 			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
 		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
 	})
@@ -874,6 +878,22 @@ func (g *Gateway) foreignContent(ctx context.Context, rec store.Record, result j
 		}
 	}
 	return result
+}
+
+// firstPayer is the key-scope-billing bug: billing looks the payer up by
+// the client key and tool alone, so the wallet that used them first pays.
+func (g *Gateway) firstPayer(rec store.Record) string {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.payerOf == nil {
+		g.payerOf = map[string]string{}
+	}
+	k := rec.Tool + "\x00" + rec.ClientKey
+	if w, ok := g.payerOf[k]; ok {
+		return w
+	}
+	g.payerOf[k] = rec.WalletID
+	return rec.WalletID
 }
 
 // chargeFee is the refusal-fee bug: a refusal billed a flat fee.

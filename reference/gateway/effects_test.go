@@ -232,6 +232,23 @@ var effects = []effect{
 		on:  "first: " + gateway.ReasonDispatchFailed + "; retry: ran; new key: ran; runs 2; debits 3, refunds 1",
 	},
 	{
+		bug:  bugs.KeyScopeBilling,
+		name: "a caller of another wallet reusing a client key pays for its own operation",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			_, err := ok(run(e.call(req{key: key})))
+			e.must(err)
+			other := e.newWallet(startFunds)
+			c := e.newCaller(other)
+			got := answer(e.call(req{caller: &c, key: key}))
+			theirs, err := e.st.Wallet(e.ctx, other)
+			e.must(err)
+			return fmt.Sprintf("other wallet's call: %s; first wallet's debits %d; other wallet's balance %d", got, e.ledger().debits, theirs.Balance)
+		},
+		off: "other wallet's call: ran; first wallet's debits 1; other wallet's balance 97",
+		on:  "other wallet's call: ran; first wallet's debits 2; other wallet's balance 100",
+	},
+	{
 		bug:  bugs.ForeignContent,
 		name: "every call that runs is answered with its own run's content",
 		observe: func(e *env) string {

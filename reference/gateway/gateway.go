@@ -48,7 +48,8 @@ type Gateway struct {
 
 	late    sync.WaitGroup // the late-debit bug's background debits
 	callsMu sync.Mutex
-	callsOf map[string]int // calls per wallet, counted for the foreign-content bug
+	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
+	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
 
 	mu       sync.RWMutex
 	settings Settings
