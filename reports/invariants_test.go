@@ -64,6 +64,9 @@ func TestRecheckHoldsTheVerdictAndTheLedgerToTheHistory(t *testing.T) {
 		{"a failed ledger check the history confirms", Scenario{Verdict: Failed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Violated)}, false},
 		{"a held ledger check over two debits", Scenario{Verdict: Passed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Held)}, true},
 		{"passed with no check", Scenario{Verdict: Passed, Steps: steps}, true},
+		{"passed with a Then step's violated check removed", Scenario{Verdict: Passed, History: []Op{oneDebit},
+			Steps: []StepResult{{Keyword: "When ", Text: "a call"}, {Keyword: "Then ", Text: `"A" gets a result`}, {Keyword: "And ", Text: "the ledger has 1 debit and 0 refunds"}},
+			Checks: []Check{{Step: "A gets a result", State: Held, OK: true, StepIndex: 1}}}, true},
 		{"passed with a check not observed", Scenario{Verdict: Passed, Steps: steps, Checks: []Check{{Step: "x", State: NotObserved}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

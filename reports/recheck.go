@@ -54,6 +54,9 @@ func Recheck(s Scenario) (out []Check, mismatch bool) {
 				break
 			}
 		}
+		if why == "" {
+			why = uncheckedThen(s)
+		}
 		if len(s.Checks) == 0 {
 			why = "no check was recorded"
 		}
@@ -64,6 +67,29 @@ func Recheck(s Scenario) (out []Check, mismatch bool) {
 		}
 	}
 	return out, mismatch
+}
+
+// uncheckedThen names the first Then step of a scenario that recorded no
+// check: every Then step of the suite checks something, so a passed
+// scenario without a check at one of them had a check removed (a report
+// edited to say passed), or never observed it.
+func uncheckedThen(s Scenario) string {
+	checked := map[int]bool{}
+	for _, c := range s.Checks {
+		checked[c.StepIndex] = true
+	}
+	kind := ""
+	for i, st := range s.Steps {
+		switch kw := strings.TrimSpace(st.Keyword); kw {
+		case "And", "But", "*", "":
+		default:
+			kind = kw
+		}
+		if kind == "Then" && !checked[i] {
+			return fmt.Sprintf("the step %q recorded no check", st.Text)
+		}
+	}
+	return ""
 }
 
 // LateSuffixes end the step of a check that recounted a probe count once
