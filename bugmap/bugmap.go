@@ -145,7 +145,7 @@ var Catchers = map[string][]Check{
 	// scenario's last ledger check when the run's end reads the wallet again.
 	"late-debit": join(
 		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "lost-06",
-			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "twins-01", "twins-02", "twins-03", "twins-04",
+			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "scope-03", "twins-01", "twins-02", "twins-03", "twins-04",
 			"window-01", "window-02", "window-03", "window-04"),
 		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-05"),
 		at(`the wallet balance changed by -3`, "ledger-01", "retry-01"),
@@ -169,4 +169,7 @@ var Collateral = map[string][]string{
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
 	// Twins whose duplicates were all answered in progress saw no replay.
 	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
+	// The workload outlasts the 300 ms on a slower store: the bank
+	// invariant then reads some late debits itself.
+	"late-debit": {"ledger-02"},
 }
