@@ -824,8 +824,9 @@ func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
 	go func() {
 		defer g.late.Done()
 		time.Sleep(300 * time.Millisecond)
-		err := g.store.AppendDebit(context.Background(), store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID,
-			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()})
+		e := store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID,
+			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
+		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
 		if err != nil {
 			g.log.Warn("late debit", "record", rec.Key, "err", err)
 		}
