@@ -93,3 +93,19 @@ Feature: A lost response is not a lost operation
     Then "A" gets a result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @lost-07 @must @needs-upstream @needs-fixtures @needs-faults
+  Scenario: A removed tool starts no work, not even for the retry of a refunded call
+    Requirement: A removed tool may only serve a stored outcome: the retry of a call that failed before dispatch and was refunded, and a call under a new key, are refused with unknown_tool; neither dispatches nor charges anything.
+    Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 1: "The removed-tool path may serve a stored outcome, never start work")
+    Given a failure is armed at "dispatch.before" for "write"
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" is refused with retryable "dispatch_failed"
+    When the tool "write" is removed
+    And "A" retries its last call with a new JSON-RPC id
+    Then "A" is refused with "unknown_tool"
+    When "A" calls "write" with {"token":"$op2"} using key "$k2"
+    Then "A" is refused with "unknown_tool"
+    And the probe saw "$op1" dispatched 0 times
+    And the probe saw "$op2" dispatched 0 times
+    And the ledger has 1 debit and 1 refund

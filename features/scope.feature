@@ -30,10 +30,11 @@ Feature: An idempotency key names an operation only with its caller and tool
 
   @scope-03 @must @needs-upstream @needs-other-wallet
   Scenario: The same key from another wallet never gets the first caller's result
-    Requirement: An idempotency record is scoped to the wallet: a caller of another wallet sending the same key and arguments gets its own operation or a refusal, never another tenant's stored result.
+    Requirement: An idempotency record is scoped to the wallet: a caller of another wallet sending the same key and arguments gets its own operation or a refusal, never another tenant's stored result, and the first caller's wallet pays for its own operation only.
     Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (keys are unique per client); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (cross-tenant replay)
     Given client "C" uses an API key of another wallet
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result
     When "C" calls "write" with {"token":"$op1"} using key "$k1"
     Then the last answer of "C" is its own operation or a refusal, never the first answer of "A"
+    And the ledger has 1 debit and 0 refunds

@@ -50,14 +50,23 @@ func TestRecheckHoldsTheVerdictAndTheLedgerToTheHistory(t *testing.T) {
 	ledgerCheck := func(state string) []Check {
 		return []Check{{Step: "the ledger has 1 debits and 0 refunds", State: state, OK: state == Held, StepIndex: 2}}
 	}
+	oneDebit := read(LedgerRead{Baseline: 100, Balance: 97, Prices: map[string]int64{"write": 3},
+		Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+	// The end-of-run reread saw a second debit written after the check.
+	late := append(ledgerCheck(Held), Check{Step: "the ledger has 1 debits and 0 refunds" + LateSuffixes[1], State: Violated, StepIndex: 2})
 	for _, tc := range []struct {
 		name     string
 		s        Scenario
 		mismatch bool
 	}{
+		{"a late debit the reread saw", Scenario{Verdict: Failed, Steps: steps, History: []Op{oneDebit, twoDebits}, Checks: late}, false},
+		{"a late debit's check edited out", Scenario{Verdict: Passed, Steps: steps, History: []Op{oneDebit, twoDebits}, Checks: ledgerCheck(Held)}, true},
 		{"a failed ledger check the history confirms", Scenario{Verdict: Failed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Violated)}, false},
 		{"a held ledger check over two debits", Scenario{Verdict: Passed, Steps: steps, History: []Op{twoDebits}, Checks: ledgerCheck(Held)}, true},
 		{"passed with no check", Scenario{Verdict: Passed, Steps: steps}, true},
+		{"passed with a Then step's violated check removed", Scenario{Verdict: Passed, History: []Op{oneDebit},
+			Steps:  []StepResult{{Keyword: "When ", Text: "a call"}, {Keyword: "Then ", Text: `"A" gets a result`}, {Keyword: "And ", Text: "the ledger has 1 debit and 0 refunds"}},
+			Checks: []Check{{Step: "A gets a result", State: Held, OK: true, StepIndex: 1}}}, true},
 		{"passed with a check not observed", Scenario{Verdict: Passed, Steps: steps, Checks: []Check{{Step: "x", State: NotObserved}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

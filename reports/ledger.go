@@ -112,6 +112,24 @@ func LedgerHas(r LedgerRead, debits, refunds int) (ok bool, expected, actual str
 	return ok, expected, actual
 }
 
+// JudgeLedgerStep judges a check made from one ledger read, named by its
+// step ("the ledger has N debits and M refunds", "the wallet balance
+// changed by D", with or without a late suffix); known is false for any
+// other step.
+func JudgeLedgerStep(step string, r LedgerRead) (ok bool, expected, actual string, known bool) {
+	var n, m int
+	var d int64
+	switch {
+	case scan(step, "the ledger has %d debits and %d refunds", &n, &m):
+		ok, expected, actual = LedgerHas(r, n, m)
+	case scan(step, "the wallet balance changed by %d", &d):
+		ok, expected, actual = BalanceChanged(r, d)
+	default:
+		return false, "", "", false
+	}
+	return ok, expected, actual, true
+}
+
 // BalanceChanged judges "the wallet balance changed by delta".
 func BalanceChanged(r LedgerRead, delta int64) (ok bool, expected, actual string) {
 	return r.Delta() == delta,

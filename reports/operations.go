@@ -29,6 +29,10 @@ type CallValue struct {
 	Retryable bool   `json:"retryable,omitempty"`
 	Status    int    `json:"status,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Served is the token a result's structuredContent names: the probe
+	// answers each dispatch with its own token, so a result naming another
+	// operation's token is that operation's result served for this one.
+	Served string `json:"served,omitempty"`
 
 	typ string // the event's Type, for the recheck's reading
 }
@@ -42,6 +46,7 @@ type operation struct {
 	results    int
 	refusals   []string // reasons of its definite refusals
 	unknown    []string // outcomes that are neither
+	foreign    []string // tokens of other operations its results carried
 	dispatches int
 }
 
@@ -72,15 +77,23 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 			byToken[v.Token] = o
 			order = append(order, o)
 		}
-		switch op.Type {
-		case "ok":
+		switch {
+		case op.Type == "invoke":
+		case v.Status >= 500:
+			// A 5xx is never an answer the client can act on (docs/wire.md),
+			// whatever its body says.
+			o.unknown = append(o.unknown, fmt.Sprintf("%s%s (HTTP %d)", v.Reason, v.Error, v.Status))
+		case op.Type == "ok":
 			o.results++
 			if !containsStr(o.receipts, v.Receipt) {
 				o.receipts = append(o.receipts, v.Receipt)
 			}
-		case "fail":
+			if v.Served != "" && v.Served != v.Token && !containsStr(o.foreign, v.Served) {
+				o.foreign = append(o.foreign, v.Served)
+			}
+		case op.Type == "fail":
 			o.refusals = append(o.refusals, v.Reason)
-		case "info":
+		case op.Type == "info":
 			if v.Retryable && v.Reason != "" {
 				continue // an honest in-progress answer: the retry decides
 			}
@@ -116,7 +129,7 @@ func EveryOperationAnswered(ops []Op, process string) (ok bool, expected, actual
 			bad = append(bad, fmt.Sprintf("%s: %s", o.token, why))
 		}
 	}
-	expected = "each keyed operation answered with results sharing one receipt, each reuse of a key with other arguments refused, each unkeyed operation run once or refused every time"
+	expected = "each keyed operation answered with results sharing one receipt and its own content, each reuse of a key with other arguments refused, each unkeyed operation run once or refused every time, never an HTTP 5xx"
 	actual = fmt.Sprintf("%d operation(s), %d answered wrongly", len(order), len(bad))
 	if len(bad) > 0 {
 		actual += ": [" + strings.Join(bad, "; ") + "]"
@@ -128,6 +141,8 @@ func (o *operation) answerFault() string {
 	switch {
 	case len(o.unknown) > 0:
 		return fmt.Sprintf("answers with no outcome %q", o.unknown)
+	case len(o.foreign) > 0:
+		return fmt.Sprintf("result(s) %q carry the content of operation(s) %q", o.receipts, o.foreign)
 	case o.reusedFrom != "":
 		if o.results > 0 {
 			return fmt.Sprintf("key %s (first used by %s) reused with other arguments got result(s) %q, want a refusal", o.key, o.reusedFrom, o.receipts)
@@ -155,9 +170,16 @@ func BankInvariant(ops []Op, price int64) (ok bool, expected, actual string) {
 	debitsOf := map[string]int{}
 	var net int64
 	unreceipted := 0
+	var bad []string
 	for _, op := range ops {
 		var v EffectValue
-		if (op.F != FDebit && op.F != FRefund) || json.Unmarshal(op.Value, &v) != nil {
+		if (op.F != FDebit && op.F != FRefund && op.F != FEntry) || json.Unmarshal(op.Value, &v) != nil {
+			continue
+		}
+		if op.F == FEntry {
+			// A fee, a hold, a charge of any other name is still money the
+			// wallet shows moving for no dispatch's price.
+			bad = append(bad, fmt.Sprintf("a %q entry of %d credits", v.Kind, v.Amount))
 			continue
 		}
 		if v.Receipt == "" {
@@ -173,7 +195,6 @@ func BankInvariant(ops []Op, price int64) (ok bool, expected, actual string) {
 			debitsOf[v.Receipt]--
 		}
 	}
-	var bad []string
 	owner := map[string]string{}
 	ran := 0
 	for _, o := range order {

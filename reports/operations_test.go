@@ -47,6 +47,14 @@ func TestOperationsAccountedFor(t *testing.T) {
 		{"a retry with a fresh receipt, run twice", cat(ran("a", "", "r1"), ran("a", "", "r2"), disp("a"), disp("a"), debit("r1", 3), debit("r2", 3)), false, false},
 		{"a refusal charged", cat(ran("a", "k1", "r1"), refused("b", "", "idempotency_key_required"), disp("a"), debit("r1", 3), debit("", 5)), true, false},
 		{"nothing happened", nil, false, true},
+		{"another operation's content under this one's own receipt", cat(ran("a", "k1", "r1"), []Op{
+			call("invoke", CallValue{Token: "b", Key: "k2"}), call("ok", CallValue{Token: "b", Key: "k2", Receipt: "r2", Served: "a"}),
+		}, disp("a"), disp("b"), debit("r1", 3), debit("r2", 3)), false, true},
+		{"a reused key refused with HTTP 500", cat(ran("a", "k1", "r1"), []Op{
+			call("invoke", CallValue{Token: "c", Key: "k1"}), call("fail", CallValue{Token: "c", Key: "k1", Reason: "idempotency_key_reused", Status: 500}),
+		}, disp("a"), debit("r1", 3)), false, true},
+		{"a fee of another kind beside the right debit", cat(ran("a", "k1", "r1"), disp("a"), debit("r1", 3),
+			[]Op{effect(FEntry, EffectValue{Kind: "service", Amount: 1, Receipt: "r1"})}), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if ok, exp, act := EveryOperationAnswered(tc.ops, "workload"); ok != tc.answered {

@@ -76,6 +76,7 @@ type Env struct {
 	mu      sync.Mutex
 	results []reports.Scenario
 	counted [][]countedCheck // per result, its probe-count checks
+	ledgers []*ledgerMark    // per result, its last ledger check (or nil)
 	trusted bool
 }
 
@@ -94,10 +95,11 @@ func (e *Env) Results() []reports.Scenario {
 	return append([]reports.Scenario(nil), e.results...)
 }
 
-func (e *Env) addResult(s reports.Scenario, counted []countedCheck) {
+func (e *Env) addResult(s reports.Scenario, counted []countedCheck, ledger *ledgerMark) {
 	e.mu.Lock()
 	e.results = append(e.results, s)
 	e.counted = append(e.counted, counted)
+	e.ledgers = append(e.ledgers, ledger)
 	e.mu.Unlock()
 	if e.OnResult != nil {
 		e.OnResult(s)
@@ -117,20 +119,42 @@ func (e *Env) fixtures() bool { return e.Caps[reports.CapFixtures] && e.Control(
 // run, once the probe has been quiet for quiet: a duplicate dispatch that
 // came later than a scenario's own settle period (a gateway that re-sends a
 // finished operation seconds later) still fails the scenario it belongs to,
-// with a check of its own. It returns the IDs of the scenarios it failed.
+// with a check of its own; so does a ledger entry written after a
+// scenario's last ledger check (see reread). It returns the IDs of the
+// scenarios it failed.
 func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error) {
-	if e.Probe == nil || !e.Caps[reports.CapUpstream] {
+	probe := e.Probe != nil && e.Caps[reports.CapUpstream]
+	if !probe && !e.Caps[reports.CapLedger] {
 		return nil, nil
 	}
-	if err := e.Probe.Quiet(ctx, e.RunID, quiet); err != nil {
-		return nil, fmt.Errorf("wait for the probe to be quiet: %w", err)
+	if probe {
+		if err := e.Probe.Quiet(ctx, e.RunID, quiet); err != nil {
+			return nil, fmt.Errorf("wait for the probe to be quiet: %w", err)
+		}
+	} else {
+		select {
+		case <-time.After(quiet):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var failed []string
 	for i := range e.results {
 		s := &e.results[i]
-		late := false
+		late, err := e.reread(ctx, s, e.ledgers[i], quiet)
+		if err != nil {
+			return failed, err
+		}
+		if !probe {
+			if late && s.Verdict != reports.Failed {
+				s.Reason = fmt.Sprintf("a ledger entry was written after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
+				s.Verdict = reports.Failed
+				failed = append(failed, s.ID)
+			}
+			continue
+		}
 		for _, c := range e.counted[i] {
 			n, err := e.Probe.Count(ctx, c.token)
 			if err != nil {
@@ -148,12 +172,67 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 			})
 		}
 		if late && s.Verdict != reports.Failed {
-			s.Reason = fmt.Sprintf("a dispatch arrived after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
+			s.Reason = fmt.Sprintf("a dispatch or ledger entry arrived after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
 			s.Verdict = reports.Failed
 			failed = append(failed, s.ID)
 		}
 	}
 	return failed, nil
+}
+
+// reread reads a scenario's wallet once more at the end of the run and
+// judges its last ledger check again, unless a call came after that check
+// (its entries are then the scenario's own doing): an entry written since
+// that breaks the check (a second debit sent some time after the answer)
+// is a violation of its own, and the reread and the late entries go into
+// the history, so recheck reaches the same verdict.
+func (e *Env) reread(ctx context.Context, s *reports.Scenario, m *ledgerMark, quiet time.Duration) (bool, error) {
+	if m == nil || e.Control() == nil || !e.Caps[reports.CapLedger] {
+		return false, nil
+	}
+	for _, op := range s.History[min(m.histLen, len(s.History)):] {
+		if op.Type == "invoke" {
+			return false, nil
+		}
+	}
+	l, err := e.Control().Snapshot(ctx, m.walletID)
+	if err != nil {
+		return false, fmt.Errorf("read wallet %s again: %w", m.walletID, err)
+	}
+	entries := scenarioEntries(s.LedgerBefore, l)
+	r := m.read
+	r.Balance, r.Entries = l.Balance, readEntries(entries)
+	if r.Balance == m.read.Balance && len(r.Entries) == len(m.read.Entries) {
+		return false, nil
+	}
+	ok, expected, actual, known := reports.JudgeLedgerStep(m.step, r)
+	if !known || ok {
+		return false, nil
+	}
+	idx := m.stepIdx
+	s.History = append(s.History, reports.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: reports.FLedgerRead,
+		Step: &idx, Time: time.Now(), Value: mustJSON(r)})
+	recorded := 0
+	for _, op := range s.History {
+		if op.F == reports.FDebit || op.F == reports.FRefund || op.F == reports.FEntry {
+			recorded++
+		}
+	}
+	for _, le := range entries[min(recorded, len(entries)):] {
+		f := map[string]string{reports.EntryDebit: reports.FDebit, reports.EntryRefund: reports.FRefund}[le.Kind]
+		if f == "" {
+			f = reports.FEntry
+		}
+		s.History = append(s.History, reports.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: f, Time: le.At,
+			Value: mustJSON(reports.EffectValue{Amount: le.Amount, Receipt: le.Receipt, Kind: le.Kind, Tool: le.Tool})})
+	}
+	s.LedgerAfter = l
+	s.Checks = append(s.Checks, reports.Check{
+		Step: m.step + reports.LateSuffixes[1], State: reports.Violated, Capability: reports.CapLedger,
+		StepIndex: m.stepIdx, Expected: expected,
+		Actual: fmt.Sprintf("%s; read again %v after the last scenario: an entry written after the check", actual, quiet),
+	})
+	return true, nil
 }
 
 // historyOfLate adds to a scenario's history the dispatches of token it

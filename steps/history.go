@@ -34,6 +34,7 @@ func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
 		}
 	case a.IsResult():
 		typ, v.Receipt = "ok", a.Receipt()
+		v.Served = tokenIn(a.ResultField("structuredContent"))
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		if !a.Retryable() {

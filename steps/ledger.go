@@ -11,6 +11,10 @@ import (
 // its ledger when the scenario began (a shared wallet of a vendor's
 // gateway holds other scenarios' entries too).
 func (w *world) scenarioEntries(l *reports.Ledger) []reports.LedgerEntry {
+	return scenarioEntries(w.evidence.LedgerBefore, l)
+}
+
+func scenarioEntries(ledgerBefore, l *reports.Ledger) []reports.LedgerEntry {
 	key := func(e reports.LedgerEntry) string {
 		if e.ID != "" {
 			return e.ID
@@ -18,7 +22,7 @@ func (w *world) scenarioEntries(l *reports.Ledger) []reports.LedgerEntry {
 		return fmt.Sprintf("%s|%d|%s|%s", e.Kind, e.Amount, e.Receipt, e.At)
 	}
 	before := map[string]int{}
-	if b := w.evidence.LedgerBefore; b != nil {
+	if b := ledgerBefore; b != nil {
 		for _, e := range b.Entries {
 			before[key(e)]++
 		}
@@ -29,7 +33,7 @@ func (w *world) scenarioEntries(l *reports.Ledger) []reports.LedgerEntry {
 			before[k]--
 			continue
 		}
-		if w.evidence.LedgerBefore == nil && e.Kind == "credit" {
+		if ledgerBefore == nil && e.Kind == "credit" {
 			continue // the fixture's top-up, when no read before it was possible
 		}
 		out = append(out, e)
@@ -45,10 +49,8 @@ func (w *world) ledgerRead(ctx context.Context) (reports.LedgerRead, error) {
 	if err != nil {
 		return reports.LedgerRead{}, err
 	}
-	r := reports.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Entries: []reports.EffectValue{}, Prices: map[string]int64{}}
-	for _, e := range w.scenarioEntries(l) {
-		r.Entries = append(r.Entries, reports.EffectValue{Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool})
-	}
+	r := reports.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: map[string]int64{}}
+	r.Entries = readEntries(w.scenarioEntries(l))
 	w.mu.Lock()
 	for alias, name := range w.tools {
 		if p, ok := w.prices[alias]; ok {
@@ -58,6 +60,37 @@ func (w *world) ledgerRead(ctx context.Context) (reports.LedgerRead, error) {
 	w.mu.Unlock()
 	w.record(reports.Op{Process: "ledger", Type: "ok", F: reports.FLedgerRead, Value: mustJSON(r)})
 	return r, nil
+}
+
+func readEntries(es []reports.LedgerEntry) []reports.EffectValue {
+	out := []reports.EffectValue{}
+	for _, e := range es {
+		out = append(out, reports.EffectValue{Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool})
+	}
+	return out
+}
+
+// ledgerMark is a scenario's last ledger check, read again at the end of
+// the run: an entry written after it (a second debit sent some time after
+// the answer) fails the check as a late dispatch fails a probe count.
+type ledgerMark struct {
+	step     string
+	stepIdx  int
+	walletID string
+	read     reports.LedgerRead
+	histLen  int // the history's length after the read: a call after it may write entries
+}
+
+// markLedger notes a ledger check for the end-of-run reread, on a wallet
+// the harness made for the scenario alone (a profile's shared wallet also
+// holds later scenarios' entries).
+func (w *world) markLedger(step string, r reports.LedgerRead) {
+	if !w.env.fixtures() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lastLedger = &ledgerMark{step: step, stepIdx: w.stepIdx, walletID: w.walletID, read: r, histLen: len(w.history)}
 }
 
 // ledgerHas counts the entries the scenario made and weighs them: the
@@ -76,6 +109,7 @@ func ledgerHas(ctx context.Context, debits, refunds int) error {
 	if err != nil {
 		return err
 	}
+	w.markLedger(step, r)
 	ok, expected, actual := reports.LedgerHas(r, debits, refunds)
 	return w.check(step, reports.CapLedger, ok, expected, actual)
 }
@@ -93,6 +127,7 @@ func balanceChanged(ctx context.Context, delta int64) error {
 	if err != nil {
 		return fmt.Errorf("read balance: %w", err)
 	}
+	w.markLedger(step, r)
 	ok, expected, actual := reports.BalanceChanged(r, delta)
 	return w.check(step, reports.CapLedger, ok, expected, actual)
 }

@@ -51,7 +51,8 @@ type world struct {
 	evidence     reports.Scenario
 	// counted are the probe-count checks, recounted once the probe settled:
 	// a dispatch that arrives after the check still fails the scenario.
-	counted []countedCheck
+	counted    []countedCheck
+	lastLedger *ledgerMark // the last ledger check, reread at the end of the run
 
 	clockMoved, settingsMoved, faultsArmed bool
 	effectsRecorded                        bool
@@ -473,7 +474,7 @@ func (w *world) finish(ctx context.Context, err error) {
 	w.evidence.History = w.history
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	w.decide(err, interrupted)
-	w.env.addResult(w.evidence, w.counted)
+	w.env.addResult(w.evidence, w.counted, w.lastLedger)
 }
 
 // recount compares each probe count a check saw with the count once the
@@ -572,7 +573,6 @@ func (w *world) decide(err error, interrupted bool) {
 		ev.Verdict = reports.Passed
 	}
 }
-
 
 func (w *world) restore(ctx context.Context) {
 	for _, c := range w.env.Controls {

@@ -42,6 +42,10 @@ const (
 	FreshReceiptOnReplay     = "fresh-receipt-on-replay"
 	KeyReuseReplays          = "key-reuse-replays"
 	RoundsCharged            = "rounds-charged"
+	LateDebit                = "late-debit"
+	RemovedToolRuns          = "removed-tool-runs"
+	ForeignContent           = "foreign-content"
+	KeyScopeBilling          = "key-scope-billing"
 )
 
 // Bug describes one switch.
@@ -82,6 +86,10 @@ var All = []Bug{
 	{Name: DoublePrice, Description: "every dispatch is debited twice the tool's price (one debit entry, the wrong amount)"},
 	{Name: RefusalFee, Description: "a call refused for insufficient funds writes a 5-credit \"fee\" ledger entry, a charge for nothing dispatched"},
 	{Name: FreshReceiptOnReplay, Description: "a replay is served with a fresh receipt id instead of the stored one: the client cannot match it to the debit it paid"},
+	{Name: LateDebit, Description: "a completed call's debit is written once more 300 ms after the answer (a billing retry in the background): the wallet pays twice, after the checks made right after the answer"},
+	{Name: RemovedToolRuns, Description: "a removed tool still runs a call that has no stored outcome (a new key, or the retry of a refunded attempt) through its stored route, debited outside any reservation, instead of unknown_tool"},
+	{Name: ForeignContent, Description: "every 7th call of a wallet, from its 14th on, that runs is dispatched and charged rightly but answered with the content of the wallet's previous completed call under its own receipt: one operation's result served for another"},
+	{Name: KeyScopeBilling, Description: "the debit of a keyed call goes to the wallet that first used its client key on the tool: a caller of another wallet reusing the key gets its own operation, billed to the first tenant"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
 }

@@ -127,6 +127,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 		return g.missingTool(ctx, c)
 	case err != nil:
 		return CallResponse{}, g.storeErr("read tool", err)
+	case tool.Removed && g.bugs.On(bugs.RemovedToolRuns) && r.ClientKey != "":
+		c.tool = tool
+		return g.removedToolRuns(ctx, c) // BUG removed-tool-runs
 	case tool.Removed:
 		c.tool = store.Tool{Name: r.Tool} // treated as mutating: the key it would have had
 		return g.missingTool(ctx, c)
@@ -695,8 +698,12 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	// (takeOver) is never dispatched by its old owner too.
 	price := c.tool.Price
 	now := g.clock.Now()
+	payer := rec.WalletID
+	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
+		payer = g.firstPayer(rec) // BUG key-scope-billing
+	}
 	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: payer, Kind: store.EntryDebit,
 			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
 		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
 	})
@@ -742,6 +749,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	if err != nil {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err.Error())
 	}
+	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
+		result = g.foreignContent(ctx, rec, result) // BUG foreign-content
+	}
 	d := g.dispatchRow(c, rec)
 	if g.bugs.On(bugs.CancelForgets) && clientGone(c.r.ClientDone) {
 		return CallResponse{}, g.forget(ctx, c, rec, receipt, charged, d) // BUG cancel-forgets
@@ -765,6 +775,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		return CallResponse{}, g.storeErr("finish", err)
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
+	if g.bugs.On(bugs.LateDebit) && charged > 0 {
+		g.lateDebit(rec, receipt, charged) // BUG late-debit
+	}
 
 	switch g.hit(ctx, faults.DispatchAfter, c) {
 	case faults.Fail:
@@ -822,6 +835,86 @@ func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, re
 	}
 	g.log.Info("tools/call cancelled by its client: outcome dropped, refunded", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt)
 	return fmt.Errorf("gateway: the client cancelled the call: %w", context.Canceled)
+}
+
+// lateDebit is the late-debit bug: a billing retry in the background writes
+// the call's debit again, well after the client had its answer.
+func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
+	g.late.Add(1)
+	go func() {
+		defer g.late.Done()
+		time.Sleep(300 * time.Millisecond)
+		e := store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID,
+			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
+		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
+		if err != nil {
+			g.log.Warn("late debit", "record", rec.Key, "err", err)
+		}
+	}()
+}
+
+// removedToolRuns is the removed-tool-runs bug: a removed tool's row still
+// holds its route and price, and a call its key has no stored outcome for
+// is run through them, outside any reservation.
+func (g *Gateway) removedToolRuns(ctx context.Context, c *callState) (CallResponse, error) {
+	p := keyPlan{kind: store.KindClient, clientKey: c.r.ClientKey,
+		key: recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name, c.r.ClientKey)}
+	if rec, found, err := g.findStored(ctx, c, p); err != nil || (found && rec.State != store.StateFailedRefunded) {
+		c.tool = store.Tool{Name: c.r.Tool}
+		return g.missingTool(ctx, c)
+	}
+	body, _, err := g.runUnreserved(ctx, c, g.newRecord(c, p, uuid.NewString()))
+	if err != nil {
+		return CallResponse{}, err
+	}
+	return CallResponse{Result: body}, nil
+}
+
+// nthOfWallet counts a wallet's runs for the foreign-content bug: true on
+// every 7th from the 14th on (only a workload runs that many in one wallet).
+func (g *Gateway) nthOfWallet(wallet string) bool {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.callsOf == nil {
+		g.callsOf = map[string]int{}
+	}
+	g.callsOf[wallet]++
+	n := g.callsOf[wallet]
+	return n >= 14 && n%7 == 0
+}
+
+// foreignContent is the foreign-content bug: the wallet's latest other
+// completed result, to be sent under this call's receipt.
+func (g *Gateway) foreignContent(ctx context.Context, rec store.Record, result json.RawMessage) json.RawMessage {
+	ds, err := g.store.Dispatches(ctx, store.DispatchFilter{Tool: rec.Tool, WalletID: rec.WalletID})
+	if err != nil {
+		return result
+	}
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].RecordKey == rec.Key {
+			continue
+		}
+		if other, err := g.store.Record(ctx, ds[i].RecordKey); err == nil && other.State == store.StateCompleted {
+			return other.Result
+		}
+	}
+	return result
+}
+
+// firstPayer is the key-scope-billing bug: billing looks the payer up by
+// the client key and tool alone, so the wallet that used them first pays.
+func (g *Gateway) firstPayer(rec store.Record) string {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.payerOf == nil {
+		g.payerOf = map[string]string{}
+	}
+	k := rec.Tool + "\x00" + rec.ClientKey
+	if w, ok := g.payerOf[k]; ok {
+		return w
+	}
+	g.payerOf[k] = rec.WalletID
+	return rec.WalletID
 }
 
 // chargeFee is the refusal-fee bug: a refusal billed a flat fee.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/faults"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
@@ -199,6 +200,72 @@ var effects = []effect{
 		},
 		off: "other arguments: " + gateway.ReasonKeyReused + "; runs 1; debits 1",
 		on:  "other arguments: replayed; runs 1; debits 1",
+	},
+	{
+		bug:  bugs.LateDebit,
+		name: "a call is debited once, also well after its answer",
+		observe: func(e *env) string {
+			_, err := ok(run(e.call(req{key: "k-" + uuid.NewString()})))
+			e.must(err)
+			e.g.WaitLateForTest()
+			l := e.ledger()
+			return fmt.Sprintf("debits %d; balance %d", l.debits, l.balance)
+		},
+		off: "debits 1; balance 97",
+		on:  "debits 2; balance 94",
+	},
+	{
+		bug:  bugs.RemovedToolRuns,
+		name: "a removed tool starts no work: a refunded call's retry and a new key are refused",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			e.arm(faults.DispatchBefore, faults.Fail, e.write)
+			first := answer(e.call(req{key: key}))
+			e.must(e.st.RemoveTool(e.ctx, e.write))
+			retry := answer(e.call(req{key: key}))
+			fresh := answer(e.call(req{key: "k-" + uuid.NewString()}))
+			l := e.ledger()
+			return fmt.Sprintf("first: %s; retry: %s; new key: %s; runs %d; debits %d, refunds %d",
+				first, retry, fresh, e.disp.count(e.write), l.debits, l.refunds)
+		},
+		off: "first: " + gateway.ReasonDispatchFailed + "; retry: " + gateway.ReasonUnknownTool + "; new key: " + gateway.ReasonUnknownTool + "; runs 0; debits 1, refunds 1",
+		on:  "first: " + gateway.ReasonDispatchFailed + "; retry: ran; new key: ran; runs 2; debits 3, refunds 1",
+	},
+	{
+		bug:  bugs.KeyScopeBilling,
+		name: "a caller of another wallet reusing a client key pays for its own operation",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			_, err := ok(run(e.call(req{key: key})))
+			e.must(err)
+			other := e.newWallet(startFunds)
+			c := e.newCaller(other)
+			got := answer(e.call(req{caller: &c, key: key}))
+			theirs, err := e.st.Wallet(e.ctx, other)
+			e.must(err)
+			return fmt.Sprintf("other wallet's call: %s; first wallet's debits %d; other wallet's balance %d", got, e.ledger().debits, theirs.Balance)
+		},
+		off: "other wallet's call: ran; first wallet's debits 1; other wallet's balance 97",
+		on:  "other wallet's call: ran; first wallet's debits 2; other wallet's balance 100",
+	},
+	{
+		bug:  bugs.ForeignContent,
+		name: "every call that runs is answered with its own run's content",
+		observe: func(e *env) string {
+			var foreign []int
+			for i := 1; i <= 14; i++ {
+				resp, err := e.call(req{key: "k-" + uuid.NewString(), args: fmt.Sprintf(`{"n":%d}`, i)})
+				e.must(err)
+				_, res, err := receiptOf(resp)
+				e.must(err)
+				if !strings.Contains(string(res.StructuredContent), fmt.Sprintf(`"args":{"n":%d}`, i)) {
+					foreign = append(foreign, i)
+				}
+			}
+			return fmt.Sprintf("runs %d; debits %d; calls answered with another's content %v", e.disp.count(e.write), e.ledger().debits, foreign)
+		},
+		off: "runs 14; debits 14; calls answered with another's content []",
+		on:  "runs 14; debits 14; calls answered with another's content [14]",
 	},
 }
 

@@ -18,3 +18,6 @@ func (g *Gateway) IdentityForTest(c Caller, tool string, args json.RawMessage) s
 		set: g.Settings(), now: g.clock.Now(), principal: c.Principal.String(), principalKey: principalKey(c.Principal)}
 	return g.derivedPlan(cs).identity
 }
+
+// WaitLateForTest waits for the late-debit bug's background debits.
+func (g *Gateway) WaitLateForTest() { g.late.Wait() }

@@ -46,6 +46,11 @@ type Gateway struct {
 	storeKind string
 	log       *slog.Logger
 
+	late    sync.WaitGroup // the late-debit bug's background debits
+	callsMu sync.Mutex
+	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
+	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
+
 	mu       sync.RWMutex
 	settings Settings
 	initial  Settings
