@@ -72,8 +72,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 			}
 		}
 	}
-	p := callParams(round, name, args)
-	p.Meta = mcp.Meta{}
+	p := callParams(rc, round, name, args)
 	if ir := sess.InitializeResult(); rc.Log != nil && ir != nil && ir.ProtocolVersion >= "2026-07-28" {
 		// A 2026-07-28 session has no level of its own: each request says it.
 		p.Meta[mcp.MetaKeyLogLevel] = string(rc.LogLevel)
@@ -94,7 +93,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 	case notSent:
 		return nil, fmt.Errorf("upstream %s: %w", url, err)
 	case refused:
-		return nil, fmt.Errorf("upstream %s refused %s: %w", url, name, err)
+		return nil, refusedErr(url, name, err)
 	}
 	d.log.Warn("upstream outcome unknown", "url", url, "tool", name, "err", err)
 	return result(fmt.Sprintf("upstream %s: the call was sent but its outcome is unknown: %v", url, err), nil, true)
