@@ -49,7 +49,27 @@ func (d *Dispatcher) relayClient(rc *relay.Client) *mcp.Client {
 			return rc.Elicit(ctx, r.Params)
 		}
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"}, o)
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"}, o)
+	if rc.Elicit != nil {
+		c.AddReceivingMiddleware(relayElicitation(rc))
+	}
+	return c
+}
+
+// relayElicitation hands an upstream's elicitation/create to the caller
+// before the SDK's client checks its schema: the gateway only relays it,
+// and the caller's own client judges the schema it is asked to fill (the
+// SDK's check refuses schemas a newer client accepts, such as SEP-1330's
+// titled multi-select enums). The upstream checks the answer.
+func relayElicitation(rc *relay.Client) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && method == "elicitation/create" && p != nil {
+				return rc.Elicit(ctx, p)
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // dispatchRelayed runs an upstream call on a session of its own (see above).
