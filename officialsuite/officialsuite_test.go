@@ -99,15 +99,11 @@ func TestCompare(t *testing.T) {
 }
 
 // TestBaselineFiles: the project's expected-failures files parse, each entry
-// with its reason.
+// with its reason (a file may list none: every scenario passes).
 func TestBaselineFiles(t *testing.T) {
 	for _, v := range Versions(".") {
-		b, err := parseFile(v.Baseline)
-		if err != nil {
+		if _, err := parseFile(v.Baseline); err != nil {
 			t.Fatal(err)
-		}
-		if len(b.Order) == 0 {
-			t.Errorf("%s: no entries", v.Baseline)
 		}
 	}
 }

@@ -103,6 +103,10 @@ const (
 	ReasonParse            = "parse_error"
 	ReasonTooLarge         = "request_too_large"
 	ReasonInternal         = "internal_error"
+	// ReasonCapabilitiesMissing is an upstream's refusal of a call needing a
+	// client capability the caller did not declare (MCP's -32021); nothing
+	// ran. The wire layer answers it too, for its own SDK's refusals.
+	ReasonCapabilitiesMissing = "client_capabilities_missing"
 )
 
 // jsonrpcCodes are the reasons JSON-RPC has a standard code for: the same
@@ -115,6 +119,8 @@ var jsonrpcCodes = map[string]int64{
 	ReasonParse:            -32700,
 	ReasonTooLarge:         -32600,
 	ReasonInternal:         -32603,
+	// MCP's own code, which a client acts on (it declares the capability).
+	ReasonCapabilitiesMissing: -32021,
 }
 
 // withJSONRPCCodes completes a code table with jsonrpcCodes.
@@ -198,7 +204,9 @@ type DispatchRequest struct {
 
 // Dispatcher runs tools: local ones in process, upstream ones over MCP.
 // It returns the CallToolResult JSON (content, structuredContent, isError).
-// An error means the tool could not be reached: nothing ran.
+// An error means the tool could not be reached: nothing ran. An error that
+// is (or wraps) a *Refusal is the answer the caller gets, after the refund,
+// instead of dispatch_failed: an upstream's refusal the caller can act on.
 type Dispatcher interface {
 	Dispatch(ctx context.Context, r DispatchRequest) (json.RawMessage, error)
 }

@@ -740,14 +740,14 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	charged := price
 
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
-		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, "fault dispatch.before")
+		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, errors.New("fault dispatch.before"))
 	}
 	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if ir := (*InputRequired)(nil); errors.As(err, &ir) {
 		return g.inputRequired(ctx, c, rec, receipt, charged, ir)
 	}
 	if err != nil {
-		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err.Error())
+		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err)
 	}
 	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
 		result = g.foreignContent(ctx, rec, result) // BUG foreign-content
@@ -791,8 +791,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 // refund finishes a record whose call failed before dispatch: the debit is
 // given back in the same transaction (net zero), and the record is
 // failed_refunded so a retry takes a fresh attempt instead of replaying the
-// failure.
-func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, cause string) error {
+// failure. The answer is dispatch_failed, or the Refusal cause carries (a
+// Dispatcher's, such as an upstream's client_capabilities_missing).
+func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, cause error) error {
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
 	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
@@ -804,6 +805,9 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 		return g.storeErr("refund", err)
 	}
 	g.log.Info("tools/call failed before dispatch, refunded", "tool", c.tool.Name, "record", rec.Key, "cause", cause)
+	if ref := (*Refusal)(nil); errors.As(cause, &ref) {
+		return ref
+	}
 	return Refuse(ReasonDispatchFailed, "the call failed before the tool ran and was refunded: retry")
 }
 

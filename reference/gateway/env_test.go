@@ -75,8 +75,11 @@ type fakeDispatcher struct {
 	fails int
 	// asks is how many more rounds end asking the client for input (a
 	// 2026-07-28 input-required result) before a run does its work.
-	asks  int
-	holds map[string]*hold
+	asks int
+	// refusal, when set, answers the next dispatch (nothing ran): an
+	// upstream's refusal the caller can act on.
+	refusal *gateway.Refusal
+	holds   map[string]*hold
 }
 
 // hold is a barrier in the upstream: started is closed when the held run
@@ -103,6 +106,10 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest
 	if d.fails > 0 {
 		d.fails--
 		return nil, errors.New("upstream unreachable")
+	}
+	if ref := d.refusal; ref != nil {
+		d.refusal = nil
+		return nil, fmt.Errorf("upstream refused: %w", ref)
 	}
 	if d.asks > 0 {
 		d.asks--

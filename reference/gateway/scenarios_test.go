@@ -312,6 +312,27 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "an upstream's refusal for a capability the caller lacks is answered as it is, refunded",
+		catches: []string{bugs.RefundMissing},
+		run: func(e *env) error {
+			e.disp.refusal = gateway.Refuse(gateway.ReasonCapabilitiesMissing, "sampling required")
+			_, err := e.call(req{key: "caps-1"})
+			var ref *gateway.Refusal
+			if !errors.As(err, &ref) || ref.Reason != gateway.ReasonCapabilitiesMissing || ref.Code != -32021 || ref.Retryable {
+				return fmt.Errorf("refused call: %v, want %s (-32021, not retryable)", err, gateway.ReasonCapabilitiesMissing)
+			}
+			refused := e.ledger()
+			// Nothing was stored as the key's outcome: the same key runs.
+			rc, err := ok(run(e.call(req{key: "caps-1"})))
+			if err != nil {
+				return err
+			}
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("net after the refusal", refused.net(), 0), want("retry replayed", rc.Replayed, false),
+				want("net after the retry", e.ledger().net(), -price), want("dispatches", n, 1))
+		},
+	},
+	{
 		name:    "a multi-round call is charged once; a round that asked for input is refunded",
 		catches: []string{bugs.RoundsCharged},
 		run: func(e *env) error {

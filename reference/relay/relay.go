@@ -26,6 +26,12 @@ type Client struct {
 	// input-required result goes back to it as it is, for it to answer in
 	// the call's next round.
 	MultiRound bool
+	// Capabilities are the client capabilities a 2026-07-28 request
+	// declared in its _meta, as sent; nil otherwise. The upstream call
+	// declares them in turn: an upstream decides what it may ask of the
+	// caller by them (an input-required result asking for sampling only if
+	// the caller can sample).
+	Capabilities any
 }
 
 // Wants reports whether anything can be relayed to c.

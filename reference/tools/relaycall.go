@@ -49,7 +49,27 @@ func (d *Dispatcher) relayClient(rc *relay.Client) *mcp.Client {
 			return rc.Elicit(ctx, r.Params)
 		}
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"}, o)
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"}, o)
+	if rc.Elicit != nil {
+		c.AddReceivingMiddleware(relayElicitation(rc))
+	}
+	return c
+}
+
+// relayElicitation hands an upstream's elicitation/create to the caller
+// before the SDK's client checks its schema: the gateway only relays it,
+// and the caller's own client judges the schema it is asked to fill (the
+// SDK's check refuses schemas a newer client accepts, such as SEP-1330's
+// titled multi-select enums). The upstream checks the answer.
+func relayElicitation(rc *relay.Client) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && method == "elicitation/create" && p != nil {
+				return rc.Elicit(ctx, p)
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // dispatchRelayed runs an upstream call on a session of its own (see above).
@@ -72,8 +92,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 			}
 		}
 	}
-	p := callParams(round, name, args)
-	p.Meta = mcp.Meta{}
+	p := callParams(rc, round, name, args)
 	if ir := sess.InitializeResult(); rc.Log != nil && ir != nil && ir.ProtocolVersion >= "2026-07-28" {
 		// A 2026-07-28 session has no level of its own: each request says it.
 		p.Meta[mcp.MetaKeyLogLevel] = string(rc.LogLevel)
@@ -94,7 +113,7 @@ func (d *Dispatcher) dispatchRelayed(ctx context.Context, r gateway.DispatchRequ
 	case notSent:
 		return nil, fmt.Errorf("upstream %s: %w", url, err)
 	case refused:
-		return nil, fmt.Errorf("upstream %s refused %s: %w", url, name, err)
+		return nil, refusedErr(url, name, err)
 	}
 	d.log.Warn("upstream outcome unknown", "url", url, "tool", name, "err", err)
 	return result(fmt.Sprintf("upstream %s: the call was sent but its outcome is unknown: %v", url, err), nil, true)

@@ -230,7 +230,7 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			return nil, fmt.Errorf("upstream %s: connect: %w", url, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, d.opts.CallTimeout)
-		res, err := sess.CallTool(cctx, callParams(round, name, args))
+		res, err := sess.CallTool(cctx, callParams(rc, round, name, args))
 		cancel()
 		if err == nil {
 			return upstreamOutcome(rc, res)
@@ -243,7 +243,7 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 			}
 			return nil, fmt.Errorf("upstream %s: %w", url, err)
 		case refused:
-			return nil, fmt.Errorf("upstream %s refused %s: %w", url, name, err)
+			return nil, refusedErr(url, name, err)
 		default:
 			d.evict(url, sess)
 			d.log.Warn("upstream outcome unknown", "url", url, "tool", name, "err", err)
@@ -252,10 +252,15 @@ func (d *Dispatcher) dispatchUpstream(ctx context.Context, r gateway.DispatchReq
 	}
 }
 
-// callParams is the upstream call: the tool's arguments and, in a later
+// callParams is the upstream call: the tool's arguments, the capabilities
+// the caller declared (when it declares them per request) and, in a later
 // round of a multi-round call, the client's answers and the upstream's state.
-func callParams(r *relay.Round, name string, args json.RawMessage) *mcp.CallToolParams {
-	p := &mcp.CallToolParams{Name: name, Arguments: args}
+func callParams(rc *relay.Client, r *relay.Round, name string, args json.RawMessage) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: name, Arguments: args, Meta: mcp.Meta{}}
+	if rc != nil && rc.Capabilities != nil {
+		// The SDK declares its client's own only where _meta has none.
+		p.Meta[mcp.MetaKeyClientCapabilities] = rc.Capabilities
+	}
 	if r != nil {
 		p.InputResponses, p.RequestState = r.InputResponses, r.RequestState
 	}
@@ -296,6 +301,27 @@ func upstreamResult(res *mcp.CallToolResult) (json.RawMessage, error) {
 		return result(fmt.Sprintf("upstream result could not be encoded: %v", err), nil, true)
 	}
 	return b, nil
+}
+
+// refusedErr is an upstream's JSON-RPC refusal of a call: nothing ran. One
+// the caller can act on is answered as the upstream said it (a refusal of
+// the gateway's, with the upstream's data); any other is the gateway's
+// dispatch_failed.
+func refusedErr(url, name string, err error) error {
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
+		// The caller's own declaration is what the upstream judged (the
+		// call carries it): it must declare the capability, not retry.
+		ref := gateway.Refuse(gateway.ReasonCapabilitiesMissing, "upstream %s: %s", name, rpc.Message)
+		var data map[string]any
+		if json.Unmarshal(rpc.Data, &data) == nil {
+			delete(data, "reason")
+			delete(data, "retryable")
+			ref.Data = data
+		}
+		return fmt.Errorf("upstream %s refused %s: %w", url, name, ref)
+	}
+	return fmt.Errorf("upstream %s refused %s: %w", url, name, err)
 }
 
 type errClass int

@@ -33,7 +33,7 @@ const (
 	ReasonProtocolHeadersMissing = "protocol_headers_missing"
 	ReasonProtocolHeadersDiffer  = "protocol_headers_mismatch"
 	ReasonProtocolMetaInvalid    = "protocol_meta_invalid"
-	ReasonCapabilitiesMissing    = "client_capabilities_missing"
+	ReasonCapabilitiesMissing    = gateway.ReasonCapabilitiesMissing
 	ReasonResumptionUnsupported  = "resumption_unsupported"
 	ReasonStreamConflict         = "stream_conflict"
 	ReasonRequestIDInFlight      = "request_id_in_flight"

@@ -164,6 +164,9 @@ func (h *handler) callRelay(ctx context.Context, req mcp.Request, p *mcp.CallToo
 	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= Protocol20260728 {
 		c.MultiRound = true
 	}
+	if c.MultiRound {
+		c.Capabilities = p.Meta[mcp.MetaKeyClientCapabilities]
+	}
 	if tok := p.GetProgressToken(); tok != nil {
 		c.ProgressToken = tok
 		c.Progress = func(_ context.Context, n *mcp.ProgressNotificationParams) error {

@@ -151,6 +151,7 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	server.AddReceivingMiddleware(h.middleware)
+	h.server = server
 	if opts.Relay != nil {
 		opts.Relay.OnResourceUpdated(func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
 			if err := server.ResourceUpdated(ctx, p); err != nil {
@@ -205,6 +206,7 @@ type handler struct {
 	tools     ToolLister
 	opts      Options
 	log       *slog.Logger
+	server    *mcp.Server // the SDK's, for the tools whose Mcp-Param headers it checks (paramheaders.go)
 	stateful  http.Handler
 	stateless http.Handler
 	streaming http.Handler // stateless, answering with an event stream
@@ -298,6 +300,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+
+	h.headerTool(r.Context(), r, env)
 
 	// The SDK insists on an Accept header naming both JSON and SSE; a client
 	// that sends none (curl without -H) gets JSON either way.

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/relay"
 )
 
 // fakeCore answers by tool name.
@@ -51,7 +52,7 @@ func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, 
 	return gateway.Caller{}, gateway.Refuse(gateway.ReasonUnauthenticated, "unknown API key")
 }
 
-func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallResponse, error) {
+func (f *fakeCore) Call(ctx context.Context, r gateway.CallRequest) (gateway.CallResponse, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, r)
 	n := len(f.calls)
@@ -98,6 +99,14 @@ func (f *fakeCore) Call(_ context.Context, r gateway.CallRequest) (gateway.CallR
 		return gateway.CallResponse{Result: result()}, nil
 	case "internal":
 		return gateway.CallResponse{}, errors.New("secret internal detail")
+	case "needs-sampling":
+		// An upstream tool judging the capabilities the call declared.
+		if c, _ := relay.From(ctx).Capabilities.(map[string]any); c["sampling"] != nil {
+			return gateway.CallResponse{Result: result()}, nil
+		}
+		ref := gateway.Refuse(gateway.ReasonCapabilitiesMissing, "sampling required")
+		ref.Data = map[string]any{"requiredCapabilities": map[string]any{"sampling": map[string]any{}}}
+		return gateway.CallResponse{}, fmt.Errorf("upstream refused: %w", ref)
 	}
 	return gateway.CallResponse{}, gateway.Refuse(gateway.ReasonUnknownTool, "no tool %q", r.Tool)
 }
@@ -363,6 +372,40 @@ func TestStateless20260728(t *testing.T) {
 	resp, r, raw = post(t, url, headers2026("tools/call", "busy"), callBody(11, "busy", `{}`, meta2026("")))
 	if resp.StatusCode != 200 || r.Error == nil || r.Error.Data["reason"] != "idempotency_in_progress" {
 		t.Fatalf("2026 busy: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestCallerCapabilities: a 2026-07-28 call's declared client capabilities
+// reach the dispatcher, and a refusal for a missing one is -32021 with HTTP
+// 400 (SEP-2575), as an upstream answered it.
+func TestCallerCapabilities(t *testing.T) {
+	srv, _ := newServer(t)
+	url := srv.URL + "/mcp"
+	tests := []struct {
+		name, caps string
+		status     int
+	}{
+		{"declared", `{"sampling":{}}`, 200},
+		{"not declared", `{}`, 400},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tt.caps + `}`
+			resp, r, raw := post(t, url, headers2026("tools/call", "needs-sampling"), callBody(i, "needs-sampling", `{}`, meta))
+			if resp.StatusCode != tt.status {
+				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, tt.status, raw)
+			}
+			if tt.status == 200 {
+				if r.Error != nil {
+					t.Fatalf("refused: %s", raw)
+				}
+				return
+			}
+			if r.Error == nil || r.Error.Code != -32021 || r.Error.Data["reason"] != ReasonCapabilitiesMissing ||
+				r.Error.Data["retryable"] != false || r.Error.Data["requiredCapabilities"] == nil {
+				t.Fatalf("answer %s", raw)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,113 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// regionTools lists "ok" with an argument its callers repeat as the
+// Mcp-Param-Region header (SEP-2243).
+type regionTools struct{}
+
+func (regionTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "ok", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+	}}}}, nil
+}
+
+// TestParamHeaders: a 2026-07-28 call's Mcp-Param-* headers must match its
+// x-mcp-header arguments (HTTP 400, -32020 otherwise); go-sdk's client,
+// which sets them itself, is served.
+func TestParamHeaders(t *testing.T) {
+	core := &fakeCore{}
+	srv := httptest.NewServer(Handler(core, fakeVerifier{}, regionTools{}, Options{}))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/mcp"
+
+	tests := []struct {
+		name, header, reason string // header "" sends none
+		status               int
+	}{
+		{"matching", "eu", "", 200},
+		{"matching, Base64", "=?base64?ZXU=?=", "", 200},
+		{"missing", "", ReasonProtocolHeadersMissing, 400},
+		{"different", "us", ReasonProtocolHeadersDiffer, 400},
+		{"invalid Base64", "=?base64?***?=", ReasonProtocolHeadersDiffer, 400},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hdr := headers2026("tools/call", "ok")
+			if tt.header != "" {
+				hdr["Mcp-Param-Region"] = tt.header
+			}
+			resp, r, raw := post(t, url, hdr, callBody(i, "ok", `{"region":"eu"}`, meta2026("")))
+			if resp.StatusCode != tt.status {
+				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, tt.status, raw)
+			}
+			if tt.reason == "" {
+				if r.Error != nil {
+					t.Fatalf("refused: %s", raw)
+				}
+				return
+			}
+			if r.Error == nil || r.Error.Code != mcp.CodeHeaderMismatch || r.Error.Data["reason"] != tt.reason {
+				t.Fatalf("answer %s, want -32020 %s", raw, tt.reason)
+			}
+		})
+	}
+	n := core.count()
+
+	// On 2025-11-25 there are no such headers to check.
+	resp, r, raw := post(t, url, map[string]string{"Authorization": "Bearer key-a"}, callBody(9, "ok", `{"region":"eu"}`, ""))
+	if resp.StatusCode != 200 || r.Error != nil {
+		t.Fatalf("2025-11-25 call: %d %s", resp.StatusCode, raw)
+	}
+
+	ctx := context.Background()
+	hc := &http.Client{Transport: headerRT{"Authorization": "Bearer key-a"}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil { // the client learns which arguments go in headers
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ok", Arguments: map[string]any{"region": "eu"}}); err != nil {
+		var rpc *jsonrpc.Error
+		errors.As(err, &rpc)
+		t.Fatalf("go-sdk client call: %v (%+v)", err, rpc)
+	}
+	if got := core.count() - n; got != 2 {
+		t.Fatalf("%d calls reached the core after the refusals, want 2", got)
+	}
+}
+
+func TestHasParamHeaders(t *testing.T) {
+	obj := func(props map[string]any) map[string]any {
+		return map[string]any{"type": "object", "properties": props}
+	}
+	tests := []struct {
+		name   string
+		schema any
+		want   bool
+	}{
+		{"none", obj(map[string]any{"a": map[string]any{"type": "string"}}), false},
+		{"top level", obj(map[string]any{"a": map[string]any{"type": "string", "x-mcp-header": "A"}}), true},
+		{"nested", obj(map[string]any{"o": obj(map[string]any{"a": map[string]any{"type": "integer", "x-mcp-header": "A"}})}), true},
+		{"no properties", map[string]any{"type": "object"}, false},
+		{"not an object", "text", false},
+	}
+	for _, tt := range tests {
+		if got := hasParamHeaders(tt.schema); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
