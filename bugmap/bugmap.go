@@ -159,6 +159,7 @@ var Catchers = map[string][]Check{
 		at(`the wallet balance changed by -6`, "retry-04"),
 	),
 	"removed-tool-runs": at(neverDispatched, "lost-07"),
+	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 	"key-scope-billing": at(oneDebit, "scope-03"),
 }

@@ -25,6 +25,7 @@ var External = map[string]map[string][]Check{
 		),
 		"random-unkeyed-key": at(dispatchedOnce, "retry-03", "twins-02"),
 		"readonly-collapsed": at(neverDispatched, "refuse-02"),
+		"parse-error-500":    at(`"A" is refused with "parse_error"`, "refuse-07"),
 		"key-scope-tool":     at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
 		"key-scope-apikey":   at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
 		"key-scope-wallet": join(

@@ -46,6 +46,7 @@ const (
 	RemovedToolRuns          = "removed-tool-runs"
 	ForeignContent           = "foreign-content"
 	KeyScopeBilling          = "key-scope-billing"
+	ParseError500            = "parse-error-500"
 )
 
 // Bug describes one switch.
@@ -90,6 +91,7 @@ var All = []Bug{
 	{Name: RemovedToolRuns, Description: "a removed tool still runs a call that has no stored outcome (a new key, or the retry of a refunded attempt) through its stored route, debited outside any reservation, instead of unknown_tool"},
 	{Name: ForeignContent, Description: "every 7th call of a wallet, from its 14th on, that runs is dispatched and charged rightly but answered with the content of the wallet's previous completed call under its own receipt: one operation's result served for another"},
 	{Name: KeyScopeBilling, Description: "the debit of a keyed call goes to the wallet that first used its client key on the tool: a caller of another wallet reusing the key gets its own operation, billed to the first tenant"},
+	{Name: ParseError500, Description: "malformed JSON is answered with the parse_error refusal but HTTP 500, which the requirement rules out: a client or proxy reads a 500 as the gateway failing, not the request"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
 }

@@ -185,7 +185,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	verifier := principal.New(st, principal.Options{Now: clk.Now})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp}))
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet}))
 	if cfg.ControlToken != "" {
 		ch, err := control.New(control.Config{
 			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,

@@ -43,6 +43,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
@@ -111,6 +112,8 @@ type Options struct {
 	// Relay serves the registered upstream servers' prompts, resources and
 	// completion; nil serves tools alone.
 	Relay Relay
+	// Bugs are the bug switches of the wire layer (reference/bugs).
+	Bugs bugs.Set
 }
 
 // Handler returns the http.Handler for POST /mcp (and GET/DELETE of
@@ -266,7 +269,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !json.Valid(body) {
-			h.writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "the body is not valid JSON"))
+			status := http.StatusBadRequest
+			if h.opts.Bugs.On(bugs.ParseError500) {
+				status = http.StatusInternalServerError // BUG parse-error-500
+			}
+			h.writeError(w, status, nil, gateway.Refuse(gateway.ReasonParse, "the body is not valid JSON"))
 			return
 		}
 		if trimmed[0] != '{' {
