@@ -53,8 +53,12 @@ const (
 type Bug struct {
 	Name        string
 	Description string
-	Store       string   // "" any store, or the store where the bug lives
-	Scenarios   []string // scenario IDs expected to catch it (filled by the harness)
+	Store       string // "" any store, or the store where the bug lives
+	// Layer is "" for the gateway core, or "wire" for a switch of the HTTP
+	// layer in front of it, which the gateway package's scenarios cannot
+	// reach (the harness's scenarios and reference/wire's tests catch it).
+	Layer     string
+	Scenarios []string // scenario IDs expected to catch it (filled by the harness)
 }
 
 // All lists every switch.
@@ -91,7 +95,7 @@ var All = []Bug{
 	{Name: RemovedToolRuns, Description: "a removed tool still runs a call that has no stored outcome (a new key, or the retry of a refunded attempt) through its stored route, debited outside any reservation, instead of unknown_tool"},
 	{Name: ForeignContent, Description: "every 7th call of a wallet, from its 14th on, that runs is dispatched and charged rightly but answered with the content of the wallet's previous completed call under its own receipt: one operation's result served for another"},
 	{Name: KeyScopeBilling, Description: "the debit of a keyed call goes to the wallet that first used its client key on the tool: a caller of another wallet reusing the key gets its own operation, billed to the first tenant"},
-	{Name: ParseError500, Description: "malformed JSON is answered with the parse_error refusal but HTTP 500, which the requirement rules out: a client or proxy reads a 500 as the gateway failing, not the request"},
+	{Name: ParseError500, Layer: "wire", Description: "malformed JSON is answered with the parse_error refusal but HTTP 500, which the requirement rules out: a client or proxy reads a 500 as the gateway failing, not the request"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
 }

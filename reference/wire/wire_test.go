@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/relay"
 )
@@ -468,6 +469,23 @@ func TestRefusedBeforeSDK(t *testing.T) {
 	}
 	if n := core.count(); n != 0 {
 		t.Fatalf("core saw %d calls", n)
+	}
+}
+
+// TestParseError500Switch: the parse-error-500 bug switch puts back the 500
+// that refuse-07 rules out; without it a parse error is a 400.
+func TestParseError500Switch(t *testing.T) {
+	for _, tc := range []struct {
+		bugs   bugs.Set
+		status int
+	}{{nil, 400}, {bugs.Set{bugs.ParseError500: true}, 500}} {
+		core := &fakeCore{slow: make(chan struct{}), started: make(chan struct{}, 1), client: make(chan string, 1)}
+		srv := httptest.NewServer(Handler(core, fakeVerifier{}, fakeTools{}, Options{Bugs: tc.bugs}))
+		resp, r, raw := post(t, srv.URL+"/mcp", map[string]string{"Authorization": "Bearer key-a", HeaderProtocol: Protocol20251125}, `{"jsonrpc":"2.0","id":1,`)
+		srv.Close()
+		if resp.StatusCode != tc.status || r.Error == nil || r.Error.Data["reason"] != "parse_error" {
+			t.Errorf("bugs %v: status %d body %.300s, want %d parse_error", tc.bugs.List(), resp.StatusCode, raw, tc.status)
+		}
 	}
 }
 
