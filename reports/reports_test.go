@@ -298,9 +298,10 @@ func TestJudge(t *testing.T) {
 				t.Errorf("why mismatch (-want +got):\n%s", diff)
 			}
 			ok, _ := Verdict(run)
-			// The totals line agrees: 0 failed exactly when PASS.
+			// The totals line agrees: 0 failed exactly when PASS, but for an
+			// interrupted run, whose stopped scenarios are no failures.
 			tot := computeTotals(run)
-			if (tot.failed == 0) != ok {
+			if got != RunInterrupted && (tot.failed == 0) != ok {
 				t.Errorf("totals %+v disagree with ok=%v", tot, ok)
 			}
 			if tot.passed+tot.failed+tot.skipped != len(tt.scenarios) {
@@ -680,5 +681,19 @@ func TestOutcome(t *testing.T) {
 		if text != tt.text || cls != tt.cls {
 			t.Errorf("outcome(%+v) = %q %q, want %q %q", tt.e, text, cls, tt.text, tt.cls)
 		}
+	}
+}
+
+// TestInterruptedIsNoFailureInTheTotals: an interrupted run's last line
+// never counts the scenarios the signal stopped as failed.
+func TestInterruptedIsNoFailureInTheTotals(t *testing.T) {
+	run := Run{Interrupted: true, Scenarios: []Scenario{
+		{ID: "a", Level: "must", Verdict: Passed, Checks: []Check{{Step: "held", State: Held, OK: true, Capability: CapWire}}},
+		{ID: "b", Level: "must", Verdict: Interrupted},
+		{ID: "c", Level: "must", Verdict: Failed, Reason: "x"},
+	}}
+	got := computeTotals(run)
+	if got.passed != 1 || got.failed != 1 || got.skipped != 1 {
+		t.Errorf("totals %+v, want 1 passed, 1 failed (c), 1 skipped (b, interrupted)", got)
 	}
 }

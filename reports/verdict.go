@@ -240,6 +240,9 @@ func computeTotals(run Run) totals {
 	var t totals
 	for i, s := range run.Scenarios {
 		switch {
+		case s.Verdict == Interrupted:
+			// Stopped by a signal, not by the target: never a failure.
+			t.skipped++
 		case bad[i]:
 			t.failed++
 		case s.Verdict == Passed:
