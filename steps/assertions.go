@@ -237,20 +237,12 @@ func (w *world) countCheck(ctx context.Context, step, token, expected string, ok
 
 // dispatchWitness lists the times the probe saw a token, for a failure.
 func (w *world) dispatchWitness(ctx context.Context, token string) string {
-	ds, err := w.env.Probe.Dispatches(ctx, token)
-	if err != nil || len(ds) == 0 {
+	ds, err := tokenDispatches(ctx, w.env.Probe, token)
+	if err != nil {
 		return ""
 	}
-	var at []string
-	var mine []reports.Dispatch
-	for _, d := range ds {
-		if d.Token == token {
-			at = append(at, d.At.UTC().Format("15:04:05.000000"))
-			mine = append(mine, d)
-		}
-	}
-	w.noteDispatches(mine)
-	return " at " + strings.Join(at, ", ")
+	w.noteDispatches(ds)
+	return dispatchTimes(ds)
 }
 
 // ownOperation holds that a call reusing another call's key (on another

@@ -242,7 +242,7 @@ func (w *world) addCheck(c reports.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c.StepIndex = w.stepIdx
-	if !w.seen.IsEmpty() {
+	if c.Witness == nil && !w.seen.IsEmpty() {
 		wit := w.seen
 		c.Witness = &wit
 	}
@@ -480,19 +480,17 @@ func (w *world) finish(ctx context.Context, err error) {
 // recount compares each probe count a check saw with the count once the
 // probe settled; a dispatch that came later is a violation of its own.
 func (w *world) recount(ctx context.Context) {
+	after := fmt.Sprintf("after the scenario's calls were answered and the probe was quiet for %v", w.env.Settle)
 	for _, c := range w.counted {
-		n, err := w.env.Probe.Count(ctx, c.token)
-		if err != nil || n == c.seen {
+		late, ok, err := lateDispatch(ctx, w.env.Probe, c, reports.LateSuffixes[0], after)
+		if err != nil || !ok {
 			continue
 		}
 		w.mu.Lock()
 		at := w.stepIdx
 		w.stepIdx = c.stepIdx
 		w.mu.Unlock()
-		when := w.dispatchWitness(ctx, c.token)
-		_ = w.check(c.step+reports.LateSuffixes[0], reports.CapUpstream, false,
-			fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
-			fmt.Sprintf("%d dispatch(es)%s, after the scenario's calls were answered and the probe was quiet for %v: a late dispatch", n, when, w.env.Settle))
+		w.addCheck(late)
 		w.mu.Lock()
 		w.stepIdx = at
 		w.mu.Unlock()

@@ -1,0 +1,102 @@
+package steps
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpconform/mcpconform/catalog"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// fakeProbe is an upstream probe whose dispatches a test sets.
+type fakeProbe struct{ ds []reports.Dispatch }
+
+func (p *fakeProbe) URL() string { return "http://probe.invalid" }
+
+func (p *fakeProbe) Count(_ context.Context, token string) (int, error) {
+	n := 0
+	for _, d := range p.ds {
+		if d.Token == token {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (p *fakeProbe) Dispatches(_ context.Context, prefix string) ([]reports.Dispatch, error) {
+	var out []reports.Dispatch
+	for _, d := range p.ds {
+		if strings.HasPrefix(d.Token, prefix) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (p *fakeProbe) WaitFor(context.Context, string, int) error         { return nil }
+func (p *fakeProbe) Stall(context.Context, string) error                { return nil }
+func (p *fakeProbe) Unstall(context.Context, string) error              { return nil }
+func (p *fakeProbe) Quiet(context.Context, string, time.Duration) error { return nil }
+
+// TestLateDispatchIsOneCheck: a dispatch after a probe-count check fails
+// the check's own step, once the scenario settled and again at the end of
+// the run, with the same check (only the suffix and when differ), the
+// token's dispatches as its witness and nothing of a longer token.
+func TestLateDispatchIsOneCheck(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	probe := &fakeProbe{ds: []reports.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x2", At: t0}, {Token: "op1-x", At: t0.Add(time.Second)}}}
+	counted := countedCheck{step: "the probe saw op1-x dispatched 1 times", token: "op1-x", seen: 1, stepIdx: 2}
+	env := &Env{Probe: probe, Caps: map[string]bool{reports.CapUpstream: true}, Settle: time.Second}
+	w := &world{env: env, entry: catalog.Entry{ID: "retry-01"}, counted: []countedCheck{counted}, stepIdx: 5}
+
+	w.recount(context.Background())
+	env.addResult(reports.Scenario{ID: "retry-01", Verdict: reports.Passed}, []countedCheck{counted}, nil)
+	failed, err := env.Recount(context.Background(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) != 1 || failed[0] != "retry-01" {
+		t.Errorf("the end-of-run recount failed %v, want retry-01", failed)
+	}
+	if w.stepIdx != 5 {
+		t.Errorf("the recount left the running step at %d, want 5", w.stepIdx)
+	}
+	scenario := env.Results()[0]
+	for i, tc := range []struct {
+		checks []reports.Check
+		suffix string
+		when   string
+	}{
+		{w.evidence.Checks, reports.LateSuffixes[0], "the probe was quiet for 1s: a late dispatch"},
+		{scenario.Checks, reports.LateSuffixes[1], "quiet for 1s after the last scenario: a late dispatch"},
+	} {
+		if len(tc.checks) != 1 {
+			t.Fatalf("recount %d recorded %d checks, want 1", i, len(tc.checks))
+		}
+		c := tc.checks[0]
+		if c.Step != counted.step+tc.suffix || c.Status() != reports.Violated || c.StepIndex != 2 || c.Capability != reports.CapUpstream {
+			t.Errorf("recount %d: check %q %s at step %d (%s), want %q violated at step 2 (upstream)", i, c.Step, c.Status(), c.StepIndex, c.Capability, counted.step+tc.suffix)
+		}
+		if !strings.HasPrefix(c.Actual, "2 dispatch(es) at 12:00:00.000000, 12:00:01.000000, ") || !strings.HasSuffix(c.Actual, tc.when) {
+			t.Errorf("recount %d: actual %q", i, c.Actual)
+		}
+		if c.Witness == nil || len(c.Witness.Dispatches) != 2 || c.Witness.Dispatches[1].At != t0.Add(time.Second) {
+			t.Errorf("recount %d: witness %+v, want op1-x's two dispatches", i, c.Witness)
+		}
+	}
+	if got := len(scenario.Dispatches); got != 2 {
+		t.Errorf("the end-of-run recount added %d dispatches to the history's scenario, want both of op1-x", got)
+	}
+}
+
+// TestNoLateDispatchNoCheck: a count that still holds records nothing.
+func TestNoLateDispatchNoCheck(t *testing.T) {
+	probe := &fakeProbe{ds: []reports.Dispatch{{Token: "op1-x"}}}
+	w := &world{env: &Env{Probe: probe}, counted: []countedCheck{{step: "s", token: "op1-x", seen: 1}}}
+	w.recount(context.Background())
+	if len(w.evidence.Checks) != 0 {
+		t.Errorf("a count that held made checks: %+v", w.evidence.Checks)
+	}
+}
