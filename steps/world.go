@@ -238,10 +238,21 @@ func (w *world) unobserved(step, capability, expected string) error {
 	return nil
 }
 
+// addCheck records a check made by the step running.
 func (w *world) addCheck(c reports.Check) {
 	w.mu.Lock()
+	i := w.stepIdx
+	w.mu.Unlock()
+	w.addCheckAt(i, c)
+}
+
+// addCheckAt records a check made by step i: a late recount belongs to the
+// step whose count it contradicts, not to the one running. A check without
+// a witness of its own takes what the step looked at since the last check.
+func (w *world) addCheckAt(i int, c reports.Check) {
+	w.mu.Lock()
 	defer w.mu.Unlock()
-	c.StepIndex = w.stepIdx
+	c.StepIndex = i
 	if c.Witness == nil && !w.seen.IsEmpty() {
 		wit := w.seen
 		c.Witness = &wit
@@ -486,14 +497,7 @@ func (w *world) recount(ctx context.Context) {
 		if err != nil || !ok {
 			continue
 		}
-		w.mu.Lock()
-		at := w.stepIdx
-		w.stepIdx = c.stepIdx
-		w.mu.Unlock()
-		w.addCheck(late)
-		w.mu.Lock()
-		w.stepIdx = at
-		w.mu.Unlock()
+		w.addCheckAt(c.stepIdx, late)
 	}
 }
 
