@@ -33,8 +33,30 @@ type CallValue struct {
 	// answers each dispatch with its own token, so a result naming another
 	// operation's token is that operation's result served for this one.
 	Served string `json:"served,omitempty"`
+	// Means are the reasons of docs/wire.md a refusal means as the target's
+	// profile maps them, when data.reason alone does not say (a vendor's
+	// own code for idempotency_key_required): a check judged from the
+	// history reads the meaning, not the spelling. Empty: data.reason is it.
+	Means []string `json:"means,omitempty"`
 
 	typ string // the event's Type, for the recheck's reading
+}
+
+// The refusals the workload's operations may meet (docs/wire.md).
+const (
+	// ReasonKeyRequired refuses an unkeyed call the gateway gives no
+	// derived key (its unkeyed policy is refuse).
+	ReasonKeyRequired = "idempotency_key_required"
+	// ReasonKeyReused refuses a client key reused with other arguments.
+	ReasonKeyReused = "idempotency_key_reused"
+)
+
+// means reports whether a refusal means reason.
+func (v CallValue) means(reason string) bool {
+	if len(v.Means) > 0 {
+		return containsStr(v.Means, reason)
+	}
+	return v.Reason == reason
 }
 
 // operation is what the history shows of one operation token: its calls'
@@ -45,6 +67,7 @@ type operation struct {
 	receipts   []string // distinct receipts of its results, in order
 	results    int
 	refusals   []string // reasons of its definite refusals
+	misrefused []string // those whose reason is not the one its kind of call may be refused with
 	unknown    []string // outcomes that are neither
 	foreign    []string // tokens of other operations its results carried
 	dispatches int
@@ -93,6 +116,9 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 			}
 		case op.Type == "fail":
 			o.refusals = append(o.refusals, v.Reason)
+			if want := o.refusalReason(); want != "" && !v.means(want) {
+				o.misrefused = append(o.misrefused, v.Reason)
+			}
 		case op.Type == "info":
 			if v.Retryable && v.Reason != "" {
 				continue // an honest in-progress answer: the retry decides
@@ -107,6 +133,22 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 	return order, byToken
 }
 
+// refusalReason is the one reason an operation may be refused with, ""
+// when no refusal is right (a key's first use must run): a reused key is
+// idempotency_key_reused; an unkeyed call, which either runs or gets no
+// key at all, idempotency_key_required. Any other refusal (insufficient
+// funds on a full wallet, unknown_tool for a listed tool) is the gateway
+// turning away work it should have done.
+func (o *operation) refusalReason() string {
+	switch {
+	case o.reusedFrom != "":
+		return ReasonKeyReused
+	case o.key == "":
+		return ReasonKeyRequired
+	}
+	return ""
+}
+
 func containsStr(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -118,8 +160,9 @@ func containsStr(xs []string, x string) bool {
 
 // EveryOperationAnswered holds that each operation a client made got one
 // outcome: a key's first operation ran (results, all with one receipt); an
-// operation reusing another's key with other arguments was refused; an
-// unkeyed one either ran once or was refused every time. A gateway that
+// operation reusing another's key with other arguments was refused with
+// idempotency_key_reused; an unkeyed one either ran once or was refused
+// every time with idempotency_key_required. A gateway that
 // refuses every call, or serves one operation's result for another, fails.
 func EveryOperationAnswered(ops []Op, process string) (ok bool, expected, actual string) {
 	order, _ := operations(ops, process)
@@ -129,7 +172,7 @@ func EveryOperationAnswered(ops []Op, process string) (ok bool, expected, actual
 			bad = append(bad, fmt.Sprintf("%s: %s", o.token, why))
 		}
 	}
-	expected = "each keyed operation answered with results sharing one receipt and its own content, each reuse of a key with other arguments refused, each unkeyed operation run once or refused every time, never an HTTP 5xx"
+	expected = "each keyed operation answered with results sharing one receipt and its own content, each reuse of a key with other arguments refused with " + ReasonKeyReused + ", each unkeyed operation run once or refused every time with " + ReasonKeyRequired + ", never an HTTP 5xx"
 	actual = fmt.Sprintf("%d operation(s), %d answered wrongly", len(order), len(bad))
 	if len(bad) > 0 {
 		actual += ": [" + strings.Join(bad, "; ") + "]"
@@ -147,12 +190,17 @@ func (o *operation) answerFault() string {
 		if o.results > 0 {
 			return fmt.Sprintf("key %s (first used by %s) reused with other arguments got result(s) %q, want a refusal", o.key, o.reusedFrom, o.receipts)
 		}
+		if len(o.misrefused) > 0 {
+			return fmt.Sprintf("key %s (first used by %s) reused with other arguments refused %q, want %s", o.key, o.reusedFrom, o.misrefused, ReasonKeyReused)
+		}
 	case len(o.receipts) > 1:
 		return fmt.Sprintf("%d results with %d receipts %q, want one", o.results, len(o.receipts), o.receipts)
 	case o.key != "" && len(o.refusals) > 0:
 		return fmt.Sprintf("key %s refused %q, want it to run", o.key, o.refusals)
 	case o.results > 0 && len(o.refusals) > 0:
 		return fmt.Sprintf("unkeyed: results %q and refusals %q, want one or the other", o.receipts, o.refusals)
+	case len(o.misrefused) > 0:
+		return fmt.Sprintf("unkeyed: refused %q, want a result or %s", o.misrefused, ReasonKeyRequired)
 	case o.results == 0 && len(o.refusals) == 0:
 		return "never answered"
 	}

@@ -53,6 +53,15 @@ func TestOperationsAccountedFor(t *testing.T) {
 		{"a reused key refused with HTTP 500", cat(ran("a", "k1", "r1"), []Op{
 			call("invoke", CallValue{Token: "c", Key: "k1"}), call("fail", CallValue{Token: "c", Key: "k1", Reason: "idempotency_key_reused", Status: 500}),
 		}, disp("a"), debit("r1", 3)), false, true},
+		{"an unkeyed operation refused for want of a key, every time", cat(ran("a", "k1", "r1"), refused("b", "", ReasonKeyRequired), refused("b", "", ReasonKeyRequired), disp("a"), debit("r1", 3)), true, true},
+		{"an unkeyed operation refused with another reason", cat(ran("a", "k1", "r1"), refused("b", "", "insufficient_funds"), disp("a"), debit("r1", 3)), false, true},
+		{"a reused key refused with another reason", cat(ran("a", "k1", "r1"), refused("c", "k1", "invalid_arguments"), disp("a"), debit("r1", 3)), false, true},
+		{"an unkeyed refusal in the vendor's own code the profile maps", cat(ran("a", "k1", "r1"), []Op{
+			call("invoke", CallValue{Token: "b"}), call("fail", CallValue{Token: "b", Reason: "E_NO_KEY", Status: 400, Means: []string{ReasonKeyRequired}}),
+		}, disp("a"), debit("r1", 3)), true, true},
+		{"an unkeyed refusal the profile maps to another reason", cat(ran("a", "k1", "r1"), []Op{
+			call("invoke", CallValue{Token: "b"}), call("fail", CallValue{Token: "b", Reason: ReasonKeyRequired, Status: 400, Means: []string{"unauthenticated"}}),
+		}, disp("a"), debit("r1", 3)), false, true},
 		{"a fee of another kind beside the right debit", cat(ran("a", "k1", "r1"), disp("a"), debit("r1", 3),
 			[]Op{effect(FEntry, EffectValue{Kind: "service", Amount: 1, Receipt: "r1"})}), true, false},
 	} {

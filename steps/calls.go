@@ -60,7 +60,7 @@ func (w *world) do(ctx context.Context, c *client, call *wire.Call) (*answer, er
 	w.record(invokeOp(c.name, call))
 	wa, err := c.wire.CallTool(ctx, *call)
 	a := newAnswer(wa, err)
-	w.record(outcomeOp(c.name, call, a, err))
+	w.record(outcomeOp(w.env.Profile, c.name, call, a, err))
 	return a, err
 }
 
@@ -270,7 +270,7 @@ func sendRaw(ctx context.Context, who string, body []byte) error {
 	w.record(reports.Op{Process: c.name, Type: "invoke", F: reports.FRaw, Value: mustJSON(map[string]int{"bytes": len(body)})})
 	wa, err := c.wire.Send(ctx, body, nil)
 	a := newAnswer(wa, err)
-	out := outcomeOp(c.name, &wire.Call{}, a, err)
+	out := outcomeOp(w.env.Profile, c.name, &wire.Call{}, a, err)
 	out.F = reports.FRaw
 	w.record(out)
 	if err != nil && a == nil {

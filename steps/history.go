@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -19,7 +20,8 @@ func invokeOp(process string, c *wire.Call) reports.Op {
 
 // outcomeOp classifies an answer: ok with a receipt, fail for a definite
 // refusal, info when the outcome is unknown (transport error, in progress).
-func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
+// A refusal carries its meaning under the profile's reason mappings.
+func outcomeOp(p *target.Profile, process string, c *wire.Call, a *answer, err error) reports.Op {
 	v := reports.CallValue{Tool: c.Tool, Key: c.IdempotencyKey, Token: tokenOf(c)}
 	typ := "info"
 	if a != nil {
@@ -37,11 +39,32 @@ func outcomeOp(process string, c *wire.Call, a *answer, err error) reports.Op {
 		v.Served = tokenIn(a.ResultField("structuredContent"))
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
+		v.Means = meanings(p, a)
 		if !a.Retryable() {
 			typ = "fail"
 		}
 	}
 	return reports.Op{Process: process, Type: typ, F: reports.FCall, Value: mustJSON(v)}
+}
+
+// meanings are the reasons of docs/wire.md a refusal means under the
+// profile's reason mappings, as isReason reads it; nil when the profile
+// maps none or data.reason is the refusal's only meaning, which the
+// history has already.
+func meanings(p *target.Profile, a *answer) []string {
+	if p == nil || len(p.Reasons) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range target.KnownReasons {
+		if p.Matches(r, a.ErrorReason(), a.ErrorCode(), a.Status) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 1 && out[0] == a.ErrorReason() {
+		return nil
+	}
+	return out
 }
 
 // recordEffects appends the effects to the history once: every probe
