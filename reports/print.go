@@ -30,19 +30,31 @@ const maxReasonRunes = 100
 // clean passes; skipped all the rest (skipped, undefined, expected
 // failures). The three add up to the number of scenarios.
 //
+// Each finding is shown once: a scenario that keeps the run from a PASS
+// has its reason in the verdict's list, not also in the table (a twins
+// failure's summarised receipts would otherwise fill two long lines).
+//
 // Control characters from IDs and reasons (a target's answers end up in
 // reasons) are shown escaped, so nothing reaches the terminal as an escape
 // sequence.
 func PrintSummary(w io.Writer, run Run) {
+	listed := map[int]bool{}
+	for _, p := range problems(run) {
+		listed[p.index] = true
+	}
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tVERDICT\tREASON")
-	for _, s := range run.Scenarios {
+	for i, s := range run.Scenarios {
+		reason := ""
+		if !listed[i] {
+			reason = termText(firstLine(s.Reason), maxReasonRunes)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n",
 			termText(displayID(s.ID), 0),
 			termText(levelKey(s.Level), 0),
 			termText(verdictKey(s.Verdict), 0),
-			termText(firstLine(s.Reason), maxReasonRunes))
+			reason)
 	}
 	tw.Flush()
 	for line := range strings.Lines(table.String()) {
@@ -136,15 +148,11 @@ func RunLine(run Run, result string, problems int) string {
 	return fmt.Sprintf("%s (level %s): %d of %d scenarios keep the run from a PASS:", result, level, problems, len(run.Scenarios))
 }
 
-// PrintLine writes one scenario's line as it finishes: ID, verdict, time,
-// and the first line of its reason.
+// PrintLine writes one scenario's line as it finishes: ID, verdict and
+// time. Its reason waits for the summary, which shows each finding once.
 func PrintLine(w io.Writer, s Scenario) {
-	reason := ""
-	if r := firstLine(s.Reason); r != "" {
-		reason = "  " + termText(r, maxReasonRunes)
-	}
-	fmt.Fprintf(w, "%-10s %-14s %7s%s\n", termText(displayID(s.ID), 0), termText(verdictKey(s.Verdict), 0),
-		time.Duration(s.Duration).Round(time.Millisecond), reason)
+	fmt.Fprintf(w, "%-10s %-14s %7s\n", termText(displayID(s.ID), 0), termText(verdictKey(s.Verdict), 0),
+		time.Duration(s.Duration).Round(time.Millisecond))
 }
 
 // Subject says in one line what a run tested and with what: the server

@@ -75,17 +75,24 @@ func TestCrowdAt64LanesIsSummarised(t *testing.T) {
 			if ok {
 				return
 			}
-			// The console's line for the scenario: one line, a bounded width,
-			// the observation first and no receipt list.
+			// The console shows the finding once, on one line of a bounded
+			// width, the observation first and no receipt list.
 			chk := reports.Check{Step: "exactly one operation ran", State: reports.Violated, Expected: "one receipt shared by every result", Actual: actual}
+			s := reports.Scenario{ID: "twins-01", Level: "must", Verdict: reports.Failed, Reason: reports.Finding(chk) + "\n  check: " + chk.Step}
 			var out bytes.Buffer
-			reports.PrintLine(&out, reports.Scenario{ID: "twins-01", Verdict: reports.Failed, Reason: reports.Finding(chk) + "\n  check: " + chk.Step})
-			line := out.String()
-			if strings.Count(line, "\n") != 1 || utf8.RuneCountInString(line) > 140 || !strings.Contains(line, "observed: 64 answers") {
-				t.Errorf("console line is not one summarised line:\n%s", line)
+			reports.PrintLine(&out, s)
+			reports.PrintSummary(&out, reports.Run{Scenarios: []reports.Scenario{s}})
+			var lines []string
+			for l := range strings.Lines(out.String()) {
+				if strings.Contains(l, "observed: 64 answers") {
+					lines = append(lines, l)
+				}
 			}
-			if strings.Count(line, "rcpt-") > 3 {
-				t.Errorf("console line lists receipts one by one:\n%s", line)
+			if len(lines) != 1 {
+				t.Fatalf("the finding is on %d console lines, want 1:\n%s", len(lines), out.String())
+			}
+			if line := lines[0]; utf8.RuneCountInString(line) > 240 || strings.Count(line, "rcpt-") > 3 {
+				t.Errorf("the console's line is not summarised:\n%s", line)
 			}
 		})
 	}
