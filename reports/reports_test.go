@@ -697,3 +697,26 @@ func TestInterruptedIsNoFailureInTheTotals(t *testing.T) {
 		t.Errorf("totals %+v, want 1 passed, 1 failed (c), 1 skipped (b, interrupted)", got)
 	}
 }
+
+// TestPrintShowsEachFindingOnce: a scenario's reason reaches the console
+// once, in the summary: in the verdict's list when the scenario keeps the
+// run from a PASS, else in the table; the line printed as the scenario
+// finishes carries none.
+func TestPrintShowsEachFindingOnce(t *testing.T) {
+	run := loadFixture(t)
+	var out bytes.Buffer
+	for _, s := range run.Scenarios {
+		PrintLine(&out, s)
+	}
+	PrintSummary(&out, run)
+	text := out.String()
+	for _, s := range run.Scenarios {
+		r := firstLine(s.Reason)
+		if r == "" {
+			continue
+		}
+		if n := strings.Count(text, r); n != 1 {
+			t.Errorf("%s: its reason %q is on the console %d times, want once:\n%s", s.ID, r, n, text)
+		}
+	}
+}
