@@ -97,3 +97,34 @@ func TestRecheckTheDebitedReceipt(t *testing.T) {
 		t.Errorf("Recheck = %+v, %v; want the receipt check recomputed violated", checks, mismatch)
 	}
 }
+
+// A refusal check is recomputed with its reason: a report that says "refused
+// with idempotency_key_reused" held over a refusal for another reason is
+// contradicted, whether the reason is data.reason or the profile's meaning.
+func TestRecheckTheRefusalReason(t *testing.T) {
+	step := func(i int) *int { return &i }
+	refusal := func(v CallValue) Scenario {
+		b, _ := json.Marshal(v)
+		return Scenario{Verdict: Passed,
+			Steps:   []StepResult{{Text: "a call"}, {Keyword: "Then ", Text: `"B" is refused with idempotency_key_reused`}},
+			History: []Op{{Process: "B", F: FCall, Type: "fail", Value: b, Step: step(0)}},
+			Checks:  []Check{{Step: "B is refused with idempotency_key_reused", State: Held, OK: true, StepIndex: 1}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		v        CallValue
+		mismatch bool
+	}{
+		{"its data.reason", CallValue{Reason: ReasonKeyReused, Status: 200}, false},
+		{"another data.reason", CallValue{Reason: "invalid_arguments", Status: 200}, true},
+		{"the profile's meaning", CallValue{Reason: "E_REUSE", Status: 409, Means: []string{ReasonKeyReused}}, false},
+		{"a meaning other than the check's", CallValue{Reason: ReasonKeyReused, Status: 409, Means: []string{ReasonKeyRequired}}, true},
+		{"a 5xx", CallValue{Reason: ReasonKeyReused, Status: 500}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if checks, mismatch := Recheck(refusal(tc.v)); mismatch != tc.mismatch {
+				t.Errorf("Recheck mismatch = %v, want %v: %+v", mismatch, tc.mismatch, checks)
+			}
+		})
+	}
+}

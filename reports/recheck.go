@@ -271,17 +271,16 @@ func (v CallValue) String() string {
 	return fmt.Sprintf("HTTP %d with no JSON-RPC answer", v.Status)
 }
 
-// refused: a refusal, not a 5xx, retryable if asked. The reason itself is
-// not compared: a profile may map the gateway's own spelling, which the
-// report does not carry.
+// refused: a refusal meaning reason (its data.reason, or what the profile
+// maps it to, recorded as Means), not a 5xx, retryable if asked.
 func (h history) refused(c Check, who, reason string, retryable bool) (Check, bool, bool) {
 	last, found := h.last(who, c.StepIndex)
 	if !found {
 		return Check{}, false, false
 	}
 	isRefusal := last.typ != "ok" && last.Error == "" && (last.Reason != "" || last.Status >= 400) && last.Status < 500
-	ok := isRefusal && (!retryable || last.Retryable)
-	want := fmt.Sprintf("a refusal meaning %q, HTTP status below 500", reason)
+	ok := isRefusal && last.means(reason) && (!retryable || last.Retryable)
+	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
 	if retryable {
 		want += ", marked retryable"
 	}
