@@ -110,8 +110,9 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		// subscribe, unsubscribe and setLevel: the SDK keeps the session's
 		// state and calls the relay (ServerOptions).
 		res, err = next(ctx, method, req)
-		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && p != nil && req.GetSession().ID() != "" {
-			h.logLevels.Store(req.GetSession().ID(), p.Level) // for the upstream of a call (callRelay)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && p != nil && ss != nil && ss.ID() != "" {
+			h.setLogLevel(ss, p.Level) // for the upstream of a call (callRelay)
 		}
 	}
 	if err != nil {
@@ -199,9 +200,40 @@ func (h *handler) logLevel(ss *mcp.ServerSession, meta mcp.Meta) mcp.LoggingLeve
 		return mcp.LoggingLevel(v)
 	}
 	if id := ss.ID(); id != "" {
-		if v, ok := h.logLevels.Load(id); ok {
-			return v.(mcp.LoggingLevel)
+		if v, ok := h.logLevels.Load(id); ok && v.(sessionLevel).ss == ss {
+			return v.(sessionLevel).level
 		}
 	}
 	return ""
+}
+
+// sessionLevel is the log level a 2025-11-25 session set, with the session,
+// so that a level is never read for another session under the same id.
+type sessionLevel struct {
+	ss    *mcp.ServerSession
+	level mcp.LoggingLevel
+}
+
+// setLogLevel keeps the level ss set until ss ends: its first level starts
+// the clean-up, which waits for the session to close (a DELETE, its idle
+// timeout, the server's end) and drops the entry, unless another session
+// holds the id by then.
+func (h *handler) setLogLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	id := ss.ID()
+	prev, loaded := h.logLevels.Swap(id, sessionLevel{ss, level})
+	if loaded && prev.(sessionLevel).ss == ss {
+		return // its clean-up is waiting already
+	}
+	go func() {
+		_ = ss.Wait()
+		for {
+			v, ok := h.logLevels.Load(id)
+			if !ok || v.(sessionLevel).ss != ss || h.logLevels.CompareAndDelete(id, v) {
+				break
+			}
+		}
+		if f := h.levelCleared; f != nil {
+			f(id)
+		}
+	}()
 }

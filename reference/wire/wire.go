@@ -214,7 +214,10 @@ type handler struct {
 	stateless http.Handler
 	streaming http.Handler // stateless, answering with an event stream
 	states    sync.Map     // token -> *requestState
-	logLevels sync.Map     // 2025-11-25 session id -> mcp.LoggingLevel it set
+	logLevels sync.Map     // 2025-11-25 session id -> sessionLevel, until the session ends
+	// levelCleared, if set, is called once a closed session's log level
+	// was dropped (tests wait on it).
+	levelCleared func(sessionID string)
 }
 
 // requestState is what the outer handler knows about one HTTP request.
