@@ -22,6 +22,9 @@ import (
 type fullUpstream struct {
 	url    string
 	server *mcp.Server
+	// streams tells when a client's stream for notifications unrelated to
+	// a request is open (streamSignals).
+	streams chan string
 }
 
 const sumSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
@@ -54,9 +57,10 @@ func newFullUpstream(t *testing.T) *fullUpstream {
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item " + strings.TrimPrefix(r.Params.URI, "mem://items/")}}}, nil
 		})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	streams := make(chan string, 64)
+	srv := httptest.NewServer(streamSignals(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil), streams))
 	t.Cleanup(srv.Close)
-	return &fullUpstream{url: srv.URL, server: s}
+	return &fullUpstream{url: srv.URL, server: s, streams: streams}
 }
 
 func connectClient(t *testing.T, g *gatewayProc, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -88,8 +92,8 @@ func TestUpstreamServerRelayed(t *testing.T) {
 				ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 			})
 			caps := cs.InitializeResult().Capabilities
-			want := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{},
-				Resources: &mcp.ResourceCapabilities{Subscribe: true}, Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
+			want := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}, Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 			if diff := cmp.Diff(want, caps); diff != "" {
 				t.Fatalf("capabilities (-want +got):\n%s", diff)
 			}

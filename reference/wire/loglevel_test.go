@@ -21,6 +21,8 @@ func (loggingRelay) Capabilities(context.Context) *mcp.ServerCapabilities {
 func (loggingRelay) OnResourceUpdated(func(context.Context, *mcp.ResourceUpdatedNotificationParams)) {
 }
 
+func (loggingRelay) OnListChanged(func(context.Context, string)) {}
+
 // TestLogLevelClearedWithSession: the level a session set with
 // logging/setLevel is dropped when the session ends, so levels of ended
 // sessions do not pile up and none is read for a later session of the

@@ -29,6 +29,9 @@ type Relay interface {
 	Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
 	// OnResourceUpdated sets where an upstream's resource updates go.
 	OnResourceUpdated(func(context.Context, *mcp.ResourceUpdatedNotificationParams))
+	// OnListChanged sets where a registered server's list changes go
+	// (relay.PromptsListChanged, relay.ResourcesListChanged).
+	OnListChanged(func(ctx context.Context, method string))
 }
 
 // capabilities is what the gateway declares: tools alone without a relay.
@@ -73,12 +76,15 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		}
 		return res, true, err
 	case "subscriptions/listen":
-		// Only what is declared may be listened to: no list changes, and
-		// resource updates where subscriptions are served.
+		// Only what is declared may be listened to: no tool list changes,
+		// the prompt and resource list changes declared, and resource
+		// updates where subscriptions are served.
 		if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok && p != nil && p.Notifications != nil {
 			caps := h.capabilities(ctx)
 			n := p.Notifications
-			n.ToolsListChanged, n.PromptsListChanged, n.ResourcesListChanged = false, false, false
+			n.ToolsListChanged = false
+			n.PromptsListChanged = n.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged
+			n.ResourcesListChanged = n.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged
 			if !served(caps, "resources/subscribe") {
 				n.ResourceSubscriptions = nil
 			}
@@ -119,6 +125,31 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		return nil, true, h.relayErr(method, err)
 	}
 	return res, true, nil
+}
+
+// Placeholders of listChanged: never listed, never served.
+const (
+	placeholderPrompt   = "io.mcpconform.list-changed"
+	placeholderResource = "mcpconform:list-changed"
+)
+
+// listChanged tells the gateway's clients that a relayed list changed. The
+// SDK sends list-changed notifications (to 2025-11-25 sessions, and to
+// 2026-07-28 ones listening for them) only when its own registry changes,
+// and has no call to send one otherwise; the gateway answers prompts/* and
+// resources/* in its middleware and keeps no registry there. So a
+// placeholder is added and removed at once, which the SDK announces as one
+// change; no request ever reaches the SDK's own list or read handlers, so
+// the placeholder is never seen.
+func (h *handler) listChanged(method string) {
+	switch method {
+	case relay.PromptsListChanged:
+		h.server.AddPrompt(&mcp.Prompt{Name: placeholderPrompt}, nil)
+		h.server.RemovePrompts(placeholderPrompt)
+	case relay.ResourcesListChanged:
+		h.server.AddResource(&mcp.Resource{URI: placeholderResource, Name: placeholderPrompt}, nil)
+		h.server.RemoveResources(placeholderResource)
+	}
 }
 
 // withParams calls f with the request's params, refusing a request without

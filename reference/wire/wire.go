@@ -144,8 +144,10 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	if opts.Relay != nil {
 		// The middleware declares what is served (relay.go); these let the
-		// SDK keep each session's subscriptions and log level.
-		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+		// SDK keep each session's subscriptions and log level, and send the
+		// list changes of relayed prompts and resources (listChanged).
+		sopts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
 		sopts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 		sopts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return opts.Relay.Subscribe(ctx, r.Params) }
 		sopts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
@@ -161,6 +163,7 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 				h.log.Warn("relay a resource update", "uri", p.URI, "err", err)
 			}
 		})
+		opts.Relay.OnListChanged(func(_ context.Context, method string) { h.listChanged(method) })
 	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 
