@@ -766,17 +766,8 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		g.logDispatch(ctx, rec, d)
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
-	err = g.durable(ctx, func(ctx context.Context) error {
-		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
-			Dispatch: &d, Now: g.clock.Now()})
-	})
-	if err != nil {
-		// The tool ran and was paid for, but its outcome is not stored: the
-		// record stays in progress, so retries are answered in-progress
-		// rather than dispatched again. The dispatch is still logged.
-		g.logDispatch(ctx, rec, d)
-		g.log.Error("tools/call ran but its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
-		return CallResponse{}, g.storeErr("finish", err)
+	if err := g.complete(ctx, rec, receipt, body, d); err != nil {
+		return CallResponse{}, err
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
 	if g.bugs.On(bugs.LateDebit) && charged > 0 {
@@ -790,6 +781,23 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		return CallResponse{Drop: true}, nil
 	}
 	return CallResponse{Result: body}, nil
+}
+
+// complete stores a dispatched call's outcome with its dispatch row. When
+// that fails the tool ran and was paid for, but its outcome is not stored:
+// the record stays in progress, so retries are answered in-progress rather
+// than dispatched again. The dispatch is still logged.
+func (g *Gateway) complete(ctx context.Context, rec store.Record, receipt string, body json.RawMessage, d store.Dispatch) error {
+	err := g.durable(ctx, func(ctx context.Context) error {
+		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
+			Dispatch: &d, Now: g.clock.Now()})
+	})
+	if err != nil {
+		g.logDispatch(ctx, rec, d)
+		g.log.Error("tools/call ran but its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
+		return g.storeErr("finish", err)
+	}
+	return nil
 }
 
 // dispatchPanic is a panic of the Dispatcher, recovered at the dispatch
@@ -829,15 +837,8 @@ func (g *Gateway) crashed(ctx context.Context, c *callState, rec store.Record, r
 	if err != nil {
 		return fmt.Errorf("gateway: build result: %w", err)
 	}
-	d := g.dispatchRow(c, rec)
-	err = g.durable(ctx, func(ctx context.Context) error {
-		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
-			Dispatch: &d, Now: g.clock.Now()})
-	})
-	if err != nil {
-		g.logDispatch(ctx, rec, d)
-		g.log.Error("tools/call panicked and its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
-		return g.storeErr("finish", err)
+	if err := g.complete(ctx, rec, receipt, body, g.dispatchRow(c, rec)); err != nil {
+		return err
 	}
 	ref := Refuse(ReasonInternal, "the tool failed while running (the gateway's dispatch crashed); "+
 		"whether it had any effect is unknown, so the call is charged and this outcome stored: a retry replays it")
