@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -492,7 +493,7 @@ func (g *Gateway) runUnreserved(ctx context.Context, c *callState, rec store.Rec
 		}
 		charged = price
 	}
-	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if err != nil {
 		return nil, "", Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
 	}
@@ -742,7 +743,10 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, errors.New("fault dispatch.before"))
 	}
-	result, err := g.disp.Dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	if p := (*dispatchPanic)(nil); errors.As(err, &p) {
+		return CallResponse{}, g.crashed(ctx, c, rec, receipt, charged, p)
+	}
 	if ir := (*InputRequired)(nil); errors.As(err, &ir) {
 		return g.inputRequired(ctx, c, rec, receipt, charged, ir)
 	}
@@ -762,17 +766,8 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		g.logDispatch(ctx, rec, d)
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
-	err = g.durable(ctx, func(ctx context.Context) error {
-		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
-			Dispatch: &d, Now: g.clock.Now()})
-	})
-	if err != nil {
-		// The tool ran and was paid for, but its outcome is not stored: the
-		// record stays in progress, so retries are answered in-progress
-		// rather than dispatched again. The dispatch is still logged.
-		g.logDispatch(ctx, rec, d)
-		g.log.Error("tools/call ran but its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
-		return CallResponse{}, g.storeErr("finish", err)
+	if err := g.complete(ctx, rec, receipt, body, d); err != nil {
+		return CallResponse{}, err
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
 	if g.bugs.On(bugs.LateDebit) && charged > 0 {
@@ -786,6 +781,69 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		return CallResponse{Drop: true}, nil
 	}
 	return CallResponse{Result: body}, nil
+}
+
+// complete stores a dispatched call's outcome with its dispatch row. When
+// that fails the tool ran and was paid for, but its outcome is not stored:
+// the record stays in progress, so retries are answered in-progress rather
+// than dispatched again. The dispatch is still logged.
+func (g *Gateway) complete(ctx context.Context, rec store.Record, receipt string, body json.RawMessage, d store.Dispatch) error {
+	err := g.durable(ctx, func(ctx context.Context) error {
+		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
+			Dispatch: &d, Now: g.clock.Now()})
+	})
+	if err != nil {
+		g.logDispatch(ctx, rec, d)
+		g.log.Error("tools/call ran but its outcome was not stored", "record", rec.Key, "receipt", receipt, "err", err)
+		return g.storeErr("finish", err)
+	}
+	return nil
+}
+
+// dispatchPanic is a panic of the Dispatcher, recovered at the dispatch
+// boundary.
+type dispatchPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *dispatchPanic) Error() string { return fmt.Sprintf("the dispatch panicked: %v", p.value) }
+
+// dispatch runs the tool. A panic in the Dispatcher (a local tool, the
+// upstream client) is returned as a *dispatchPanic: unrecovered here it would
+// leave the record charged and in progress for good, since a charged record
+// is never taken over.
+func (g *Gateway) dispatch(ctx context.Context, r DispatchRequest) (res json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &dispatchPanic{value: v, stack: debug.Stack()}
+		}
+	}()
+	return g.disp.Dispatch(ctx, r)
+}
+
+// crashedResult is the outcome stored for a dispatch that panicked.
+const crashedResult = `{"content":[{"type":"text","text":"the tool failed while running (the gateway's dispatch crashed): whether it had any effect is unknown"}],"isError":true}`
+
+// crashed finishes a call whose dispatch panicked. The tool may have done
+// its work before the crash, so the call is finished as one whose outcome is
+// unknown (docs/wire.md, Results): not refunded, its dispatch logged, an
+// isError result stored under its receipt for a retry to replay, never run
+// again. The caller is answered internal_error, with that receipt.
+func (g *Gateway) crashed(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, p *dispatchPanic) error {
+	g.log.Error("tools/call dispatch panicked", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt,
+		"panic", fmt.Sprint(p.value), "stack", string(p.stack))
+	body, err := withReceipt(json.RawMessage(crashedResult), Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
+	if err != nil {
+		return fmt.Errorf("gateway: build result: %w", err)
+	}
+	if err := g.complete(ctx, rec, receipt, body, g.dispatchRow(c, rec)); err != nil {
+		return err
+	}
+	ref := Refuse(ReasonInternal, "the tool failed while running (the gateway's dispatch crashed); "+
+		"whether it had any effect is unknown, so the call is charged and this outcome stored: a retry replays it")
+	ref.Data = map[string]any{"receipt": receipt}
+	return ref
 }
 
 // refund finishes a record whose call failed before dispatch: the debit is

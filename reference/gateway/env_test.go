@@ -79,7 +79,10 @@ type fakeDispatcher struct {
 	// refusal, when set, answers the next dispatch (nothing ran): an
 	// upstream's refusal the caller can act on.
 	refusal *gateway.Refusal
-	holds   map[string]*hold
+	// panics is how many more runs do their work and then panic: a tool
+	// (or the dispatcher's own code) crashing after it may have had effects.
+	panics int
+	holds  map[string]*hold
 }
 
 // hold is a barrier in the upstream: started is closed when the held run
@@ -118,6 +121,10 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest
 	}
 	d.runs[r.Tool.Name]++
 	n := d.runs[r.Tool.Name]
+	if d.panics > 0 {
+		d.panics--
+		panic(fmt.Sprintf("run %d of %s crashed", n, r.Tool.Name))
+	}
 	return json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":"run %d of %s <ok>"}],"structuredContent":{"run":%d,"args":%s},"isError":false,"_meta":{"tool/x":1}}`,
 		n, r.Tool.Name, n, r.Arguments)), nil
 }

@@ -71,3 +71,10 @@ func RoundFrom(ctx context.Context) *Round {
 	r, _ := ctx.Value(roundKey{}).(*Round)
 	return r
 }
+
+// The list-changed notifications of the registered servers that the gateway
+// passes on to its own clients (their lists are part of the gateway's).
+const (
+	PromptsListChanged   = "notifications/prompts/list_changed"
+	ResourcesListChanged = "notifications/resources/list_changed"
+)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -37,6 +39,9 @@ type routes struct {
 	subs      map[string]int // resource URI -> subscribed clients
 	// updated is told of an upstream's notifications/resources/updated.
 	updated func(context.Context, *mcp.ResourceUpdatedNotificationParams)
+	// changed is told when a registered server's prompts or resources
+	// changed (relay.PromptsListChanged, relay.ResourcesListChanged).
+	changed func(ctx context.Context, method string)
 }
 
 type route struct {
@@ -66,6 +71,47 @@ func (d *Dispatcher) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 	}
 }
 
+// OnListChanged sets where a registered server's prompts and resources
+// list changes go (the gateway's MCP server, which tells its clients);
+// method is relay.PromptsListChanged or relay.ResourcesListChanged.
+func (d *Dispatcher) OnListChanged(f func(ctx context.Context, method string)) {
+	d.routes.set(func(r *routes) { r.changed = f })
+}
+
+// listChanged is the upstream client's handler for a server's
+// notifications/prompts/list_changed and notifications/resources/list_changed.
+// The routes learnt from the server's old list are dropped first: a name or
+// URI it no longer lists is not sent to it, and the next get, read or
+// completion lists again. Only a registered server's lists are relayed, so
+// an upstream of tools alone has nothing to pass on.
+func (d *Dispatcher) listChanged(ctx context.Context, cs *mcp.ClientSession, method string) {
+	url, ok := d.urlOf(cs)
+	if !ok {
+		return
+	}
+	if _, registered, err := d.serverAt(ctx, url); err != nil || !registered {
+		if err != nil {
+			d.log.Warn("upstream list changed: registered servers", "url", url, "err", err)
+		}
+		return
+	}
+	var f func(context.Context, string)
+	d.routes.set(func(r *routes) {
+		switch method {
+		case relay.PromptsListChanged:
+			maps.DeleteFunc(r.prompts, func(_ string, rt route) bool { return rt.url == url })
+		case relay.ResourcesListChanged:
+			fromURL := func(_, u string) bool { return u == url }
+			maps.DeleteFunc(r.resources, fromURL)
+			maps.DeleteFunc(r.templates, fromURL)
+		}
+		f = r.changed
+	})
+	if f != nil {
+		f(ctx, method)
+	}
+}
+
 // relayedServers connects to every registered server; one that cannot be
 // reached is left out (and so is what it would serve).
 func (d *Dispatcher) relayedServers(ctx context.Context) ([]relayed, error) {
@@ -92,8 +138,8 @@ func (d *Dispatcher) relayedServers(ctx context.Context) ([]relayed, error) {
 // Capabilities is what the gateway serves: tools, and logging (an upstream
 // tool's log messages are relayed to the caller, at the level it set),
 // always; of the rest exactly what it relays from the registered servers
-// that answer now. List-changed notifications of prompts and resources are
-// not relayed.
+// that answer now. Prompts and resources declare listChanged when a server
+// that offers them does: its list-changed notifications are passed on.
 func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
 	ctx, cancel := own(ctx) // see own
 	defer cancel()
@@ -105,13 +151,17 @@ func (d *Dispatcher) Capabilities(ctx context.Context) *mcp.ServerCapabilities {
 	}
 	for _, r := range rs {
 		if r.caps.Prompts != nil {
-			caps.Prompts = &mcp.PromptCapabilities{}
+			if caps.Prompts == nil {
+				caps.Prompts = &mcp.PromptCapabilities{}
+			}
+			caps.Prompts.ListChanged = caps.Prompts.ListChanged || r.caps.Prompts.ListChanged
 		}
 		if r.caps.Resources != nil {
 			if caps.Resources == nil {
 				caps.Resources = &mcp.ResourceCapabilities{}
 			}
 			caps.Resources.Subscribe = caps.Resources.Subscribe || r.caps.Resources.Subscribe
+			caps.Resources.ListChanged = caps.Resources.ListChanged || r.caps.Resources.ListChanged
 		}
 		if r.caps.Completions != nil {
 			caps.Completions = &mcp.CompletionCapabilities{}
@@ -272,6 +322,9 @@ func (d *Dispatcher) Subscribe(ctx context.Context, p *mcp.SubscribeParams) erro
 	}
 	var first bool
 	d.routes.set(func(r *routes) { first = r.subs[p.URI] == 0 })
+	// A 2026-07-28 client subscribes by subscriptions/listen, whose _meta
+	// the SDK hands on here: its protocol's entries are not the upstream's.
+	p = &mcp.SubscribeParams{URI: p.URI, Meta: relayMeta(p.Meta)}
 	if first {
 		var last error = &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: fmt.Sprintf("resource %q not found", p.URI)}
 		done := false
@@ -311,9 +364,10 @@ func (d *Dispatcher) Unsubscribe(ctx context.Context, p *mcp.UnsubscribeParams) 
 	if err != nil {
 		return err
 	}
+	q := &mcp.UnsubscribeParams{URI: p.URI, Meta: relayMeta(p.Meta)} // see Subscribe
 	for _, r := range rs {
 		if r.caps.Resources != nil && r.caps.Resources.Subscribe {
-			_ = r.sess.Unsubscribe(ctx, p) // a server not subscribed refuses; nothing to undo
+			_ = r.sess.Unsubscribe(ctx, q) // a server not subscribed refuses; nothing to undo
 		}
 	}
 	return nil

@@ -140,6 +140,12 @@ func New(st store.Store, o Options) *Dispatcher {
 	d.client = mcp.NewClient(&mcp.Implementation{Name: "mcpconform-reference-gateway", Version: "0.1.0"},
 		&mcp.ClientOptions{Logger: o.Logger, Capabilities: &mcp.ClientCapabilities{},
 			ToolListChangedHandler: d.toolListChanged, ResourceUpdatedHandler: d.resourceUpdated,
+			PromptListChangedHandler: func(ctx context.Context, r *mcp.PromptListChangedRequest) {
+				d.listChanged(ctx, r.Session, relay.PromptsListChanged)
+			},
+			ResourceListChangedHandler: func(ctx context.Context, r *mcp.ResourceListChangedRequest) {
+				d.listChanged(ctx, r.Session, relay.ResourcesListChanged)
+			},
 			// An upstream's input-required result is the caller's to answer
 			// (upstreamOutcome), never this client's.
 			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})

@@ -29,6 +29,9 @@ type Relay interface {
 	Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
 	// OnResourceUpdated sets where an upstream's resource updates go.
 	OnResourceUpdated(func(context.Context, *mcp.ResourceUpdatedNotificationParams))
+	// OnListChanged sets where a registered server's list changes go
+	// (relay.PromptsListChanged, relay.ResourcesListChanged).
+	OnListChanged(func(ctx context.Context, method string))
 }
 
 // capabilities is what the gateway declares: tools alone without a relay.
@@ -73,12 +76,15 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		}
 		return res, true, err
 	case "subscriptions/listen":
-		// Only what is declared may be listened to: no list changes, and
-		// resource updates where subscriptions are served.
+		// Only what is declared may be listened to: no tool list changes,
+		// the prompt and resource list changes declared, and resource
+		// updates where subscriptions are served.
 		if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok && p != nil && p.Notifications != nil {
 			caps := h.capabilities(ctx)
 			n := p.Notifications
-			n.ToolsListChanged, n.PromptsListChanged, n.ResourcesListChanged = false, false, false
+			n.ToolsListChanged = false
+			n.PromptsListChanged = n.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged
+			n.ResourcesListChanged = n.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged
 			if !served(caps, "resources/subscribe") {
 				n.ResourceSubscriptions = nil
 			}
@@ -110,14 +116,40 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 		// subscribe, unsubscribe and setLevel: the SDK keeps the session's
 		// state and calls the relay (ServerOptions).
 		res, err = next(ctx, method, req)
-		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && p != nil && req.GetSession().ID() != "" {
-			h.logLevels.Store(req.GetSession().ID(), p.Level) // for the upstream of a call (callRelay)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && p != nil && ss != nil && ss.ID() != "" {
+			h.setLogLevel(ss, p.Level) // for the upstream of a call (callRelay)
 		}
 	}
 	if err != nil {
 		return nil, true, h.relayErr(method, err)
 	}
 	return res, true, nil
+}
+
+// Placeholders of listChanged: never listed, never served.
+const (
+	placeholderPrompt   = "io.mcpconform.list-changed"
+	placeholderResource = "mcpconform:list-changed"
+)
+
+// listChanged tells the gateway's clients that a relayed list changed. The
+// SDK sends list-changed notifications (to 2025-11-25 sessions, and to
+// 2026-07-28 ones listening for them) only when its own registry changes,
+// and has no call to send one otherwise; the gateway answers prompts/* and
+// resources/* in its middleware and keeps no registry there. So a
+// placeholder is added and removed at once, which the SDK announces as one
+// change; no request ever reaches the SDK's own list or read handlers, so
+// the placeholder is never seen.
+func (h *handler) listChanged(method string) {
+	switch method {
+	case relay.PromptsListChanged:
+		h.server.AddPrompt(&mcp.Prompt{Name: placeholderPrompt}, nil)
+		h.server.RemovePrompts(placeholderPrompt)
+	case relay.ResourcesListChanged:
+		h.server.AddResource(&mcp.Resource{URI: placeholderResource, Name: placeholderPrompt}, nil)
+		h.server.RemoveResources(placeholderResource)
+	}
 }
 
 // withParams calls f with the request's params, refusing a request without
@@ -199,9 +231,40 @@ func (h *handler) logLevel(ss *mcp.ServerSession, meta mcp.Meta) mcp.LoggingLeve
 		return mcp.LoggingLevel(v)
 	}
 	if id := ss.ID(); id != "" {
-		if v, ok := h.logLevels.Load(id); ok {
-			return v.(mcp.LoggingLevel)
+		if v, ok := h.logLevels.Load(id); ok && v.(sessionLevel).ss == ss {
+			return v.(sessionLevel).level
 		}
 	}
 	return ""
+}
+
+// sessionLevel is the log level a 2025-11-25 session set, with the session,
+// so that a level is never read for another session under the same id.
+type sessionLevel struct {
+	ss    *mcp.ServerSession
+	level mcp.LoggingLevel
+}
+
+// setLogLevel keeps the level ss set until ss ends: its first level starts
+// the clean-up, which waits for the session to close (a DELETE, its idle
+// timeout, the server's end) and drops the entry, unless another session
+// holds the id by then.
+func (h *handler) setLogLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	id := ss.ID()
+	prev, loaded := h.logLevels.Swap(id, sessionLevel{ss, level})
+	if loaded && prev.(sessionLevel).ss == ss {
+		return // its clean-up is waiting already
+	}
+	go func() {
+		_ = ss.Wait()
+		for {
+			v, ok := h.logLevels.Load(id)
+			if !ok || v.(sessionLevel).ss != ss || h.logLevels.CompareAndDelete(id, v) {
+				break
+			}
+		}
+		if f := h.levelCleared; f != nil {
+			f(id)
+		}
+	}()
 }

@@ -144,8 +144,10 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	if opts.Relay != nil {
 		// The middleware declares what is served (relay.go); these let the
-		// SDK keep each session's subscriptions and log level.
-		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true}
+		// SDK keep each session's subscriptions and log level, and send the
+		// list changes of relayed prompts and resources (listChanged).
+		sopts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		sopts.Capabilities.Resources = &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}
 		sopts.Capabilities.Logging = &mcp.LoggingCapabilities{}
 		sopts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error { return opts.Relay.Subscribe(ctx, r.Params) }
 		sopts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
@@ -161,6 +163,7 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 				h.log.Warn("relay a resource update", "uri", p.URI, "err", err)
 			}
 		})
+		opts.Relay.OnListChanged(func(_ context.Context, method string) { h.listChanged(method) })
 	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 
@@ -214,7 +217,10 @@ type handler struct {
 	stateless http.Handler
 	streaming http.Handler // stateless, answering with an event stream
 	states    sync.Map     // token -> *requestState
-	logLevels sync.Map     // 2025-11-25 session id -> mcp.LoggingLevel it set
+	logLevels sync.Map     // 2025-11-25 session id -> sessionLevel, until the session ends
+	// levelCleared, if set, is called once a closed session's log level
+	// was dropped (tests wait on it).
+	levelCleared func(sessionID string)
 }
 
 // requestState is what the outer handler knows about one HTTP request.
