@@ -14,12 +14,14 @@ import (
 	"time"
 )
 
-// TestReproRetry03 runs `mcpconform repro retry-03 --bug random-unkeyed-key`,
-// then runs the repro.sh it wrote against freshly started reference gateways
-// and a probe: with the bug the retry runs again under a new receipt, and
-// the script says REPRODUCED (exit 0); without it the retry is a replay,
-// and it says NOT REPRODUCED (exit 1).
-func TestReproRetry03(t *testing.T) {
+// TestReproReplays runs `mcpconform repro ID --bug BUG` for scenarios whose
+// check the bug breaks, then runs the repro.sh it wrote against freshly
+// started reference gateways, a probe and an identity provider: with the
+// bug the script says REPRODUCED (exit 0), without it NOT REPRODUCED (exit
+// 1). retry-03 retries without a key; iga-01..04 act as principals, whose
+// tokens the script mints anew at IDP after registering it as the run
+// registered its own identity provider.
+func TestReproReplays(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -28,18 +30,68 @@ func TestReproRetry03(t *testing.T) {
 		t.Skip("no curl")
 	}
 	t.Setenv(beMain, "1")
+	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
+	idp := startListening(t, "idp", "--addr", "127.0.0.1:0")
+	for _, sc := range []struct{ id, bug string }{
+		{"retry-03", "random-unkeyed-key"}, // the retry runs again under a new receipt
+		{"iga-01", "principal-unbound"},    // bob gets alice's result
+		{"iga-02", "replay-before-iga"},    // revoked alice gets her stored result
+		{"iga-03", "replay-before-iga"},
+		{"iga-04", "replay-before-iga"},
+	} {
+		t.Run(sc.id, func(t *testing.T) {
+			script := reproScript(t, bash, sc.id, sc.bug)
+			for _, tc := range []struct {
+				name string
+				bugs []string
+				code int
+				last string
+			}{
+				{"with the bug", []string{"--bug", sc.bug}, 0, "REPRODUCED"},
+				{"without the bug", nil, 1, "NOT REPRODUCED"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					args := append([]string{"gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"),
+						"--control-token", "repro-test-token"}, tc.bugs...)
+					addr := startListening(t, args...)
+					sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					cmd := exec.CommandContext(sctx, bash, script)
+					cmd.Env = append(os.Environ(), "GATEWAY=http://"+addr, "CONTROL_TOKEN=repro-test-token", "PROBE=http://"+probe, "IDP=http://"+idp)
+					b, err := cmd.CombinedOutput()
+					got := 0
+					var exit *exec.ExitError
+					if errors.As(err, &exit) {
+						got = exit.ExitCode()
+					} else if err != nil {
+						t.Fatalf("repro.sh: %v\n%s", err, b)
+					}
+					lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+					if got != tc.code || lines[len(lines)-1] != tc.last {
+						t.Fatalf("repro.sh exit %d, last line %q; want %d, %q:\n%s", got, lines[len(lines)-1], tc.code, tc.last, b)
+					}
+				})
+			}
+		})
+	}
+}
+
+// reproScript runs `mcpconform repro ID --bug BUG`, which must report the
+// scenario failed, and returns the path of the repro.sh it wrote.
+func reproScript(t *testing.T, bash, id, bug string) string {
+	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := dispatch(ctx, []string{"repro", "retry-03", "--bug", "random-unkeyed-key", "--out", out}, &stdout, &stderr)
+	code := dispatch(ctx, []string{"repro", id, "--bug", bug, "--out", out}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("repro exit %d, want 1 (the scenario fails under the bug)\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "retry-03: failed") {
+	if !strings.Contains(stdout.String(), id+": failed") {
 		t.Errorf("stdout does not report the failure:\n%s", stdout.String())
 	}
-	for _, f := range []string{"report.html", "summary.json", "evidence/retry-03.json", "repro.sh"} {
+	for _, f := range []string{"report.html", "summary.json", "evidence/" + id + ".json", "repro.sh"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("repro left no %s: %v", f, err)
 		}
@@ -48,39 +100,7 @@ func TestReproRetry03(t *testing.T) {
 	if b, err := exec.Command(bash, "-n", script).CombinedOutput(); err != nil {
 		t.Fatalf("bash -n repro.sh: %v\n%s", err, b)
 	}
-
-	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
-	for _, tc := range []struct {
-		name string
-		bugs []string
-		code int
-		last string
-	}{
-		{"with the bug", []string{"--bug", "random-unkeyed-key"}, 0, "REPRODUCED"},
-		{"without the bug", nil, 1, "NOT REPRODUCED"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"),
-				"--control-token", "repro-test-token"}, tc.bugs...)
-			addr := startListening(t, args...)
-			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(sctx, bash, script)
-			cmd.Env = append(os.Environ(), "GATEWAY=http://"+addr, "CONTROL_TOKEN=repro-test-token", "PROBE=http://"+probe)
-			b, err := cmd.CombinedOutput()
-			got := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				got = exit.ExitCode()
-			} else if err != nil {
-				t.Fatalf("repro.sh: %v\n%s", err, b)
-			}
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			if got != tc.code || lines[len(lines)-1] != tc.last {
-				t.Fatalf("repro.sh exit %d, last line %q; want %d, %q:\n%s", got, lines[len(lines)-1], tc.code, tc.last, b)
-			}
-		})
-	}
+	return script
 }
 
 // startListening starts this test binary as a server (the reference
