@@ -53,6 +53,9 @@ type Input struct {
 type Result struct {
 	Script   []byte
 	Warnings []string
+	// Env are the variables the script stops without, in the order its
+	// header names them (GATEWAY has a default and is not among them).
+	Env []string
 }
 
 // action is one request of the recorded run: an MCP exchange, or a control
@@ -135,7 +138,16 @@ func Script(in Input) (Result, error) {
 	g.b.Reset()
 	g.header()
 	g.b.WriteString(body)
-	return Result{Script: []byte(g.b.String()), Warnings: g.warn}, nil
+	var env []string
+	for _, v := range []struct {
+		uses bool
+		name string
+	}{{g.usesCtl, "CONTROL_TOKEN"}, {g.usesPrb, "PROBE"}, {g.usesIdP, "IDP"}} {
+		if v.uses {
+			env = append(env, v.name)
+		}
+	}
+	return Result{Script: []byte(g.b.String()), Warnings: g.warn, Env: append(env, g.env...)}, nil
 }
 
 // actions merges the exchanges and the control and probe calls in the

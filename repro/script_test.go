@@ -185,6 +185,9 @@ func TestScriptPrincipalsRegistered(t *testing.T) {
 	if len(res.Warnings) != 0 {
 		t.Errorf("warnings %v, want none", res.Warnings)
 	}
+	if diff := cmp.Diff([]string{"CONTROL_TOKEN", "PROBE", "IDP"}, res.Env); diff != "" {
+		t.Errorf("Env (-want +got):\n%s", diff)
+	}
 }
 
 // TestScriptPrincipalsFixedIssuer: a gateway without a control API trusts
@@ -218,7 +221,7 @@ func TestScriptPrincipalsFixedIssuer(t *testing.T) {
 			t.Errorf("script lacks %q", want)
 		}
 	}
-	if strings.Contains(s, `IDP:?`) {
+	if slices.Contains(res.Env, "IDP") || strings.Contains(s, `IDP:?`) {
 		t.Error("the script requires IDP although tokens may come from the environment")
 	}
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "TOKEN_alice_02e53c78") }) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/features"
@@ -121,6 +122,17 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "report:   %s\n", filepath.Join(cfg.Out, "report.html"))
 	fmt.Fprintf(stdout, "evidence: %s\n", filepath.Join(cfg.Out, "evidence"))
-	fmt.Fprintf(stdout, "script:   %s (run: GATEWAY=%s CONTROL_TOKEN=T PROBE=http://HOST:PORT bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, repro.DefaultGateway, script)
+	run := []string{"GATEWAY=" + repro.DefaultGateway}
+	for _, v := range res.Env {
+		switch v {
+		case "CONTROL_TOKEN":
+			run = append(run, v+"=T")
+		case "PROBE", "IDP":
+			run = append(run, v+"=http://HOST:PORT")
+		default:
+			run = append(run, v+"=...")
+		}
+	}
+	fmt.Fprintf(stdout, "script:   %s (run: %s bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, strings.Join(run, " "), script)
 	return out.Code
 }
