@@ -94,7 +94,7 @@ type gen struct {
 	usesPrb   bool
 	usesIdP   bool             // the run registered its identity provider: the replay registers IDP
 	tokens    []principalToken // principal tokens the run sent, minted anew
-	resetCtl  []string // control paths cleanup resets (faults, clock, settings)
+	resetCtl  []string         // control paths cleanup resets (faults, clock, settings)
 }
 
 // Script writes repro.sh for one scenario.
