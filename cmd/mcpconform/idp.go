@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/idp"
@@ -39,24 +37,12 @@ func idpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "token" {
 		return idpTokenCmd(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("idp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, idpUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("idp", idpUsage, stderr)
 	addr := fs.String("addr", "127.0.0.1:8721", "listen address (host:port; port 0 picks one); the issuer is http://ADDR")
 	keyFile := fs.String("key", "", "PEM file holding the signing key (created if missing); default a fresh key for this process")
 	aud := fs.String("audience", idp.DefaultAudience, "audience of the tokens it mints when a request names none")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcpconform idp: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
+	if _, code, ok := parseArgs(fs, args, 0); !ok {
+		return code
 	}
 	opts := idp.Options{Addr: *addr, Audience: *aud, Mint: true}
 	if *keyFile != "" {
@@ -90,27 +76,16 @@ func idpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // idpTokenCmd signs one token from a key file: for a gateway that trusts
 // the key's JWKS at a fixed issuer, without starting a server.
 func idpTokenCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("idp token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, idpUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("idp token", idpUsage, stderr)
 	keyFile := fs.String("key", "", "PEM file holding the signing key (required; it must exist)")
 	issuer := fs.String("issuer", "", "the iss claim: the issuer the gateway trusts, e.g. http://127.0.0.1:9200 (required)")
 	subject := fs.String("subject", "", "the sub claim: the principal's subject (required)")
 	aud := fs.String("audience", idp.DefaultAudience, "the aud claim")
 	ttl := fs.Duration("ttl", 10*time.Minute, "lifetime; negative for a token that already expired")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if _, code, ok := parseArgs(fs, args, 0); !ok {
+		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "mcpconform idp token: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
 	case *keyFile == "" || *issuer == "" || *subject == "":
 		fmt.Fprintln(stderr, "mcpconform idp token: --key, --issuer and --subject are required")
 		return 2

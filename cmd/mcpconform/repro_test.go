@@ -25,14 +25,7 @@ import (
 // tokens the script mints anew at IDP after registering it as the run
 // registered its own identity provider.
 func TestReproReplays(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
-	}
-	t.Setenv(beMain, "1")
+	bash := replayTools(t)
 	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
 	idp := startListening(t, "idp", "--addr", "127.0.0.1:0")
 	for _, sc := range []struct{ id, bug string }{
@@ -64,6 +57,21 @@ func TestReproReplays(t *testing.T) {
 	}
 }
 
+// replayTools skips a test that runs repro.sh where bash or curl is
+// missing, and returns bash; dispatch runs this test binary as mcpconform.
+func replayTools(t *testing.T) string {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	t.Setenv(beMain, "1")
+	return bash
+}
+
 // replay runs a repro.sh with env and wants its exit code and last line.
 func replay(t *testing.T, bash, script string, code int, last string, env ...string) {
 	t.Helper()
@@ -92,14 +100,7 @@ func replay(t *testing.T, bash, script string, code int, last string, env ...str
 // key file started again as `mcpconform idp`, or takes them from
 // TOKEN_<subject>, here signed by `mcpconform idp token`.
 func TestReproPrincipalsFixedIssuer(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
-	}
-	t.Setenv(beMain, "1")
+	bash := replayTools(t)
 	dir := t.TempDir()
 	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
