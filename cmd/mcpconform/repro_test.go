@@ -36,6 +36,9 @@ func TestReproReplays(t *testing.T) {
 		{"iga-04", "replay-before-iga"},
 	} {
 		t.Run(sc.id, func(t *testing.T) {
+			if testing.Short() && sc.id != "retry-03" {
+				t.Skip("-short replays retry-03 only")
+			}
 			script := reproScript(t, bash, sc.id, sc.bug)
 			for _, tc := range []struct {
 				name string
@@ -100,6 +103,9 @@ func replay(t *testing.T, bash, script string, code int, last string, env ...str
 // key file started again as `mcpconform idp`, or takes them from
 // TOKEN_<subject>, here signed by `mcpconform idp token`.
 func TestReproPrincipalsFixedIssuer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs repro and three replays")
+	}
 	bash := replayTools(t)
 	dir := t.TempDir()
 	probe := startListening(t, "probe", "--addr", "127.0.0.1:0")
