@@ -35,7 +35,8 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n"+
 			"of curl calls built from what the run sent (MCP requests, control API and probe calls, in\n"+
 			"the order they started) that replays it against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
-			"and a running `mcpconform probe` (PROBE), observes again what the failed checks observed\n"+
+			"and a running `mcpconform probe` (PROBE) (for principals' tokens, a running `mcpconform idp`:\n"+
+			"IDP, or TOKEN_<subject>; docs/repro.md), observes again what the failed checks observed\n"+
 			"(dispatches per token, ledger entries, how each witnessed request ended) and ends with\n"+
 			"REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).\n\n")
 		fs.PrintDefaults()
