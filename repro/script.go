@@ -53,6 +53,9 @@ type Input struct {
 type Result struct {
 	Script   []byte
 	Warnings []string
+	// Env are the variables the script stops without, in the order its
+	// header names them (GATEWAY has a default and is not among them).
+	Env []string
 }
 
 // action is one request of the recorded run: an MCP exchange, or a control
@@ -89,7 +92,9 @@ type gen struct {
 	ended     map[string]bool
 	usesCtl   bool
 	usesPrb   bool
-	resetCtl  []string // control paths cleanup resets (faults, clock, settings)
+	usesIdP   bool             // the run registered its identity provider: the replay registers IDP
+	tokens    []principalToken // principal tokens the run sent, minted anew
+	resetCtl  []string         // control paths cleanup resets (faults, clock, settings)
 }
 
 // Script writes repro.sh for one scenario.
@@ -111,6 +116,7 @@ func Script(in Input) (Result, error) {
 		g.warn = append(g.warn, fmt.Sprintf("the recorded run made no request (%s: %s); there is nothing to replay", sc.Verdict, oneLine(sc.Reason)))
 	}
 	g.bindFresh(acts)
+	g.emitTokens()
 	for i := 0; i < len(acts); {
 		a := &acts[i]
 		g.collect(a.ex.Started, !a.mcp)
@@ -132,7 +138,16 @@ func Script(in Input) (Result, error) {
 	g.b.Reset()
 	g.header()
 	g.b.WriteString(body)
-	return Result{Script: []byte(g.b.String()), Warnings: g.warn}, nil
+	var env []string
+	for _, v := range []struct {
+		uses bool
+		name string
+	}{{g.usesCtl, "CONTROL_TOKEN"}, {g.usesPrb, "PROBE"}, {g.usesIdP, "IDP"}} {
+		if v.uses {
+			env = append(env, v.name)
+		}
+	}
+	return Result{Script: []byte(g.b.String()), Warnings: g.warn, Env: append(env, g.env...)}, nil
 }
 
 // actions merges the exchanges and the control and probe calls in the
@@ -194,17 +209,18 @@ func (g *gen) bindFresh(acts []action) {
 		g.usesPrb = true
 		g.bind(probe, "${PROBE}")
 	}
-	// A control call naming another server of the harness (its identity
-	// provider's JWKS) cannot be replayed once the run ended.
+	g.bindPrincipals(acts)
+	// A control call naming another server of the recorded run that the
+	// replay has no stand-in for cannot be replayed once the run ended.
 	gw := map[string]bool{probe: true}
 	for _, a := range acts {
 		gw[origin(a.ex.URL)] = true
 	}
 	for _, a := range acts {
 		for _, u := range urlText.FindAllString(string(a.ex.RequestBody), -1) {
-			if o := origin(u); o != "" && !gw[o] {
+			if o := origin(u); o != "" && !gw[o] && !g.bound[o] {
 				gw[o] = true
-				g.warn = append(g.warn, fmt.Sprintf("%s names %s, a server of the recorded run (the harness's identity provider) that is gone: principals' tokens will not verify", oneLine(a.ex.Label), o))
+				g.warn = append(g.warn, fmt.Sprintf("%s names %s, a server of the recorded run that is gone", oneLine(a.ex.Label), o))
 			}
 		}
 	}
@@ -673,8 +689,17 @@ func (g *gen) header() {
 	if g.usesPrb {
 		need = append(need, "PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address)")
 	}
+	if g.usesIdP {
+		need = append(need, "IDP (a running `mcpconform idp`, e.g. http://127.0.0.1:8721, that the gateway reaches at that address: the script registers it as the run registered its identity provider, and mints the principals' tokens there)")
+	}
 	for _, v := range g.env {
 		need = append(need, v)
+	}
+	for _, pt := range g.tokens {
+		if pt.env != "" && !slices.Contains(need, pt.env) {
+			need = append(need, fmt.Sprintf("%s (a principal token for subject %s that the gateway accepts; without it, IDP: the identity provider the gateway trusts, %s, e.g. `mcpconform idp --addr %s --key THE-RUN'S-IDP-KEY`, mints one)",
+				pt.env, pt.subject, pt.issuer, strings.TrimPrefix(pt.issuer, "http://")))
+		}
 	}
 	g.p("# Environment: %s.", strings.Join(need, "; "))
 	g.p("# Needs bash, curl, sed and grep.")
@@ -697,6 +722,15 @@ func (g *gen) header() {
 		g.p(`: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"`)
 		g.p(`PROBE="${PROBE%%/}"`)
 	}
+	if g.usesIdP {
+		g.p(`: "${IDP:?start mcpconform idp and set IDP to its address (http://HOST:PORT)}"`)
+	}
+	if len(g.tokens) > 0 && !g.usesIdP {
+		g.p(`IDP="${IDP:-}"`)
+	}
+	if len(g.tokens) > 0 {
+		g.p(`IDP="${IDP%%/}"`)
+	}
 	for _, v := range g.env {
 		g.p(`: "${%s:?set %s to the credential whose fingerprint the evidence shows}"`, v, v)
 	}
@@ -713,6 +747,9 @@ func (g *gen) header() {
 	g.p(`}`)
 	g.p(`trap cleanup EXIT`)
 	g.b.WriteString(helpers)
+	if len(g.tokens) > 0 {
+		g.b.WriteString(mintHelper)
+	}
 }
 
 func (g *gen) boundExpr(expr string) bool {

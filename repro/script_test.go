@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,13 +154,122 @@ func TestScriptWithoutControlAPI(t *testing.T) {
 	}
 }
 
-func TestScriptWarnsOnPrincipals(t *testing.T) {
-	res, err := Script(load(t, "iga-01"))
+// TestScriptPrincipalsRegistered: the run registered its identity provider
+// through the control API, so the replay registers IDP in its place, under
+// fresh subjects, and sends tokens minted there, never the recorded ones.
+func TestScriptPrincipalsRegistered(t *testing.T) {
+	in := load(t, "iga-01")
+	res, err := Script(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Warnings) == 0 || !strings.Contains(string(res.Script), "# NOTE: control POST /trust names http://127.0.0.1:") {
-		t.Errorf("a scenario trusting the harness's identity provider should warn; warnings %v", res.Warnings)
+	s := string(res.Script)
+	for _, want := range []string{
+		`: "${IDP:?`,
+		`ctl POST '/trust' '{"provider":"harness","issuer":"'"${IDP}"'","jwks_url":"'"${IDP}"'/jwks.json","audience":"mcpconform"}'`,
+		`"subject":"'"${RUN}"'alice-02e53c78"`,
+		`PTOKEN_1=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'alice-02e53c78"}' 600) || die`,
+		`PTOKEN_2=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'bob-850210dc"}' 600) || die`,
+		`-H 'X-Principal-Token: '"${PTOKEN_1}"`,
+		`-H 'X-Principal-Token: '"${PTOKEN_2}"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	for _, bad := range []string{in.Scenario.Exchanges[0].RequestHeaders["X-Principal-Token"], "127.0.0.1:46149", "TOKEN_alice"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("script contains %q", bad)
+		}
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("warnings %v, want none", res.Warnings)
+	}
+	if diff := cmp.Diff([]string{"CONTROL_TOKEN", "PROBE", "IDP"}, res.Env); diff != "" {
+		t.Errorf("Env (-want +got):\n%s", diff)
+	}
+}
+
+// TestScriptPrincipalsFixedIssuer: a gateway without a control API trusts
+// a fixed issuer the script cannot register. The script says which tokens
+// the reader must give (TOKEN_<subject>), or mints them at IDP when that is
+// the issuer, and runs with either; without both it stops, saying so.
+func TestScriptPrincipalsFixedIssuer(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	// Recorded against the reference without its control API, trusting the
+	// harness's identity provider at a pinned address (profile identity
+	// harness_idp, subjects ext-alice and ext-bob).
+	in := load(t, "iga-01-no-control")
+	res, err := Script(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(res.Script)
+	for _, want := range []string{
+		`PTOKEN_1="${TOKEN_ext_alice:-}"`,
+		`mint '{"aud":"mcpconform","sub":"ext-alice"}' 600`,
+		"TOKEN_ext_bob (a principal token for subject ext-bob that the gateway accepts; without it, IDP: the identity provider the gateway trusts, http://127.0.0.1:9261, e.g. `mcpconform idp --addr 127.0.0.1:9261",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	if slices.Contains(res.Env, "IDP") || strings.Contains(s, `IDP:?`) {
+		t.Error("the script requires IDP although tokens may come from the environment")
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "TOKEN_ext_alice") }) {
+		t.Errorf("no warning names TOKEN_ext_alice: %v", res.Warnings)
+	}
+
+	// A curl that answers nothing but records what it was asked, and mints
+	// "minted" at the IdP's token endpoint.
+	dir := t.TempDir()
+	script, log := filepath.Join(dir, "repro.sh"), filepath.Join(dir, "curl.log")
+	fake := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + log + "\ncase \"$*\" in *idp/v1/token*) printf '{\"token\":\"minted\"}';; esac\n"
+	if err := os.WriteFile(filepath.Join(dir, "curl"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, res.Script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fp := strings.TrimPrefix(in.Scenario.Exchanges[0].RequestHeaders["Authorization"], "Bearer ***")
+	base := []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "PROBE=http://127.0.0.1:1", "GATEWAY=http://127.0.0.1:1", "KEY_" + fp + "=k"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		code int
+		out  string   // in the script's output
+		sent []string // in what curl was asked
+	}{
+		{"neither", nil, 2, "set TOKEN_ext_alice to a principal token for subject ext-alice that the gateway accepts, or IDP", nil},
+		{"tokens given", []string{"TOKEN_ext_alice=tok-a", "TOKEN_ext_bob=tok-b"}, 1, "NOT REPRODUCED",
+			[]string{"X-Principal-Token: tok-a", "X-Principal-Token: tok-b"}},
+		{"minted at IDP", []string{"IDP=http://127.0.0.1:2"}, 1, "NOT REPRODUCED",
+			[]string{`{"claims":{"aud":"mcpconform","sub":"ext-alice"},"ttl_seconds":600} http://127.0.0.1:2/idp/v1/token`, "X-Principal-Token: minted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(log)
+			cmd := exec.Command(bash, script)
+			cmd.Env = append(append(os.Environ(), base...), tc.env...)
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.out) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.out, out)
+			}
+			sent, _ := os.ReadFile(log)
+			for _, w := range tc.sent {
+				if !strings.Contains(string(sent), w) {
+					t.Errorf("curl was not asked %q:\n%s", w, sent)
+				}
+			}
+		})
 	}
 }
 

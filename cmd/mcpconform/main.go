@@ -21,6 +21,7 @@ Usage:
   mcpconform gateway [flags]      run the bundled reference gateway
   mcpconform bugs                 list the reference gateway's bug switches
   mcpconform probe   [flags]      run the upstream probe on its own, for gateways that list upstream tools at start-up
+  mcpconform idp     [flags]      run the identity provider on its own (JWKS, fresh tokens for repro.sh); 'idp token' signs one
   mcpconform repro ID --out DIR   run one scenario; write its evidence and repro.sh (curl)
   mcpconform selftest [flags]     run the suite once per bug switch and print the catch table
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
@@ -58,6 +59,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return gatewayCmd(ctx, args[1:], stdout, stderr)
 	case "probe":
 		return probeCmd(ctx, args[1:], stdout, stderr)
+	case "idp":
+		return idpCmd(ctx, args[1:], stdout, stderr)
 	case "bugs":
 		return bugsCmd(args[1:], stdout, stderr)
 	case "repro":

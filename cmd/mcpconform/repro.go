@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/features"
@@ -34,7 +35,8 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n"+
 			"of curl calls built from what the run sent (MCP requests, control API and probe calls, in\n"+
 			"the order they started) that replays it against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
-			"and a running `mcpconform probe` (PROBE), observes again what the failed checks observed\n"+
+			"and a running `mcpconform probe` (PROBE) (for principals' tokens, a running `mcpconform idp`:\n"+
+			"IDP, or TOKEN_<subject>; docs/repro.md), observes again what the failed checks observed\n"+
 			"(dispatches per token, ledger entries, how each witnessed request ended) and ends with\n"+
 			"REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).\n\n")
 		fs.PrintDefaults()
@@ -121,6 +123,17 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "report:   %s\n", filepath.Join(cfg.Out, "report.html"))
 	fmt.Fprintf(stdout, "evidence: %s\n", filepath.Join(cfg.Out, "evidence"))
-	fmt.Fprintf(stdout, "script:   %s (run: GATEWAY=%s CONTROL_TOKEN=T PROBE=http://HOST:PORT bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, repro.DefaultGateway, script)
+	run := []string{"GATEWAY=" + repro.DefaultGateway}
+	for _, v := range res.Env {
+		switch v {
+		case "CONTROL_TOKEN":
+			run = append(run, v+"=T")
+		case "PROBE", "IDP":
+			run = append(run, v+"=http://HOST:PORT")
+		default:
+			run = append(run, v+"=...")
+		}
+	}
+	fmt.Fprintf(stdout, "script:   %s (run: %s bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, strings.Join(run, " "), script)
 	return out.Code
 }

@@ -161,6 +161,9 @@ type Options struct {
 	Addr     string // default "127.0.0.1:0"; fixed with --idp-addr
 	Key      *Key   // nil: a fresh ES256 key (see Load for a persistent one)
 	Audience string // default DefaultAudience
+	// Mint serves MintPath: fresh tokens on request, for loopback clients
+	// (a repro script standing in for the run that ended).
+	Mint bool
 }
 
 // IdP is a running identity provider.
@@ -220,6 +223,9 @@ func Start(opts Options) (*IdP, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /jwks.json", serve(jwks))
 	mux.Handle("GET /.well-known/openid-configuration", serve(discovery))
+	if opts.Mint {
+		mux.Handle("POST "+MintPath, http.HandlerFunc(i.mint))
+	}
 	i.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = i.srv.Serve(ln) }()
 	return i, nil
@@ -260,6 +266,14 @@ func (i *IdP) Sign(claims map[string]any) (string, error) {
 }
 
 func (i *IdP) claims(subject string, ttl time.Duration) map[string]any {
+	return Fresh(map[string]any{"aud": i.aud, "sub": subject}, i.Issuer(), ttl)
+}
+
+// Fresh completes claims for issuer as a token signed now: iss, iat, exp
+// and jti are set (whatever claims held for them), aud defaults to
+// DefaultAudience, the rest is kept. ttl 0 means 10 minutes; a negative
+// ttl gives a token that already expired.
+func Fresh(claims map[string]any, issuer string, ttl time.Duration) map[string]any {
 	if ttl == 0 {
 		ttl = 10 * time.Minute
 	}
@@ -268,10 +282,19 @@ func (i *IdP) claims(subject string, ttl time.Duration) map[string]any {
 	if ttl < 0 {
 		iat = now.Add(2 * ttl) // issued before it expired
 	}
-	return map[string]any{
-		"iss": i.Issuer(), "aud": i.aud, "sub": subject,
-		"iat": iat.Unix(), "exp": now.Add(ttl).Unix(), "jti": uuid.NewString(),
+	out := map[string]any{"aud": DefaultAudience}
+	for k, v := range claims {
+		out[k] = v
 	}
+	out["iss"], out["iat"], out["exp"], out["jti"] = issuer, iat.Unix(), now.Add(ttl).Unix(), uuid.NewString()
+	return out
+}
+
+// Mint signs claims completed by Fresh with k, for issuer: a token like
+// the harness's own, from a persistent key file and the issuer a gateway
+// was told to trust.
+func Mint(k *Key, issuer string, claims map[string]any, ttl time.Duration) (string, error) {
+	return sign(k, k.KID, Fresh(claims, issuer, ttl))
 }
 
 func sign(k *Key, kid string, claims map[string]any) (string, error) {

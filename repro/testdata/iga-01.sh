@@ -9,9 +9,8 @@
 # Replays what the recorded run sent, in the order it started (what overlapped then
 # overlaps now), then observes again what its checks observed and ends with REPRODUCED
 # (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.
-# Environment: GATEWAY (default http://127.0.0.1:8719); CONTROL_TOKEN (the gateway's control API token); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address).
+# Environment: GATEWAY (default http://127.0.0.1:8719); CONTROL_TOKEN (the gateway's control API token); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address); IDP (a running `mcpconform idp`, e.g. http://127.0.0.1:8721, that the gateway reaches at that address: the script registers it as the run registered its identity provider, and mints the principals' tokens there).
 # Needs bash, curl, sed and grep.
-# NOTE: control POST /trust names http://127.0.0.1:46149, a server of the recorded run (the harness's identity provider) that is gone: principals' tokens will not verify
 set -uo pipefail
 
 GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
@@ -19,6 +18,8 @@ GATEWAY="${GATEWAY%/}"
 : "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"
 : "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
 PROBE="${PROBE%/}"
+: "${IDP:?start mcpconform idp and set IDP to its address (http://HOST:PORT)}"
+IDP="${IDP%/}"
 RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
 MISMATCH=0 OBSERVED=0
@@ -154,6 +155,20 @@ header() { { grep -i "^$1:" || true; } | head -n 1 | sed 's/^[^:]*:[[:space:]]*/
 
 # count PATTERN FILE: how often PATTERN occurs in FILE.
 count() { { grep -o "$1" "$2" || true; } | wc -l | tr -d ' '; }
+
+# mint CLAIMS TTL: a principal token with CLAIMS (JSON), fresh times and id, valid TTL
+# seconds (negative: already expired), from the identity provider at IDP.
+mint() {
+  local tok
+  [ -n "${IDP:-}" ] || return 1
+  tok=$(curl -sS --max-time 30 -X POST -H 'Content-Type: application/json' \
+    --data-raw "{\"claims\":$1,\"ttl_seconds\":$2}" "$IDP/idp/v1/token" | field token)
+  [ -n "$tok" ] && echo "$tok"
+}
+
+# Principal tokens: fresh ones (new times and id) with the recorded tokens' claims.
+PTOKEN_1=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'alice-02e53c78"}' 600) || die 'IDP minted no token for alice-02e53c78'
+PTOKEN_2=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'bob-850210dc"}' 600) || die 'IDP minted no token for bob-850210dc'
 ctl POST '/wallets' '{"balance":100}' > "$TMP/c01.body" || die 'control call c01 (POST) failed'
 C01_WALLET_ID=$(field wallet_id < "$TMP/c01.body")
 ctl POST '/keys' '{"wallet_id":"'"${C01_WALLET_ID}"'"}' > "$TMP/c02.body" || die 'control call c02 (POST) failed'
@@ -162,10 +177,10 @@ C02_KEY_ID=$(field key_id < "$TMP/c02.body")
 ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c03.body" || die 'control call c03 (GET) failed'
 ctl GET '/wallets/'"${C01_WALLET_ID}"'/ledger' > "$TMP/c04.body" || die 'control call c04 (GET) failed'
 ctl POST '/tools' '{"name":"'"${RUN}"'probe.write.a847b61b","price":3,"read_only":false,"approval":false,"upstream_url":"'"${PROBE}"'/mcp","upstream_tool":"probe.write"}' > "$TMP/c05.body" || die 'control call c05 (POST) failed'
-ctl POST '/trust' '{"provider":"harness","issuer":"http://127.0.0.1:46149","jwks_url":"http://127.0.0.1:46149/jwks.json","audience":"mcpconform"}' > "$TMP/c06.body" || die 'control call c06 (POST) failed'
-ctl POST '/principals' '{"provider":"harness","issuer":"http://127.0.0.1:46149","subject":"alice-02e53c78","tools":[]}' > "$TMP/c07.body" || die 'control call c07 (POST) failed'
+ctl POST '/trust' '{"provider":"harness","issuer":"'"${IDP}"'","jwks_url":"'"${IDP}"'/jwks.json","audience":"mcpconform"}' > "$TMP/c06.body" || die 'control call c06 (POST) failed'
+ctl POST '/principals' '{"provider":"harness","issuer":"'"${IDP}"'","subject":"'"${RUN}"'alice-02e53c78","tools":[]}' > "$TMP/c07.body" || die 'control call c07 (POST) failed'
 C07_PRINCIPAL_ID=$(field principal_id < "$TMP/c07.body")
-ctl POST '/principals' '{"provider":"harness","issuer":"http://127.0.0.1:46149","subject":"bob-850210dc","tools":[]}' > "$TMP/c08.body" || die 'control call c08 (POST) failed'
+ctl POST '/principals' '{"provider":"harness","issuer":"'"${IDP}"'","subject":"'"${RUN}"'bob-850210dc","tools":[]}' > "$TMP/c08.body" || die 'control call c08 (POST) failed'
 C08_PRINCIPAL_ID=$(field principal_id < "$TMP/c08.body")
 
 # #1 initialize (alice lane)
@@ -174,7 +189,7 @@ mcp x01 '#1 initialize' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
   -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+  -H 'X-Principal-Token: '"${PTOKEN_1}" &
 PID_x01=$!
 await "$PID_x01"
 SESSION_x01=$(header Mcp-Session-Id < "$TMP/x01.headers")
@@ -187,7 +202,7 @@ mcp x02 '#2 initialized' '/mcp' \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x01}" \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+  -H 'X-Principal-Token: '"${PTOKEN_1}" &
 PID_x02=$!
 await "$PID_x02"
 
@@ -199,7 +214,7 @@ mcp x03 '#3 alice: write' '/mcp' \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x01}" \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmZTYxZTBkMC05Mjk5LTRkZjMtODNmMS05YTQ0NTBiYzIzYWIiLCJzdWIiOiJhbGljZS0wMmU1M2M3OCJ9.3Yu-VISpNn5Epp655obfaiBvsecB-gRzjhS9Lmd5rTOY1AMh9vpJBshSFncfNIY7QfmN4b8Nwvc6gXReIk1IQA' &
+  -H 'X-Principal-Token: '"${PTOKEN_1}" &
 PID_x03=$!
 await "$PID_x03"
 
@@ -209,7 +224,7 @@ mcp x04 '#4 initialize' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
   -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+  -H 'X-Principal-Token: '"${PTOKEN_2}" &
 PID_x04=$!
 await "$PID_x04"
 SESSION_x04=$(header Mcp-Session-Id < "$TMP/x04.headers")
@@ -222,7 +237,7 @@ mcp x05 '#5 initialized' '/mcp' \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x04}" \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+  -H 'X-Principal-Token: '"${PTOKEN_2}" &
 PID_x05=$!
 await "$PID_x05"
 
@@ -234,7 +249,7 @@ mcp x06 '#6 bob: write' '/mcp' \
   -H 'Content-Type: application/json' \
   -H 'Mcp-Protocol-Version: 2025-11-25' \
   -H 'Mcp-Session-Id: '"${SESSION_x04}" \
-  -H 'X-Principal-Token: eyJhbGciOiJFUzI1NiIsImtpZCI6IkFQWHJsR01fMkZfSWYtdUhJOGQ5TU95bW1OV1UxT3RoclNYT05iek9jWGMiLCJ0eXAiOiJKV1QifQ.eyJhdWQiOiJtY3Bjb25mb3JtIiwiZXhwIjoxNzk2MzA3Mjg0LCJpYXQiOjE3OTYzMDY2ODQsImlzcyI6Imh0dHA6Ly8xMjcuMC4wLjE6NDYxNDkiLCJqdGkiOiJmODJhNTUzOS1lNjdjLTQzMGUtODg0NS0zZmRjZWNjYzgzMjkiLCJzdWIiOiJib2ItODUwMjEwZGMifQ.fnpHcgE5vSPmLGZewX9NcyNqZAHeA8iB_Xx_ZlhAib9xqlD8wEebycfbjS1eypEI8rtkxFviwXmtUO4HBjKLsA' &
+  -H 'X-Principal-Token: '"${PTOKEN_2}" &
 PID_x06=$!
 await "$PID_x06"
 ctl GET '/wallets/'"${C01_WALLET_ID}" > "$TMP/c09.body" || die 'control call c09 (GET) failed'
