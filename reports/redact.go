@@ -25,3 +25,15 @@ func RedactedAuth(v string) string {
 	}
 	return Redacted(v)
 }
+
+// RedactedToken redacts a JWT's signature and keeps its header and claims,
+// "h.p.***1a2b3c4d": a token that cannot be presented again, whose claims a
+// reader (and repro, minting an equivalent one) can still read. A value
+// that is not a compact JWT is redacted whole.
+func RedactedToken(v string) string {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return Redacted(v)
+	}
+	return parts[0] + "." + parts[1] + "." + Redacted(parts[2])
+}

@@ -34,7 +34,10 @@ var freshClaims = []string{"iss", "iat", "exp", "nbf", "jti"}
 
 // jwtText finds a compact JWS in a header value (after a prefix such as
 // "Bearer ", if the profile gives one).
-var jwtText = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+// jwtText is a compact JWT as the evidence keeps it: its signature
+// redacted to "***" and a fingerprint (reports.RedactedToken), or whole in
+// records made before the redaction.
+var jwtText = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.(?:\*\*\*)?[A-Za-z0-9_-]+`)
 
 // bindPrincipals binds the run's identity provider (the issuer a control
 // call registered) to ${IDP}, the subjects registered under it to fresh
@@ -97,6 +100,9 @@ func (g *gen) bindPrincipals(acts []action) {
 // it, for the lifetime of one that had already expired.
 func parsePrincipal(tok string, used time.Time) (principalToken, bool) {
 	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return principalToken{}, false
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
 		return principalToken{}, false

@@ -448,7 +448,7 @@ func (g *gen) headers(ex reports.Exchange) []string {
 		if strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") {
 			continue
 		}
-		if i := strings.Index(v, "***"); i >= 0 && !g.bound[v[i:]] {
+		if i := strings.Index(v, "***"); i >= 0 && !g.bound[v] && !g.bound[v[i:]] {
 			fp := strings.TrimPrefix(v[i:], "***")
 			name := "KEY_" + shvar(fp)
 			if fp == "" {

@@ -623,7 +623,7 @@ func (c *Client) post(ctx context.Context, p Post, st wireState) (*Answer, error
 	a := &Answer{receipt: c.receiptPath()}
 	a.Exchange = reports.Exchange{
 		Label: p.Label, Lane: lane, Method: req.Method, URL: endpoint,
-		RequestHeaders: flatten(req.Header, c.authHeader()),
+		RequestHeaders: flatten(req.Header, c.authHeader(), c.principalHeader()),
 		Started:        time.Now().UTC(),
 	}
 	setRequestBody(&a.Exchange, p.Body)
@@ -656,7 +656,7 @@ func (c *Client) roundTrip(req *http.Request, id json.RawMessage, a *Answer) err
 	defer resp.Body.Close()
 	a.Status, a.Header = resp.StatusCode, resp.Header
 	a.Exchange.Status = resp.StatusCode
-	a.Exchange.ResponseHeaders = flatten(resp.Header, "")
+	a.Exchange.ResponseHeaders = flatten(resp.Header, "", "")
 	body, msg, err := readAnswer(resp, id)
 	a.Body, a.Message = body, msg
 	a.Exchange.ResponseBody = evidenceText(body)
@@ -688,11 +688,7 @@ func (c *Client) defaultHeaders(h http.Header, st wireState, initialize bool) {
 		h.Set(c.authHeader(), prefix+c.APIKey)
 	}
 	if c.PrincipalToken != "" {
-		ph := c.PrincipalHeader
-		if ph == "" {
-			ph = "X-Principal-Token"
-		}
-		h.Set(ph, c.PrincipalToken)
+		h.Set(c.principalHeader(), c.PrincipalToken)
 	}
 	for k, vs := range c.Header {
 		h[http.CanonicalHeaderKey(k)] = vs
@@ -704,6 +700,13 @@ func (c *Client) authHeader() string {
 		return "Authorization"
 	}
 	return http.CanonicalHeaderKey(c.AuthHeader)
+}
+
+func (c *Client) principalHeader() string {
+	if c.PrincipalHeader == "" {
+		return "X-Principal-Token"
+	}
+	return http.CanonicalHeaderKey(c.PrincipalHeader)
 }
 
 func (c *Client) keyField() string {

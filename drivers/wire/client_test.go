@@ -256,7 +256,8 @@ func TestSendRawAndHeaderOverrides(t *testing.T) {
 	}))
 	defer ts.Close()
 	// 2026-07-28: no handshake, so this handler sees only the raw bodies.
-	c := &Client{BaseURL: ts.URL, ProtocolVersion: V20260728, APIKey: "mcpk_x", AuthHeader: "X-Api-Key", Header: http.Header{"X-Trace": {"t1"}}}
+	c := &Client{BaseURL: ts.URL, ProtocolVersion: V20260728, APIKey: "mcpk_x", AuthHeader: "X-Api-Key", Header: http.Header{"X-Trace": {"t1"}},
+		PrincipalToken: "aGVhZA.Y2xhaW1z.c2lnbmF0dXJl"}
 	batch := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`)
 	a, err := c.Send(ctx, batch, http.Header{"Accept": nil, "X-Extra": {"e"}})
 	if err != nil {
@@ -274,6 +275,14 @@ func TestSendRawAndHeaderOverrides(t *testing.T) {
 	}
 	if !strings.HasPrefix(a.Exchange.RequestHeaders["X-Api-Key"], "***") {
 		t.Errorf("custom auth header recorded as %q", a.Exchange.RequestHeaders["X-Api-Key"])
+	}
+	// The principal token is sent whole; the evidence keeps its claims, not
+	// its signature, so it cannot be presented again.
+	if gotHeader.Get("X-Principal-Token") != c.PrincipalToken {
+		t.Errorf("server got principal token %q", gotHeader.Get("X-Principal-Token"))
+	}
+	if got := a.Exchange.RequestHeaders["X-Principal-Token"]; got != "aGVhZA.Y2xhaW1z."+reports.Redacted("c2lnbmF0dXJl") {
+		t.Errorf("principal token recorded as %q", got)
 	}
 
 	// Malformed JSON still makes valid evidence.

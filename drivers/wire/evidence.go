@@ -14,13 +14,17 @@ import (
 const evidenceCap = 64 << 10
 
 // flatten turns headers into the evidence map, values joined by ", ", and
-// hides the credential in authHeader ("Bearer ***" and a fingerprint).
-func flatten(h http.Header, authHeader string) map[string]string {
+// hides the credentials: the one in authHeader ("Bearer ***" and a
+// fingerprint) and the principal token's signature in principalHeader.
+func flatten(h http.Header, authHeader, principalHeader string) map[string]string {
 	out := make(map[string]string, len(h))
 	for k, vs := range h {
 		v := strings.Join(vs, ", ")
-		if authHeader != "" && strings.EqualFold(k, authHeader) {
+		switch {
+		case authHeader != "" && strings.EqualFold(k, authHeader):
 			v = reports.RedactedAuth(v)
+		case principalHeader != "" && strings.EqualFold(k, principalHeader):
+			v = reports.RedactedToken(v)
 		}
 		out[k] = v
 	}
