@@ -13,7 +13,11 @@ import (
 )
 
 // dialect is what PostgreSQL does differently, for the shared core.
-var dialect = sqlstore.Dialect{Sentinel: sentinel}
+var dialect = sqlstore.Dialect{Sentinel: sentinel, Types: sqlstore.ColumnTypes{
+	Int64: "BIGINT", Bool: "BOOLEAN", Bytes: "BYTEA", JSON: "JSONB", OrderedText: `TEXT COLLATE "C"`,
+	Verbatim: "BYTEA", // jsonb would reformat it
+	Seq:      "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+}}
 
 // sentinel maps SQLSTATEs to the store's errors.
 func sentinel(err error) error {

@@ -14,10 +14,8 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +26,6 @@ import (
 	"github.com/mcpconform/mcpconform/reference/store"
 	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // DefaultLockTimeout is the lock_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
@@ -99,62 +94,20 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Migrate applies the embedded migrations not yet recorded, under an
-// advisory lock on the current schema so concurrent processes take turns.
+// Migrate applies the migrations not yet recorded, under an advisory lock
+// on the current schema so concurrent processes take turns.
 func (s *Store) Migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return wrap("migrate", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	err = func() error {
+	err := s.write(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mcpconform.migrate'), hashtext(coalesce(current_schema(), '')))`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
-			return err
-		}
-		for _, name := range names { // fs.Glob sorts, so versions apply in order
-			version, err := migrationVersion(name)
-			if err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
+		return dialect.Migrate(ctx, pgxQuerier{tx}, func(ctx context.Context, body string) error {
 			// No arguments: pgx sends it as one simple query, all statements.
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
-				return err
-			}
-		}
-		return tx.Commit(ctx)
-	}()
+			_, err := tx.Exec(ctx, body)
+			return err
+		})
+	})
 	return wrap("migrate", err)
-}
-
-func migrationVersion(name string) (int, error) {
-	base := strings.TrimPrefix(name, "migrations/")
-	prefix, _, ok := strings.Cut(base, "_")
-	v, err := strconv.Atoi(prefix)
-	if !ok || err != nil || v <= 0 {
-		return 0, fmt.Errorf("migration %s: name must start with a positive version and _", name)
-	}
-	return v, nil
 }
 
 // errNoop ends a write transaction with a rollback and no error: the call

@@ -13,7 +13,11 @@ import (
 )
 
 // dialect is what SQLite does differently, for the shared core.
-var dialect = sqlstore.Dialect{Sentinel: sentinel}
+var dialect = sqlstore.Dialect{Sentinel: sentinel, Types: sqlstore.ColumnTypes{
+	Int64: "INTEGER", Bool: "INTEGER", Bytes: "BLOB", JSON: "TEXT", Verbatim: "TEXT",
+	OrderedText: "TEXT", // SQLite's default collation, BINARY, is bytewise
+	Seq:         "INTEGER PRIMARY KEY AUTOINCREMENT",
+}}
 
 // SQLite result codes; extended codes carry the primary one in the low byte.
 const (

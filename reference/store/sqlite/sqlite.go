@@ -11,10 +11,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"slices"
 	"strconv"
@@ -25,9 +23,6 @@ import (
 	"github.com/mcpconform/mcpconform/reference/store"
 	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // DefaultLockTimeout is the busy_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
@@ -123,54 +118,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Migrate applies the embedded migrations not yet recorded. Concurrent callers
+// Migrate applies the migrations not yet recorded. Concurrent callers
 // (other processes included) serialise on the immediate transaction.
 func (s *Store) Migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	err = s.write(ctx, func(tx conn) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+	err := s.write(ctx, func(tx conn) error {
+		return dialect.Migrate(ctx, connQuerier{tx}, func(ctx context.Context, body string) error {
+			// A script of many statements, run once: not cached.
+			_, err := tx.tx.ExecContext(ctx, body)
 			return err
-		}
-		for _, name := range names { // fs.Glob sorts, so versions apply in order
-			version, err := migrationVersion(name)
-			if err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
-			// A migration is a script of many statements, run once: not cached.
-			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, version); err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 	return wrap("migrate", err)
-}
-
-func migrationVersion(name string) (int, error) {
-	base := strings.TrimPrefix(name, "migrations/")
-	prefix, _, ok := strings.Cut(base, "_")
-	v, err := strconv.Atoi(prefix)
-	if !ok || err != nil || v <= 0 {
-		return 0, fmt.Errorf("migration %s: name must start with a positive version and _", name)
-	}
-	return v, nil
 }
 
 // errNoop ends a write transaction with a rollback and no error: the call

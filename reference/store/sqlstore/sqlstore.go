@@ -33,6 +33,8 @@ import (
 
 // Dialect is what one database does differently from the other.
 type Dialect struct {
+	// Types are the column types the migrations are rendered with.
+	Types ColumnTypes
 	// Sentinel maps a driver error, by the driver's error code and never by
 	// its message, to store.ErrBusy, store.ErrExists or store.ErrNotFound;
 	// nil when none applies.
