@@ -11,12 +11,14 @@
 // around its transactions (SQLite's group commit, PostgreSQL's pool and
 // lock_timeout) stays in the store, behind DB.
 //
-// The records, locks and charges are not here yet: they are the hot path
-// and each store tunes them (statements.go, stmts.go). They move in with
+// The records, locks and charges are not here yet: they are the hot path,
+// each store tunes them (statements.go, stmts.go), and they are being
+// reshaped. They can move in as Core methods over the same Querier, with
 // three more Dialect fields (the row-locking clause, "FOR NO KEY UPDATE" or
 // nothing under SQLite's database lock; greatest or max; starts_with or
-// substr) and a Batch hook for the statements PostgreSQL sends in one
-// round trip.
+// substr); PostgreSQL's one-statement first-call forms would stay its own,
+// an optional interface of its DB that the Core tries before the shared
+// transaction form, as its Reserve and Charge do today.
 package sqlstore
 
 import (
