@@ -5,8 +5,9 @@
 // clock (callers pass every time value in, so a moved gateway clock and both
 // stores agree). Times are stored as Unix nanoseconds.
 //
-// Two implementations live beside this file (sqlite/, postgres/); the contract
-// suite in storetest/ runs against both.
+// Two implementations live beside this file (sqlite/, postgres/), the SQL
+// they share written once in sqlstore/; the contract suite in storetest/ runs
+// against both.
 package store
 
 import (

@@ -14,24 +14,18 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // DefaultLockTimeout is the lock_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
@@ -50,7 +44,8 @@ type Options struct {
 
 // Store implements store.Store on a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	*sqlstore.Core // wallets, keys, principals, trusts, tools, servers, permits, notes, dispatch log
+	pool           *pgxpool.Pool
 	// afterLockRead, set by tests only, runs in AcquireLock between reading
 	// a stale lock and taking it over, where another holder can slip in.
 	afterLockRead func(ctx context.Context)
@@ -88,7 +83,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	s.Core = sqlstore.New(dialect, coreDB{s: s, read: pgxQuerier{pool}})
+	return s, nil
 }
 
 // Close closes the pool, waiting for connections in use to come back.
@@ -97,62 +94,20 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Migrate applies the embedded migrations not yet recorded, under an
-// advisory lock on the current schema so concurrent processes take turns.
+// Migrate applies the migrations not yet recorded, under an advisory lock
+// on the current schema so concurrent processes take turns.
 func (s *Store) Migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return wrap("migrate", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	err = func() error {
+	err := s.write(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mcpconform.migrate'), hashtext(coalesce(current_schema(), '')))`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
-			return err
-		}
-		for _, name := range names { // fs.Glob sorts, so versions apply in order
-			version, err := migrationVersion(name)
-			if err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
+		return dialect.Migrate(ctx, pgxQuerier{tx}, func(ctx context.Context, body string) error {
 			// No arguments: pgx sends it as one simple query, all statements.
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
-				return err
-			}
-		}
-		return tx.Commit(ctx)
-	}()
+			_, err := tx.Exec(ctx, body)
+			return err
+		})
+	})
 	return wrap("migrate", err)
-}
-
-func migrationVersion(name string) (int, error) {
-	base := strings.TrimPrefix(name, "migrations/")
-	prefix, _, ok := strings.Cut(base, "_")
-	v, err := strconv.Atoi(prefix)
-	if !ok || err != nil || v <= 0 {
-		return 0, fmt.Errorf("migration %s: name must start with a positive version and _", name)
-	}
-	return v, nil
 }
 
 // errNoop ends a write transaction with a rollback and no error: the call
@@ -173,88 +128,4 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return err
 	}
 	return tx.Commit(ctx)
-}
-
-// wrap adds the operation's context and turns SQLSTATEs into sentinels.
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", op, classify(err))
-}
-
-// classify is idempotent, so an inner step may classify early for a clearer
-// message.
-func classify(err error) error {
-	if errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return err
-	}
-	switch pe.Code {
-	case "55P03", "40001", "40P01": // lock_not_available, serialization_failure, deadlock_detected
-		return fmt.Errorf("%w: %w", store.ErrBusy, err)
-	case "23505": // unique_violation
-		return fmt.Errorf("%w: %w", store.ErrExists, err)
-	case "23503": // foreign_key_violation
-		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
-	}
-	return err
-}
-
-// Times are Unix nanoseconds; 0 stands for the zero time, whose UnixNano is
-// undefined.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-func newID(id string) string {
-	if id == "" {
-		return uuid.NewString()
-	}
-	return id
-}
-
-// execOne runs a statement that must touch one row; none is missing.
-func execOne(ctx context.Context, tx pgx.Tx, missing error, query string, args ...any) error {
-	tag, err := tx.Exec(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return missing
-	}
-	return nil
-}
-
-// collect reads every row with scan.
-func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }

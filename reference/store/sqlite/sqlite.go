@@ -11,10 +11,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"slices"
 	"strconv"
@@ -22,14 +20,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-	"modernc.org/sqlite"
-
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // DefaultLockTimeout is the busy_timeout when Options leaves it zero.
 const DefaultLockTimeout = 5 * time.Second
@@ -44,7 +37,8 @@ type Options struct {
 
 // Store implements store.Store on one SQLite database file.
 type Store struct {
-	db *sql.DB
+	*sqlstore.Core // wallets, keys, principals, trusts, tools, servers, permits, notes, dispatch log
+	db             *sql.DB
 	// writer admits one write transaction of this process at a time. SQLite
 	// admits one writer per file anyway; without this, this process's own
 	// writers would contend through busy_timeout, which polls with sleeps of
@@ -103,7 +97,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// the pragmas, and its prepared statements would go with it.
 	db.SetMaxIdleConns(maxConns)
 	db.SetMaxOpenConns(maxConns)
-	return &Store{db: db, writer: make(chan struct{}, 1), lockTimeout: timeout, stmts: newStmtCache(db)}, nil
+	s := &Store{db: db, writer: make(chan struct{}, 1), lockTimeout: timeout, stmts: newStmtCache(db)}
+	s.Core = sqlstore.New(dialect, coreDB{s: s, read: connQuerier{s.read()}})
+	return s, nil
 }
 
 // maxConns bounds the pool: one writer at a time, the rest readers (WAL lets
@@ -122,54 +118,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Migrate applies the embedded migrations not yet recorded. Concurrent callers
+// Migrate applies the migrations not yet recorded. Concurrent callers
 // (other processes included) serialise on the immediate transaction.
 func (s *Store) Migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	err = s.write(ctx, func(tx conn) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+	err := s.write(ctx, func(tx conn) error {
+		return dialect.Migrate(ctx, connQuerier{tx}, func(ctx context.Context, body string) error {
+			// A script of many statements, run once: not cached.
+			_, err := tx.tx.ExecContext(ctx, body)
 			return err
-		}
-		for _, name := range names { // fs.Glob sorts, so versions apply in order
-			version, err := migrationVersion(name)
-			if err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
-			// A migration is a script of many statements, run once: not cached.
-			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, version); err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 	return wrap("migrate", err)
-}
-
-func migrationVersion(name string) (int, error) {
-	base := strings.TrimPrefix(name, "migrations/")
-	prefix, _, ok := strings.Cut(base, "_")
-	v, err := strconv.Atoi(prefix)
-	if !ok || err != nil || v <= 0 {
-		return 0, fmt.Errorf("migration %s: name must start with a positive version and _", name)
-	}
-	return v, nil
 }
 
 // errNoop ends a write transaction with a rollback and no error: the call
@@ -357,107 +316,4 @@ func (s *Store) runBatch(batch []*writeReq) {
 		}
 	}
 	answer(tx.Commit())
-}
-
-// wrap adds the operation's context and turns driver codes into sentinels.
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", op, classify(err))
-}
-
-// SQLite result codes; extended codes carry the primary one in the low byte.
-const (
-	codeBusy       = 5
-	codeLocked     = 6
-	codeConstraint = 19
-	codePrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
-	codeUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
-	codeForeignKey = 787  // SQLITE_CONSTRAINT_FOREIGNKEY
-)
-
-// classify is idempotent, so an inner step may classify early for a clearer
-// message.
-func classify(err error) error {
-	if errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() & 0xff {
-	case codeBusy, codeLocked:
-		return fmt.Errorf("%w: %w", store.ErrBusy, err)
-	case codeConstraint:
-		switch se.Code() {
-		case codePrimaryKey, codeUnique:
-			return fmt.Errorf("%w: %w", store.ErrExists, err)
-		case codeForeignKey:
-			return fmt.Errorf("%w: %w", store.ErrNotFound, err)
-		}
-	}
-	return err
-}
-
-// Times are Unix nanoseconds; 0 stands for the zero time, whose UnixNano is
-// undefined.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-func newID(id string) string {
-	if id == "" {
-		return uuid.NewString()
-	}
-	return id
-}
-
-// execOne runs a statement that must touch one row; none is missing.
-func execOne(ctx context.Context, tx conn, missing error, query string, args ...any) error {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return missing
-	}
-	return nil
-}
-
-type scanner interface{ Scan(dest ...any) error }
-
-// collect reads every row with scan.
-func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }

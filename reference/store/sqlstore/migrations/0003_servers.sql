@@ -4,7 +4,7 @@ CREATE TABLE servers (
 	name      TEXT PRIMARY KEY,
 	url       TEXT NOT NULL,
 	prefix    TEXT NOT NULL,
-	price     BIGINT NOT NULL,
+	price     {{int64}} NOT NULL,
 	prices    TEXT NOT NULL,
 	read_only TEXT NOT NULL
 );

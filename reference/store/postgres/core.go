@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
+)
+
+// dialect is what PostgreSQL does differently, for the shared core.
+var dialect = sqlstore.Dialect{Sentinel: sentinel, Types: sqlstore.ColumnTypes{
+	Int64: "BIGINT", Bool: "BOOLEAN", Bytes: "BYTEA", JSON: "JSONB", OrderedText: `TEXT COLLATE "C"`,
+	Verbatim: "BYTEA", // jsonb would reformat it
+	Seq:      "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+}}
+
+// sentinel maps SQLSTATEs to the store's errors.
+func sentinel(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	switch pe.Code {
+	case "55P03", "40001", "40P01": // lock_not_available, serialization_failure, deadlock_detected
+		return store.ErrBusy
+	case "23505": // unique_violation
+		return store.ErrExists
+	case "23503": // foreign_key_violation
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// coreDB gives the core this store's pool and transactions.
+type coreDB struct {
+	s    *Store
+	read sqlstore.Querier // the pool, boxed once: reads are on every call's path
+}
+
+func (d coreDB) Read() sqlstore.Querier { return d.read }
+
+func (d coreDB) Write(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return d.s.write(ctx, func(tx pgx.Tx) error { return fn(pgxQuerier{tx}) })
+}
+
+// pgxQuerier is a pool or a transaction as the core's Querier.
+type pgxQuerier struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (p pgxQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := p.q.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (p pgxQuerier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := p.q.Query(ctx, query, args...)
+	return rows, err
+}
+
+func (p pgxQuerier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return p.q.QueryRow(ctx, query, args...)
+}
+
+// The names records.go and statements.go know the core's pieces by, until
+// those files move into the core too.
+
+func classify(err error) error        { return dialect.Classify(err) }
+func wrap(op string, err error) error { return dialect.Wrap(op, err) }
+func nanos(t time.Time) int64         { return sqlstore.Nanos(t) }
+func fromNanos(n int64) time.Time     { return sqlstore.FromNanos(n) }
+func newID(id string) string          { return sqlstore.NewID(id) }
+
+func entry(e store.LedgerEntry, kind string) (store.LedgerEntry, error) {
+	return sqlstore.Entry(e, kind)
+}
+
+func moveBalance(ctx context.Context, tx pgx.Tx, e store.LedgerEntry, delta int64) error {
+	return sqlstore.MoveBalance(ctx, pgxQuerier{tx}, e, delta)
+}
+
+func insertPermit(ctx context.Context, tx pgx.Tx, p store.Permit) error {
+	return sqlstore.InsertPermit(ctx, pgxQuerier{tx}, p)
+}
+
+func execOne(ctx context.Context, tx pgx.Tx, missing error, query string, args ...any) error {
+	return sqlstore.ExecOne(ctx, pgxQuerier{tx}, missing, query, args...)
+}
+
+func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
+	return sqlstore.Collect(rows, err, func(r sqlstore.Row) (T, error) { return scan(r) })
+}
