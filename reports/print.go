@@ -24,11 +24,12 @@ const maxReasonRunes = 100
 //
 //	N passed, N failed, N skipped
 //
-// which CI tooling parses. There, failed counts the scenarios that fail the
-// run (failed, unexpected passes, and under --strict skipped or undefined
-// @must scenarios), so it is 0 exactly when Verdict is ok; passed counts
-// clean passes; skipped all the rest (skipped, undefined, expected
-// failures). The three add up to the number of scenarios.
+// which CI tooling parses, with JUnit's counts (see Outcomes): failed counts
+// the scenarios that fail the run (failed, unexpected passes, undefined
+// steps), passed the clean passes, skipped all the rest (skipped,
+// incomplete, not applicable, expected failures, interrupted). The three
+// add up to the number of scenarios. Whether the skipped ones leave the run
+// INCOMPLETE is said by the verdict line above it and the exit code.
 //
 // Control characters from IDs and reasons (a target's answers end up in
 // reasons) are shown escaped, so nothing reaches the terminal as an escape
