@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
-		"path/filepath"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"

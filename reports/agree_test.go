@@ -142,9 +142,9 @@ func equalCounts(a, b map[string]int) bool {
 }
 
 var (
-	countsLine = regexp.MustCompile(`^(\d+) scenarios: (.*)$`)
+	countsLine   = regexp.MustCompile(`^(\d+) scenarios: (.*)$`)
 	ciTotalsLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed, (\d+) skipped$`)
-	resultWord = regexp.MustCompile(`^(PASS|FAIL|INCOMPLETE|INTERRUPTED) \(level `)
+	resultWord   = regexp.MustCompile(`^(PASS|FAIL|INCOMPLETE|INTERRUPTED) \(level `)
 )
 
 // parseConsole reads PrintSummary's text as a CI log parser would.
