@@ -74,7 +74,7 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
 		return 2
 	}
-	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+	if err := reports.WriteFileAtomic(*out, buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
 		return 2
 	}

@@ -25,6 +25,7 @@ type cancelOnLine struct {
 	buf    bytes.Buffer
 	prefix string
 	cancel context.CancelFunc
+	seen   func() // called when the line is out, before cancelling
 }
 
 func (w *cancelOnLine) Write(p []byte) (int, error) {
@@ -33,6 +34,10 @@ func (w *cancelOnLine) Write(p []byte) (int, error) {
 	w.buf.Write(p)
 	if w.prefix != "" {
 		for line := range strings.Lines(w.buf.String()) {
+			if strings.HasPrefix(line, w.prefix) && w.seen != nil {
+				w.seen()
+				w.seen = nil
+			}
 			if strings.HasPrefix(line, w.prefix) {
 				w.cancel()
 			}
@@ -104,6 +109,12 @@ func TestRunExitCodes(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "out")
 			errs := &cancelOnLine{prefix: tc.cancelAfter, cancel: cancel}
+			midRun := ""
+			errs.seen = func() {
+				// What a run killed at this moment would leave in --out.
+				b, _ := os.ReadFile(filepath.Join(out, reports.ErrorFile))
+				midRun = string(b)
+			}
 			var stdout bytes.Buffer
 			code := dispatch(ctx, append([]string{"run", "--out", out}, tc.args...), &stdout, errs)
 			if code != tc.want {
@@ -141,6 +152,9 @@ func TestRunExitCodes(t *testing.T) {
 					t.Errorf("error.txt = %q, want it to say INTERRUPTED", txt)
 				}
 				return
+			}
+			if tc.cancelAfter != "" && !strings.HasPrefix(midRun, "UNFINISHED: ") {
+				t.Errorf("mid-run, --out held error.txt %q; want the record of a run under way", midRun)
 			}
 			sum, err := reports.LoadSummary(out)
 			if err != nil {
