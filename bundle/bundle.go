@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -525,6 +526,19 @@ func (v *Verification) recompute(files map[string][]byte, suite *Suite, bad func
 	}
 	if !sum.Started.Equal(m.Started) || !sum.Finished.Equal(m.Finished) {
 		bad("the manifest says the run was %s to %s, the report %s to %s", m.Started, m.Finished, sum.Started, sum.Finished)
+	}
+	var waived []string
+	for _, s := range run.Scenarios {
+		if s.Verdict == reports.ExpectedFailure {
+			waived = append(waived, s.ID)
+		}
+	}
+	if len(waived) > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("%d scenarios are waived as expected failures, not passed (%s; their reasons are in %s)",
+			len(waived), strings.Join(waived, ", "), reports.SummaryFile))
+	}
+	if !slices.Equal(re.Why, m.Why) && len(re.Why)+len(m.Why) > 0 {
+		bad("the manifest gives other reasons for its verdict than the scenarios do")
 	}
 	problems, notes := coherence(sum, run, m.Profile, suite)
 	for _, p := range problems {

@@ -446,6 +446,9 @@ func TestVendorAttacks(t *testing.T) {
 			m["profile"], _ = redactedProfile(other)
 			e[ManifestFile], _ = json.MarshalIndent(m, "", "  ")
 		}), nil, nil, "the manifest's profile names http://127.0.0.1:9000/, which the run did not test"},
+		{"manifest's reasons rewritten (unsigned)", "accepted", rewrite(t, failing, false, func(e map[string][]byte) {
+			replace(t, e, ManifestFile, `"retry-01 [must]: failed`, `"retry-01 [must]: flaky network, retried`)
+		}), nil, nil, "the manifest gives other reasons for its verdict than the scenarios do"},
 		{"manifest's run times moved (unsigned)", "accepted", rewrite(t, create(t, report(t, 1), nil), false, func(e map[string][]byte) {
 			replace(t, e, ManifestFile, `"started": "2026-12-03T12:00:00Z"`, `"started": "2027-01-03T12:00:00Z"`)
 		}), nil, nil, "the manifest says the run was 2027-01-03"},
@@ -493,6 +496,19 @@ func TestWhatVerifyCannotProve(t *testing.T) {
 	v, err := Verify(bytes.NewReader(forge(t, dir, nil, nil)), Expect{Suite: other})
 	if err != nil || !v.OK() || !strings.Contains(strings.Join(v.Notes, "\n"), "the scenario set was not checked") {
 		t.Errorf("verify with another build = %v, problems %q, notes %q", err, v.Problems, v.Notes)
+	}
+}
+
+// A PASS that rests on waivers says so: they are accepted gaps, not passes.
+func TestWaiversAreNamed(t *testing.T) {
+	run := exampleRun(2, at)
+	run.Scenarios[0].Verdict, run.Scenarios[0].Reason = reports.ExpectedFailure, "known: replays are not idempotent yet"
+	v := verify(t, forge(t, write(t, run), nil, readFile(t, profileFile)), nil)
+	if !v.OK() || v.Manifest.Result != reports.RunPass {
+		t.Fatalf("verify = %+v", v)
+	}
+	if !strings.Contains(strings.Join(v.Notes, "\n"), "1 scenarios are waived as expected failures, not passed (retry-01;") {
+		t.Errorf("notes %q do not name the waiver", v.Notes)
 	}
 }
 

@@ -478,3 +478,13 @@ func TestJUnitAndCucumberGolden(t *testing.T) {
 	}
 	golden(t, "cucumber.json", c)
 }
+
+// A PASS resting on waivers says so in its verdict line, which the console,
+// the JUnit verdict property and the GitHub notice all carry.
+func TestRunLineNamesWaivers(t *testing.T) {
+	run := mixRun(LevelWire, false, "passed", "waived")
+	result, why := Judge(run)
+	if got := RunLine(run, result, len(why)); got != "PASS (level wire; 1 waived as expected failures)" {
+		t.Errorf("RunLine = %q", got)
+	}
+}
