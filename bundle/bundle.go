@@ -149,7 +149,7 @@ func Create(dir string, w io.Writer, opt Options) (Manifest, error) {
 		}
 	}
 	if problems, _ := coherence(sum, run, m.Profile, opt.Suite); len(problems) > 0 {
-		return Manifest{}, fmt.Errorf("bundle: %s: %s", dir, strings.Join(problems, "; "))
+		return Manifest{}, fmt.Errorf("bundle: %s does not hold together:\n  %s", dir, strings.Join(problems, "\n  "))
 	}
 	files, contents, err := readDir(dir)
 	if err != nil {

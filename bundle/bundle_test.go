@@ -424,7 +424,7 @@ func TestVendorAttacks(t *testing.T) {
 			delete(e, "report/evidence/retry-01.json")
 		}), nil, nil, "the report does not load"},
 		{"failed scenario dropped from every file, report consistent", "accepted", forge(t, write(t, dropped), nil, profile), nil, nil,
-			"scenario retry-01 of the suite (mcpconform 0.1.0 commit 0123456789ab) is not in the report"},
+			"1 scenarios of the suite (mcpconform 0.1.0 commit 0123456789ab) are not in the report: retry-01"},
 		{"a run of the scenarios that pass (--tags)", "accepted", forge(t, write(t, selected), nil, profile), nil, nil,
 			`the run selected scenarios (--tags/--id "not @retry-01")`},
 		{"failed scenario's evidence swapped for a passing run's", "accepted", forge(t, write(t, swapped), nil, profile), nil, nil,
@@ -527,7 +527,7 @@ func TestCreateRefusesIncoherentReports(t *testing.T) {
 		want    string
 	}{
 		{"another product's profile", report(t, 1), otherProfileFile, "the manifest's profile names http://127.0.0.1:9000/, which the run did not test"},
-		{"a scenario of the suite missing", write(t, dropped), profileFile, "scenario retry-01 of the suite"},
+		{"a scenario of the suite missing", write(t, dropped), profileFile, "are not in the report: retry-01"},
 		{"a selection", write(t, selected), profileFile, `the run selected scenarios (--tags/--id "@must")`},
 		{"evidence of another run", write(t, swapped), profileFile, "is outside the run"},
 	} {

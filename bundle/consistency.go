@@ -80,15 +80,23 @@ func coherence(sum reports.Summary, run reports.Run, profile json.RawMessage, su
 		for _, s := range run.Scenarios {
 			have[s.ID] = true
 		}
+		var missing, extra []string
 		for _, id := range suite.IDs {
 			if !have[id] {
-				bad("scenario %s of the suite (mcpconform %s commit %s) is not in the report", id, sum.Version, buildinfo.Short(sum.Commit))
+				missing = append(missing, id)
 			}
 		}
 		for _, s := range run.Scenarios {
 			if !slices.Contains(suite.IDs, s.ID) {
-				bad("scenario %s is in the report but not in the suite of mcpconform %s commit %s", s.ID, sum.Version, buildinfo.Short(sum.Commit))
+				extra = append(extra, s.ID)
 			}
+		}
+		harness := fmt.Sprintf("mcpconform %s commit %s", sum.Version, buildinfo.Short(sum.Commit))
+		if len(missing) > 0 {
+			bad("%d scenarios of the suite (%s) are not in the report: %s", len(missing), harness, someIDs(missing))
+		}
+		if len(extra) > 0 {
+			bad("%d scenarios of the report are not in the suite of %s: %s", len(extra), harness, someIDs(extra))
 		}
 	case suite != nil:
 		notes = append(notes, fmt.Sprintf("the scenario set was not checked against the suite: the run's harness is %s commit %s, this one %s commit %s (check with that build)",
@@ -126,6 +134,14 @@ func foreignExchange(s reports.Scenario, urls []string, from, to time.Time) stri
 		}
 	}
 	return ""
+}
+
+// someIDs lists up to ten IDs and how many more there are.
+func someIDs(ids []string) string {
+	if len(ids) <= 10 {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:10], ", "), len(ids)-10)
 }
 
 func orUnknownCommit(c string) string {
