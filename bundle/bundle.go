@@ -39,9 +39,12 @@ const (
 	Format        = "mcpconform.bundle/v1"
 )
 
-// maxEntry bounds one file read from an archive, so a hostile bundle cannot
-// exhaust memory.
-const maxEntry = 256 << 20
+// maxEntry bounds one file read from an archive, and maxTotal all of them,
+// so a hostile bundle cannot exhaust memory.
+const (
+	maxEntry = 256 << 20
+	maxTotal = 1 << 30
+)
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -264,7 +267,9 @@ func readArchive(r io.Reader) (map[string][]byte, []string, error) {
 	}
 	tr := tar.NewReader(gz)
 	out := map[string][]byte{}
+	folded := map[string]string{} // lower case -> name, for case-insensitive file systems
 	var problems []string
+	var total int64
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -288,6 +293,16 @@ func readArchive(r io.Reader) (map[string][]byte, []string, error) {
 		if _, dup := out[name]; dup {
 			problems = append(problems, fmt.Sprintf("entry %q appears twice", name))
 			continue
+		}
+		// Unpacked where names fold case (macOS, Windows), one would
+		// overwrite the other and be judged in its place.
+		if other, ok := folded[strings.ToLower(name)]; ok {
+			problems = append(problems, fmt.Sprintf("entries %q and %q differ only in case", other, name))
+			continue
+		}
+		folded[strings.ToLower(name)] = name
+		if total += hdr.Size; total > maxTotal {
+			return nil, nil, fmt.Errorf("read archive: more than %d bytes of files, more than a report can be", maxTotal)
 		}
 		b, err := io.ReadAll(io.LimitReader(tr, maxEntry))
 		if err != nil {
@@ -386,6 +401,10 @@ func Verify(r io.Reader, want Expect) (Verification, error) {
 	listed := map[string]bool{}
 	report := map[string][]byte{}
 	for _, f := range m.Files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || path.Clean(f.Path) != f.Path || strings.Contains(f.Path, `\`) {
+			bad("the manifest lists %q, not a clean path inside the report", f.Path)
+			continue
+		}
 		name := path.Join(ReportDir, f.Path)
 		listed[name] = true
 		b, ok := entries[name]

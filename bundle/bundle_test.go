@@ -286,14 +286,28 @@ func TestHostileArchives(t *testing.T) {
 	if _, err := Verify(strings.NewReader("not a bundle"), Expect{}); err == nil {
 		t.Error("Verify accepted a stream that is no gzip")
 	}
-	var buf bytes.Buffer
-	writeArchive(&buf, []entry{{"../escape", []byte("x")}, {ManifestFile, []byte(`{"format":"` + Format + `"}`)}}, at)
-	v, err := Verify(&buf, Expect{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.OK() || !strings.Contains(strings.Join(v.Problems, "\n"), `"../escape" is not a clean relative path`) {
-		t.Errorf("problems = %q", v.Problems)
+	manifest := []byte(`{"format":"` + Format + `","files":[{"path":"../manifest.sig","size":1,"sha256":"00"}]}`)
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		want    string
+	}{
+		{"a path out of the archive", []entry{{"../escape", []byte("x")}, {ManifestFile, manifest}}, `"../escape" is not a clean relative path`},
+		{"names that differ only in case", []entry{{ManifestFile, manifest}, {"report/summary.json", []byte("{}")}, {"report/Summary.json", []byte("{}")}},
+			`entries "report/summary.json" and "report/Summary.json" differ only in case`},
+		{"a manifest path out of the report", []entry{{ManifestFile, manifest}}, `the manifest lists "../manifest.sig", not a clean path inside the report`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			writeArchive(&buf, tc.entries, at)
+			v, err := Verify(&buf, Expect{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK() || !strings.Contains(strings.Join(v.Problems, "\n"), tc.want) {
+				t.Errorf("problems = %q, want %q", v.Problems, tc.want)
+			}
+		})
 	}
 }
 
