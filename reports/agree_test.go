@@ -488,3 +488,20 @@ func TestRunLineNamesWaivers(t *testing.T) {
 		t.Errorf("RunLine = %q", got)
 	}
 }
+
+// A target's answers end up in reasons; whatever they hold, junit.xml stays
+// a document the consumers parse, with the counts the run has.
+func TestJUnitSurvivesHostileReasons(t *testing.T) {
+	run := mixRun(LevelWire, false, "passed", "failed", "skipped")
+	run.Scenarios[1].Reason = "got \x00\x1b[2J</failure>]]><!-- \xff\ufffe"
+	run.Scenarios[1].Checks[1].Actual = "</testcase><testcase name=\"forged\"/>"
+	run.Scenarios[2].Reason = "\x07 & <skipped/>"
+	b, err := JUnit(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := junitView(t, b)
+	if v.total != 3 || v.failed != 1 || v.skipped != 1 {
+		t.Errorf("junit counts %+v, want 3 tests, 1 failure, 1 skipped", v)
+	}
+}
