@@ -75,9 +75,8 @@ func closedURL(t *testing.T) string {
 }
 
 // Every exit code of run the README documents, reached through the command
-// line, with what --out holds afterwards. INCOMPLETE (3) needs a target
-// without a capability: TestVendorGatewayUndeclaredReadOnlyTool reaches it.
-// Nothing that is not the target's doing (unreachable, refused
+// line, with what --out holds afterwards (INCOMPLETE: a full-level claim
+// on one reference process, which cannot split twins across two). Nothing that is not the target's doing (unreachable, refused
 // credentials, an interrupt) is ever reported as FAIL.
 func TestRunExitCodes(t *testing.T) {
 	t.Setenv(beMain, "1")
@@ -95,6 +94,7 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{name: "pass", args: []string{"--id", "retry-01"}, want: 0, result: reports.RunPass},
 		{name: "fail", args: []string{"--id", "retry-01", "--bug", "replay-debits"}, want: 1, result: reports.RunFail},
+		{name: "incomplete", args: []string{"--id", "twins-04", "--workers", "1", "--level", "full"}, want: 3, result: reports.RunIncomplete},
 		{name: "interrupted between scenarios", args: []string{"--id", "retry-01", "--id", "retry-02"}, cancelAfter: "retry-01", want: 130, result: reports.RunInterrupted},
 		{name: "interrupted before set-up", preCancel: true, want: 130},
 		{name: "unreachable target", args: []string{"--target", closedURL(t), "--profile", urlProfile(t, closedURL(t))}, want: 2},
