@@ -21,6 +21,7 @@ type ciView struct {
 	total, passed, failed, skipped int
 	result                         string
 	counts                         map[string]int // per verdict; nil when the output has none
+	line                           string         // the verdict line, "" when the output has none
 }
 
 // Scenarios of every kind, as a run records them.
@@ -84,17 +85,17 @@ func TestEveryOutputCountsTheSame(t *testing.T) {
 		run  Run
 		want ciView // total, passed, failed, skipped, result
 	}{
-		{"all passed", mixRun(LevelWire, false, "passed", "passed"), ciView{2, 2, 0, 0, RunPass, nil}},
-		{"a failure", mixRun(LevelWire, false, "passed", "failed"), ciView{2, 1, 1, 0, RunFail, nil}},
-		{"a skipped must", mixRun(LevelFull, false, "passed", "skipped"), ciView{2, 1, 0, 1, RunIncomplete, nil}},
-		{"a check not observed", mixRun(LevelMetered, false, "passed", "incomplete"), ciView{2, 1, 0, 1, RunIncomplete, nil}},
-		{"skips beyond the level", mixRun(LevelWire, false, "passed", "skipped", "not-applicable"), ciView{3, 1, 0, 2, RunPass, nil}},
-		{"interrupted", mixRun(LevelWire, true, "passed", "failed", "interrupted"), ciView{3, 1, 1, 1, RunInterrupted, nil}},
-		{"waivers", mixRun(LevelWire, false, "passed", "waived", "unexpected-pass"), ciView{3, 1, 1, 1, RunFail, nil}},
-		{"an undefined step", mixRun(LevelWire, false, "passed", "undefined"), ciView{2, 1, 1, 0, RunFail, nil}},
-		{"a contradicted pass", mixRun(LevelWire, false, "passed", "contradicted", "no-check-pass"), ciView{3, 1, 2, 0, RunFail, nil}},
+		{"all passed", mixRun(LevelWire, false, "passed", "passed"), ciView{2, 2, 0, 0, RunPass, nil, ""}},
+		{"a failure", mixRun(LevelWire, false, "passed", "failed"), ciView{2, 1, 1, 0, RunFail, nil, ""}},
+		{"a skipped must", mixRun(LevelFull, false, "passed", "skipped"), ciView{2, 1, 0, 1, RunIncomplete, nil, ""}},
+		{"a check not observed", mixRun(LevelMetered, false, "passed", "incomplete"), ciView{2, 1, 0, 1, RunIncomplete, nil, ""}},
+		{"skips beyond the level", mixRun(LevelWire, false, "passed", "skipped", "not-applicable"), ciView{3, 1, 0, 2, RunPass, nil, ""}},
+		{"interrupted", mixRun(LevelWire, true, "passed", "failed", "interrupted"), ciView{3, 1, 1, 1, RunInterrupted, nil, ""}},
+		{"waivers", mixRun(LevelWire, false, "passed", "waived", "unexpected-pass"), ciView{3, 1, 1, 1, RunFail, nil, ""}},
+		{"an undefined step", mixRun(LevelWire, false, "passed", "undefined"), ciView{2, 1, 1, 0, RunFail, nil, ""}},
+		{"a contradicted pass", mixRun(LevelWire, false, "passed", "contradicted", "no-check-pass"), ciView{3, 1, 2, 0, RunFail, nil, ""}},
 		{"everything", mixRun(LevelMetered, false, "passed", "failed", "incomplete", "skipped", "waived", "unexpected-pass",
-			"undefined", "contradicted", "not-applicable"), ciView{9, 1, 4, 4, RunFail, nil}},
+			"undefined", "contradicted", "not-applicable"), ciView{9, 1, 4, 4, RunFail, nil, ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
@@ -121,6 +122,9 @@ func TestEveryOutputCountsTheSame(t *testing.T) {
 				}
 				if v.counts != nil && !equalCounts(v.counts, want.counts) {
 					t.Errorf("%s: counts %v, want %v", name, v.counts, want.counts)
+				}
+				if console := views["console"].line; v.line != "" && v.line != console {
+					t.Errorf("%s: verdict line %q, the console's %q", name, v.line, console)
 				}
 			}
 		})
@@ -164,7 +168,7 @@ func parseConsole(t *testing.T, text string) ciView {
 			}
 		}
 		if m := resultWord.FindStringSubmatch(line); m != nil && v.result == "" {
-			v.result = m[1]
+			v.result, v.line = m[1], strings.TrimSuffix(line, ":")
 		}
 		if m := ciTotalsLine.FindStringSubmatch(line); m != nil {
 			v.passed, _ = strconv.Atoi(m[1])
@@ -213,7 +217,7 @@ func jsonlView(t *testing.T, run Run) ciView {
 	if len(lines)-1 != last.Total {
 		t.Errorf("jsonl: %d scenario lines, summary says %d", len(lines)-1, last.Total)
 	}
-	return ciView{last.Total, last.Passed, last.Failed, last.Skipped, last.Result, last.Counts}
+	return ciView{last.Total, last.Passed, last.Failed, last.Skipped, last.Result, last.Counts, ""}
 }
 
 // githubView: the text after the annotations, and one ::error annotation
@@ -373,6 +377,7 @@ func junitView(t *testing.T, b []byte) ciView {
 				if name, _ := prop.attr("name"); name == "verdict" {
 					value, _ := prop.attr("value")
 					v.result, _, _ = strings.Cut(value, " ")
+					v.line = value
 				}
 			}
 		}

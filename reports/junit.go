@@ -64,13 +64,13 @@ type junitMessage struct {
 // checks not observed). Suite properties name the target, the harness and
 // the seed.
 func JUnit(run Run) ([]byte, error) {
-	result, _ := Judge(run)
+	result, why := Judge(run)
 	suite := junitSuite{
 		Name:  "mcpconform",
 		Tests: len(run.Scenarios),
 		Time:  seconds(run.Finished.Sub(run.Started)),
 		Properties: []junitProperty{
-			{"verdict", RunLine(run, result, 0)},
+			{"verdict", strings.TrimSuffix(RunLine(run, result, len(why)), ":")},
 			{"level", ClaimedLevel(run)},
 			{"target.kind", run.Target.Kind},
 			{"target.urls", strings.Join(run.Target.URLs, " ")},
@@ -89,9 +89,9 @@ func JUnit(run Run) ([]byte, error) {
 		suite.Timestamp = run.Started.UTC().Format("2006-01-02T15:04:05")
 	}
 	outcomes := Outcomes(run)
-	why := map[int]string{}
+	reasons := map[int]string{}
 	for _, p := range problems(run) {
-		why[p.index] = p.why
+		reasons[p.index] = p.why
 	}
 	for i, s := range run.Scenarios {
 		tc := junitCase{
@@ -103,10 +103,10 @@ func JUnit(run Run) ([]byte, error) {
 		case OutcomePassed:
 		case OutcomeFailed:
 			suite.Failures++
-			tc.Failure = &junitMessage{Message: failureMessage(s, why[i]), Type: verdictKey(s.Verdict), Body: checkLines(s)}
+			tc.Failure = &junitMessage{Message: failureMessage(s, reasons[i]), Type: verdictKey(s.Verdict), Body: checkLines(s)}
 		case OutcomeError:
 			suite.Errors++
-			tc.Error = &junitMessage{Message: failureMessage(s, why[i]), Type: s.Verdict, Body: s.Reason}
+			tc.Error = &junitMessage{Message: failureMessage(s, reasons[i]), Type: s.Verdict, Body: s.Reason}
 		default:
 			suite.Skipped++
 			msg := strings.ToUpper(s.Verdict) + ": " + firstLine(s.Reason)
