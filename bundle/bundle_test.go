@@ -23,7 +23,11 @@ const (
 )
 
 // suite is the example reports' harness's suite.
-var suite = &Suite{Version: "0.1.0", Commit: "0123456789abcdef", IDs: []string{"retry-01", "retry-02"}}
+var suite = &Suite{Version: "0.1.0", Commit: "0123456789abcdef", IDs: []string{"retry-01", "retry-02"},
+	Scenarios: map[string]SuiteScenario{
+		"retry-01": {Level: "must", Tags: []string{"@retry-01", "@must"}, Steps: []string{"Then the probe saw op1 dispatched 1 times"}},
+		"retry-02": {Level: "must", Tags: []string{"@retry-02", "@must"}, Steps: []string{"Then the probe saw op2 dispatched 1 times"}},
+	}}
 
 // exampleRun is a small run of the example profile's gateway: retry-01
 // checked op1's dispatch count (failing when it saw two), retry-02 passed;
@@ -45,7 +49,8 @@ func exampleRun(dispatches int, start time.Time) reports.Run {
 		}
 		ex := reports.Exchange{Label: "call A", Lane: "A", Method: "POST", URL: urls[0], Status: 200,
 			Started: start.Add(100 * time.Millisecond), Finished: start.Add(200 * time.Millisecond)}
-		return reports.Scenario{ID: id, Title: "A retry dispatches once (" + id + ")", Level: "must", Verdict: verdict,
+		return reports.Scenario{ID: id, Title: "A retry dispatches once (" + id + ")", Level: "must", Tags: []string{"@" + id, "@must"}, Verdict: verdict,
+			Steps:  []reports.StepResult{{Keyword: "Then ", Text: step, Status: "passed"}},
 			Checks: []reports.Check{check}, History: hist, Exchanges: []reports.Exchange{ex}}
 	}
 	return reports.Run{Tool: "mcpconform", Version: "0.1.0", Commit: "0123456789abcdef", Level: reports.LevelWire,
@@ -424,6 +429,15 @@ func TestVendorAttacks(t *testing.T) {
 	elsewhere := exampleRun(2, at)
 	elsewhere.Scenarios[0] = exampleRun(1, at).Scenarios[0]
 	elsewhere.Scenarios[0].Exchanges[0].URL = "http://127.0.0.1:9090/mcp"
+	// The expectation edited to what the gateway did: the check holds and
+	// recomputes from the untouched history.
+	relaxed := exampleRun(2, at)
+	r := &relaxed.Scenarios[0]
+	r.Verdict, r.Steps[0].Text = reports.Passed, "the probe saw op1 dispatched at most 2 times"
+	r.Checks[0] = reports.Check{Step: r.Steps[0].Text, State: reports.Held, OK: true, Capability: reports.CapUpstream, Expected: "at most 2", Actual: "2 dispatches"}
+	demoted := exampleRun(2, at)
+	demoted.Scenarios[0].Level, demoted.Scenarios[0].Tags[1] = "should", "@should"
+	demoted.Scenarios[0].Verdict, demoted.Scenarios[0].Checks = reports.Skipped, nil
 	rewritten := exampleRun(1, at)
 	rewritten.Scenarios[0].History = append(rewritten.Scenarios[0].History, rewritten.Scenarios[0].History[0])
 	rewritten.Scenarios[0].History[1].Index = 1
@@ -445,6 +459,10 @@ func TestVendorAttacks(t *testing.T) {
 			`retry-01: exchange "call A" at 2026-12-02T12:00:00.1Z is outside the run`},
 		{"evidence from another gateway", "accepted", forge(t, write(t, elsewhere), nil, profile), nil, nil,
 			`retry-01: exchange "call A" went to http://127.0.0.1:9090/mcp, which the run did not test`},
+		{"the failed step's expectation relaxed to what happened", "accepted", forge(t, write(t, relaxed), nil, profile), nil, nil,
+			`retry-01 is not the suite's scenario: step 1 is "Then the probe saw op1 dispatched at most 2 times", the suite's is "Then the probe saw op1 dispatched 1 times"`},
+		{"the failed scenario demoted to @should and skipped", "accepted", forge(t, write(t, demoted), nil, profile), nil, nil,
+			`retry-01 is not the suite's scenario: level "should", the suite's is "must"`},
 		{"history shows a second dispatch, verdict kept", "refused", forge(t, write(t, rewritten), nil, profile), nil, nil,
 			"history contradicts the recorded check: retry-01 (passed)"},
 		{"file added, not in the manifest", "refused", rewrite(t, good, false, func(e map[string][]byte) {

@@ -20,6 +20,18 @@ type Suite struct {
 	Version string
 	Commit  string
 	IDs     []string
+	// Scenarios are what the suite says of each ID, which a run records as
+	// is: its level and tags (which decide whether a skip counts) and its
+	// steps (whose checks decide the verdict). An ID without an entry is
+	// not compared.
+	Scenarios map[string]SuiteScenario
+}
+
+// SuiteScenario is one scenario as its feature file writes it.
+type SuiteScenario struct {
+	Level string
+	Tags  []string
+	Steps []string // keyword and text, "Then the probe saw ..."
 }
 
 // CurrentSuite is this binary's suite.
@@ -29,9 +41,14 @@ func CurrentSuite() (*Suite, error) {
 		return nil, fmt.Errorf("bundle: load features: %w", err)
 	}
 	info := buildinfo.Read()
-	s := &Suite{Version: info.Version, Commit: info.Commit}
+	s := &Suite{Version: info.Version, Commit: info.Commit, Scenarios: map[string]SuiteScenario{}}
 	for _, e := range entries {
 		s.IDs = append(s.IDs, e.ID)
+		sc := SuiteScenario{Level: e.Level, Tags: e.Tags}
+		for _, st := range e.Steps {
+			sc.Steps = append(sc.Steps, st.Keyword+st.Text)
+		}
+		s.Scenarios[e.ID] = sc
 	}
 	return s, nil
 }
@@ -98,6 +115,13 @@ func coherence(sum reports.Summary, run reports.Run, profile json.RawMessage, su
 		if len(extra) > 0 {
 			bad("%d scenarios of the report are not in the suite of %s: %s", len(extra), harness, someIDs(extra))
 		}
+		for _, sc := range run.Scenarios {
+			if want, ok := suite.Scenarios[sc.ID]; ok {
+				if p := rewritten(sc, want); p != "" {
+					bad("%s is not the suite's scenario: %s", sc.ID, p)
+				}
+			}
+		}
 	case suite != nil:
 		notes = append(notes, fmt.Sprintf("the scenario set was not checked against the suite: the run's harness is %s commit %s, this one %s commit %s (check with that build)",
 			sum.Version, orUnknownCommit(sum.Commit), suite.Version, orUnknownCommit(suite.Commit)))
@@ -109,6 +133,27 @@ func coherence(sum reports.Summary, run reports.Run, profile json.RawMessage, su
 		}
 	}
 	return problems, notes
+}
+
+// rewritten says how a recorded scenario differs from the suite's: a level
+// or tag that changes how its gaps count, a step (and so its checks)
+// edited, added or removed; "" when it does not.
+func rewritten(s reports.Scenario, want SuiteScenario) string {
+	if s.Level != want.Level {
+		return fmt.Sprintf("level %q, the suite's is %q", s.Level, want.Level)
+	}
+	if !slices.Equal(s.Tags, want.Tags) {
+		return fmt.Sprintf("tags %v, the suite's are %v", s.Tags, want.Tags)
+	}
+	if len(s.Steps) != len(want.Steps) {
+		return fmt.Sprintf("%d steps, the suite's has %d", len(s.Steps), len(want.Steps))
+	}
+	for i, st := range s.Steps {
+		if got := st.Keyword + st.Text; got != want.Steps[i] {
+			return fmt.Sprintf("step %d is %q, the suite's is %q", i+1, got, want.Steps[i])
+		}
+	}
+	return ""
 }
 
 // foreignExchange names the first exchange of s that the run could not have
