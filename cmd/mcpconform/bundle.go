@@ -52,7 +52,7 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	var opt bundle.Options
 	var err error
 	if opt.Suite, err = bundle.CurrentSuite(); err != nil {
-		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
+		fmt.Fprintf(stderr, "mcpconform %v\n", err)
 		return 2
 	}
 	if opt.Key, err = readKey(*keyFile, bundle.ParsePrivateKey); err != nil {
@@ -71,7 +71,7 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	var buf bytes.Buffer
 	m, err := bundle.Create(dir, &buf, opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
+		fmt.Fprintf(stderr, "mcpconform %v\n", err)
 		return 2
 	}
 	if err := reports.WriteFileAtomic(*out, buf.Bytes()); err != nil {
