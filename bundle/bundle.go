@@ -103,7 +103,8 @@ type Options struct {
 	// Now is the creation time (time.Now when zero).
 	Now time.Time
 	// Suite, when it is the run's harness's, must be the report's scenario
-	// set exactly (CurrentSuite); nil skips that check.
+	// set exactly, each with the suite's level, tags and steps
+	// (CurrentSuite); nil skips that check.
 	Suite *Suite
 }
 
@@ -340,7 +341,7 @@ type Expect struct {
 	// old bundle is not passed off as another product's.
 	Profile []byte
 	// Suite is the verifier's suite (CurrentSuite); when it is the run's
-	// harness's, the report must hold exactly its scenarios.
+	// harness's, the report must hold exactly its scenarios, as written.
 	Suite *Suite
 }
 
