@@ -22,11 +22,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcpconform/mcpconform/buildinfo"
-	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -38,9 +39,12 @@ const (
 	Format        = "mcpconform.bundle/v1"
 )
 
-// maxEntry bounds one file read from an archive, so a hostile bundle cannot
-// exhaust memory.
-const maxEntry = 256 << 20
+// maxEntry bounds one file read from an archive, and maxTotal all of them,
+// so a hostile bundle cannot exhaust memory.
+const (
+	maxEntry = 256 << 20
+	maxTotal = 1 << 30
+)
 
 // Manifest is manifest.json.
 type Manifest struct {
@@ -98,12 +102,18 @@ type Options struct {
 	Key ed25519.PrivateKey
 	// Now is the creation time (time.Now when zero).
 	Now time.Time
+	// Suite, when it is the run's harness's, must be the report's scenario
+	// set exactly, each with the suite's level, tags and steps
+	// (CurrentSuite); nil skips that check.
+	Suite *Suite
 }
 
 // Create packs the report directory dir into w. It refuses a directory
 // whose files contradict each other (reports.Load), whose summary.json
 // claims another verdict than its scenarios give, or whose histories
-// contradict its checks: a bundle certifies only what recomputes.
+// contradict its checks: a bundle certifies only what recomputes. It also
+// refuses a profile that is not the one the run used, a run of a selection
+// of the suite, and exchanges the run could not have made (coherence).
 func Create(dir string, w io.Writer, opt Options) (Manifest, error) {
 	run, err := reports.Load(dir)
 	if err != nil {
@@ -138,13 +148,12 @@ func Create(dir string, w io.Writer, opt Options) (Manifest, error) {
 		m.Why = []string{}
 	}
 	if opt.Profile != nil {
-		p, err := target.ParseProfile(opt.Profile)
-		if err != nil {
+		if m.Profile, err = redactedProfile(opt.Profile); err != nil {
 			return Manifest{}, fmt.Errorf("bundle: profile: %w", err)
 		}
-		if m.Profile, err = json.Marshal(p.Redacted()); err != nil {
-			return Manifest{}, fmt.Errorf("bundle: profile: %w", err)
-		}
+	}
+	if problems, _ := coherence(sum, run, m.Profile, opt.Suite); len(problems) > 0 {
+		return Manifest{}, fmt.Errorf("bundle: %s does not hold together:\n  %s", dir, strings.Join(problems, "\n  "))
 	}
 	files, contents, err := readDir(dir)
 	if err != nil {
@@ -259,7 +268,9 @@ func readArchive(r io.Reader) (map[string][]byte, []string, error) {
 	}
 	tr := tar.NewReader(gz)
 	out := map[string][]byte{}
+	folded := map[string]string{} // lower case -> name, for case-insensitive file systems
 	var problems []string
+	var total int64
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -284,6 +295,16 @@ func readArchive(r io.Reader) (map[string][]byte, []string, error) {
 			problems = append(problems, fmt.Sprintf("entry %q appears twice", name))
 			continue
 		}
+		// Unpacked where names fold case (macOS, Windows), one would
+		// overwrite the other and be judged in its place.
+		if other, ok := folded[strings.ToLower(name)]; ok {
+			problems = append(problems, fmt.Sprintf("entries %q and %q differ only in case", other, name))
+			continue
+		}
+		folded[strings.ToLower(name)] = name
+		if total += hdr.Size; total > maxTotal {
+			return nil, nil, fmt.Errorf("read archive: more than %d bytes of files, more than a report can be", maxTotal)
+		}
 		b, err := io.ReadAll(io.LimitReader(tr, maxEntry))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", name, err)
@@ -305,6 +326,23 @@ type Verification struct {
 	Rechecked reports.Rechecked
 	// Problems lists every mismatch; the bundle is good when there is none.
 	Problems []string
+	// Notes say what the verification does not prove: who made an
+	// unsigned bundle or one signed by a key not given, a scenario set not
+	// held to a suite.
+	Notes []string
+}
+
+// Expect is what the verifier knows without the bundle's word.
+type Expect struct {
+	// Key is the signer's public key: the bundle must be signed by it.
+	Key ed25519.PublicKey
+	// Profile is the profile file the bundle must have been made for (the
+	// reader's own copy; compared with every credential redacted), so an
+	// old bundle is not passed off as another product's.
+	Profile []byte
+	// Suite is the verifier's suite (CurrentSuite); when it is the run's
+	// harness's, the report must hold exactly its scenarios, as written.
+	Suite *Suite
 }
 
 // OK reports whether nothing was found wrong.
@@ -312,12 +350,18 @@ func (v Verification) OK() bool { return len(v.Problems) == 0 }
 
 // Verify checks a bundle: every file against the manifest's size and
 // SHA-256 (and no file the manifest does not list), the signature over the
-// manifest (required, and by pub, when pub is given), and the verdict: the
-// report is unpacked and reloaded, every dispatch check is recomputed from
-// its history and the run verdict is judged afresh, and both must agree
-// with summary.json and the manifest. The error is for a bundle that
-// cannot be read at all; everything else is in Problems.
-func Verify(r io.Reader, pub ed25519.PublicKey) (Verification, error) {
+// manifest (required, and by want.Key, when given), the profile (want's,
+// when given), and the verdict: the report is unpacked and reloaded, every
+// check recheck knows is recomputed from its history and the run verdict
+// is judged afresh, and both must agree with summary.json and the
+// manifest; the report's parts must be coherent (see Create). The error is
+// for a bundle that cannot be read at all; everything else is in Problems.
+//
+// Without a signature by a key the reader trusts, a bundle proves only
+// that its files agree with each other: whoever can edit one can
+// recompute the hashes and, consistently, the whole report.
+func Verify(r io.Reader, want Expect) (Verification, error) {
+	pub := want.Key
 	var v Verification
 	bad := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 	entries, problems, err := readArchive(r)
@@ -337,10 +381,31 @@ func Verify(r io.Reader, pub ed25519.PublicKey) (Verification, error) {
 		return v, fmt.Errorf("bundle: %s: format %q, want %q", ManifestFile, m.Format, Format)
 	}
 	v.checkSignature(mb, entries[SignatureFile], pub, bad)
+	switch {
+	case !v.Signed:
+		v.Notes = append(v.Notes, "unsigned: this proves the files agree with each other, not who made them; anyone can recompute the hashes")
+	case !v.Pinned:
+		v.Notes = append(v.Notes, "signed by a key that was not given to check it with: anyone can sign; pass the signer's public key")
+	}
+	if want.Profile != nil {
+		exp, err := redactedProfile(want.Profile)
+		switch {
+		case err != nil:
+			return v, fmt.Errorf("bundle: the expected profile: %w", err)
+		case m.Profile == nil:
+			bad("the bundle names no profile, the given one is %s", profileName(exp))
+		case !sameJSON(exp, m.Profile):
+			bad("the bundle was made for profile %s, not for the given %s (an old or another product's bundle?)", profileName(m.Profile), profileName(exp))
+		}
+	}
 
 	listed := map[string]bool{}
 	report := map[string][]byte{}
 	for _, f := range m.Files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || path.Clean(f.Path) != f.Path || strings.Contains(f.Path, `\`) {
+			bad("the manifest lists %q, not a clean path inside the report", f.Path)
+			continue
+		}
 		name := path.Join(ReportDir, f.Path)
 		listed[name] = true
 		b, ok := entries[name]
@@ -362,8 +427,29 @@ func Verify(r io.Reader, pub ed25519.PublicKey) (Verification, error) {
 		sort.Strings(v.Problems)
 		return v, nil // recomputing a verdict from altered files proves nothing
 	}
-	v.recompute(report, bad)
+	v.recompute(report, want.Suite, bad)
+	sort.Strings(v.Problems)
 	return v, nil
+}
+
+func profileName(p json.RawMessage) string {
+	var x struct {
+		Name string   `json:"name"`
+		URLs []string `json:"urls"`
+	}
+	json.Unmarshal(p, &x)
+	return fmt.Sprintf("%q (%s)", x.Name, strings.Join(x.URLs, ", "))
+}
+
+// sameJSON compares two JSON values whatever their spacing or key order.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
 }
 
 func (v *Verification) checkSignature(manifest, sigFile []byte, pub ed25519.PublicKey, bad func(string, ...any)) {
@@ -398,7 +484,7 @@ func (v *Verification) checkSignature(manifest, sigFile []byte, pub ed25519.Publ
 }
 
 // recompute unpacks the report and judges it again.
-func (v *Verification) recompute(files map[string][]byte, bad func(string, ...any)) {
+func (v *Verification) recompute(files map[string][]byte, suite *Suite, bad func(string, ...any)) {
 	dir, err := os.MkdirTemp("", "mcpconform-verify-")
 	if err != nil {
 		bad("unpack the report: %v", err)
@@ -458,6 +544,27 @@ func (v *Verification) recompute(files map[string][]byte, bad func(string, ...an
 	if sum.Version != m.Harness.Version || sum.Commit != m.Harness.Commit {
 		bad("the manifest names harness %s %s, the report %s %s", m.Harness.Version, m.Harness.Commit, sum.Version, sum.Commit)
 	}
+	if !sum.Started.Equal(m.Started) || !sum.Finished.Equal(m.Finished) {
+		bad("the manifest says the run was %s to %s, the report %s to %s", m.Started, m.Finished, sum.Started, sum.Finished)
+	}
+	var waived []string
+	for _, s := range run.Scenarios {
+		if s.Verdict == reports.ExpectedFailure {
+			waived = append(waived, s.ID)
+		}
+	}
+	if len(waived) > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("%d scenarios are waived as expected failures, not passed (%s; their reasons are in %s)",
+			len(waived), strings.Join(waived, ", "), reports.SummaryFile))
+	}
+	if !slices.Equal(re.Why, m.Why) && len(re.Why)+len(m.Why) > 0 {
+		bad("the manifest gives other reasons for its verdict than the scenarios do")
+	}
+	problems, notes := coherence(sum, run, m.Profile, suite)
+	for _, p := range problems {
+		bad("%s", p)
+	}
+	v.Notes = append(v.Notes, notes...)
 }
 
 func sameCounts(a, b map[string]int) bool {

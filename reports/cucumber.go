@@ -28,6 +28,18 @@ type cucumberElement struct {
 	Type    string         `json:"type"`
 	Tags    []cucumberTag  `json:"tags"`
 	Steps   []cucumberStep `json:"steps"`
+	// After carries the run's judgment when no step shows it: a scenario
+	// that fails the run with every step passed (an unexpected pass).
+	After []cucumberHook `json:"after,omitempty"`
+}
+
+type cucumberHook struct {
+	Match  cucumberMatch  `json:"match"`
+	Result cucumberResult `json:"result"`
+}
+
+type cucumberMatch struct {
+	Location string `json:"location"`
 }
 
 type cucumberTag struct {
@@ -52,10 +64,18 @@ type cucumberResult struct {
 // other output. A step whose check was not observed is "skipped" with the
 // reason, and one whose check was violated "failed", whatever godog made of
 // the step: a report reader must never see an unobserved check as passed.
+// A scenario counts as its Outcome, as in JUnit: one that does not fail
+// the run (waived, interrupted) shows no failed step, and one that fails
+// it with none gets a failed after hook saying why.
 func Cucumber(run Run) ([]byte, error) {
 	var features []*cucumberFeature
 	byName := map[string]*cucumberFeature{}
-	for _, s := range run.Scenarios {
+	outcomes := Outcomes(run)
+	why := map[int]string{}
+	for _, p := range problems(run) {
+		why[p.index] = p.why
+	}
+	for i, s := range run.Scenarios {
 		f := byName[s.Feature]
 		if f == nil {
 			f = &cucumberFeature{URI: s.File, ID: slug(s.Feature), Keyword: "Feature", Name: s.Feature}
@@ -67,10 +87,10 @@ func Cucumber(run Run) ([]byte, error) {
 		for _, t := range s.Tags {
 			el.Tags = append(el.Tags, cucumberTag{Name: t, Line: s.Line - 1})
 		}
-		for i, st := range s.Steps {
+		for j, st := range s.Steps {
 			r := cucumberResult{Status: cucumberStatus(st.Status), Error: st.Error}
 			for _, c := range s.Checks {
-				if c.StepIndex != i {
+				if c.StepIndex != j {
 					continue
 				}
 				switch c.Status() {
@@ -82,7 +102,21 @@ func Cucumber(run Run) ([]byte, error) {
 					}
 				}
 			}
+			if outcomes[i] == OutcomePassed || outcomes[i] == OutcomeSkipped {
+				if failing(r.Status) {
+					r.Status, r.Error = "skipped", fmt.Sprintf("not counted (%s): %s", s.Verdict, r.Error)
+				}
+			}
 			el.Steps = append(el.Steps, cucumberStep{Keyword: st.Keyword, Name: st.Text, Line: st.Line, Result: r})
+		}
+		if o := outcomes[i]; o == OutcomeFailed || o == OutcomeError {
+			shown := false
+			for _, st := range el.Steps {
+				shown = shown || failing(st.Result.Status)
+			}
+			if !shown {
+				el.After = []cucumberHook{{Match: cucumberMatch{Location: "mcpconform verdict"}, Result: cucumberResult{Status: "failed", Error: why[i]}}}
+			}
 		}
 		if len(el.Steps) > 0 && s.Duration > 0 {
 			el.Steps[0].Result.Duration = int64(time.Duration(s.Duration))
@@ -109,6 +143,11 @@ func cucumberStatus(s string) string {
 		return s
 	}
 	return "skipped" // "not run": godog never reached it
+}
+
+// failing reports whether a Cucumber status makes its scenario fail.
+func failing(status string) bool {
+	return status == "failed" || status == "undefined" || status == "ambiguous"
 }
 
 func slug(s string) string {

@@ -24,29 +24,29 @@ func TestCompare(t *testing.T) {
 		{name: "same run", old: "base", new: "base", want: Diff{OldResult: "FAIL", NewResult: "FAIL"}},
 		{name: "next release", old: "base", new: "next", want: Diff{
 			OldResult: "FAIL", NewResult: "FAIL",
-			Regressions: []Change{{ID: "retry-01", Title: "A keyed retry replays", Old: Passed, New: Failed, Reason: "the ledger has 2 debits"}},
-			Fixes:       []Change{{ID: "twins-03", Title: "Twins dispatch once", Old: Failed, New: Passed}},
-			Changed:     []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped, New: Failed, Reason: "replayed after the window"}},
-			New:         []Change{{ID: "new-01", Title: "A scenario added since", New: Passed}},
-			Removed:     []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: Passed}},
-			Notes:       []string{"the runs claim different levels: full before, wire now"},
+			Regressions: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: Passed, Reason: notInNewRun},
+				{ID: "retry-01", Title: "A keyed retry replays", Old: Passed, New: Failed, Reason: "the ledger has 2 debits"}},
+			Fixes:   []Change{{ID: "twins-03", Title: "Twins dispatch once", Old: Failed, New: Passed}},
+			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped, New: Failed, Reason: "replayed after the window"}},
+			New:     []Change{{ID: "new-01", Title: "A scenario added since", New: Passed}},
+			Notes:   []string{"the runs claim different levels: full before, wire now"},
 		}},
 		{name: "back again", old: "next", new: "base", want: Diff{
 			OldResult: "FAIL", NewResult: "FAIL",
-			Regressions: []Change{{ID: "twins-03", Title: "Twins dispatch once", Old: Passed, New: Failed, Reason: "the probe counted 2 dispatches"}},
-			Fixes:       []Change{{ID: "retry-01", Title: "A keyed retry replays", Old: Failed, New: Passed}},
-			Changed:     []Change{{ID: "clock-01", Title: "The window closes", Old: Failed, New: Skipped, Reason: "no clock"}},
-			New:         []Change{{ID: "gone-01", Title: "A scenario since deleted", New: Passed}},
-			Removed:     []Change{{ID: "new-01", Title: "A scenario added since", Old: Passed}},
-			Notes:       []string{"the runs claim different levels: wire before, full now"},
+			Regressions: []Change{{ID: "new-01", Title: "A scenario added since", Old: Passed, Reason: notInNewRun},
+				{ID: "twins-03", Title: "Twins dispatch once", Old: Passed, New: Failed, Reason: "the probe counted 2 dispatches"}},
+			Fixes:   []Change{{ID: "retry-01", Title: "A keyed retry replays", Old: Failed, New: Passed}},
+			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: Failed, New: Skipped, Reason: "no clock"}},
+			New:     []Change{{ID: "gone-01", Title: "A scenario since deleted", New: Passed}},
+			Notes:   []string{"the runs claim different levels: wire before, full now"},
 		}},
 		{name: "interrupted, other server", old: "base", new: "interrupted", want: Diff{
-			OldResult: "FAIL", NewResult: "INTERRUPTED",
-			Regressions: []Change{{ID: "retry-02", Title: "A retry with another body is refused", Old: Passed, New: Interrupted, Reason: "interrupt signal received"}},
-			Removed: []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped}, {ID: "gone-01", Title: "A scenario since deleted", Old: Passed},
-				{ID: "twins-03", Title: "Twins dispatch once", Old: Failed}},
+			OldResult: "FAIL", NewResult: "INTERRUPTED", Interrupted: true,
+			Removed: []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped}, {ID: "twins-03", Title: "Twins dispatch once", Old: Failed}},
+			Unfinished: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: Passed, Reason: "not reached before the interrupt"},
+				{ID: "retry-02", Title: "A retry with another body is refused", Old: Passed, New: Interrupted, Reason: "interrupt signal received"}},
 			Notes: []string{"the runs tested different servers: acme-gateway before, other-gateway now",
-				"the new run was interrupted: scenarios it did not finish count as regressions"},
+				"the new run was interrupted: what it did not finish is unfinished, not a regression, and the comparison is inconclusive"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,8 +54,61 @@ func TestCompare(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Compare (-want +got):\n%s", diff)
 			}
-			if got.Regressed() != (len(tc.want.Regressions) > 0) {
+			if got.Regressed() != (len(tc.want.Regressions) > 0 || tc.want.Worse) {
 				t.Errorf("Regressed = %v", got.Regressed())
+			}
+		})
+	}
+}
+
+const notInNewRun = "not in the new run: deselected (--tags, --id) or gone from the suite"
+
+// How a release gate classifies each kind of change, and its answer.
+func TestCompareClassifies(t *testing.T) {
+	run := func(result string, interrupted bool, verdicts ...string) Summary {
+		s := Summary{Result: result, Interrupted: interrupted, Version: "0.1.0", Commit: "abc"}
+		for i := 0; i+1 < len(verdicts); i += 2 {
+			s.Scenarios = append(s.Scenarios, SummaryScenario{ID: verdicts[i], Verdict: verdicts[i+1]})
+		}
+		return s
+	}
+	type gate int
+	const (
+		pass gate = iota
+		regressed
+		inconclusive
+	)
+	for _, tc := range []struct {
+		name     string
+		old, new Summary
+		list     func(Diff) []Change // where the change must be listed
+		want     gate
+	}{
+		{"skipped, now passed", run(RunIncomplete, false, "a-01", Skipped), run(RunPass, false, "a-01", Passed), func(d Diff) []Change { return d.Fixes }, pass},
+		{"passed, now incomplete", run(RunPass, false, "a-01", Passed), run(RunIncomplete, false, "a-01", Incomplete), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"passed, now waived", run(RunPass, false, "a-01", Passed), run(RunPass, false, "a-01", ExpectedFailure), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"passed, now deselected", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunPass, false, "a-02", Passed), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"renamed", run(RunPass, false, "a-01", Passed), run(RunPass, false, "a-09", Passed), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"failing scenario removed", run(RunFail, false, "a-01", Passed, "a-02", Failed), run(RunPass, false, "a-01", Passed), func(d Diff) []Change { return d.Removed }, pass},
+		{"a new scenario fails", run(RunPass, false, "a-01", Passed), run(RunFail, false, "a-01", Passed, "a-02", Failed), func(d Diff) []Change { return d.New }, regressed},
+		{"interrupted before it", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunInterrupted, true, "a-01", Passed), func(d Diff) []Change { return d.Unfinished }, inconclusive},
+		{"interrupted during it", run(RunPass, false, "a-01", Passed), run(RunInterrupted, true, "a-01", Interrupted), func(d Diff) []Change { return d.Unfinished }, inconclusive},
+		{"interrupted after a regression", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunInterrupted, true, "a-01", Failed, "a-02", Interrupted), func(d Diff) []Change { return d.Regressions }, regressed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Compare(tc.old, tc.new)
+			if len(tc.list(d)) != 1 {
+				t.Errorf("not listed where expected: %+v", d)
+			}
+			got := pass
+			switch {
+			case d.Regressed():
+				got = regressed
+			case d.Inconclusive():
+				got = inconclusive
+			}
+			if got != tc.want {
+				t.Errorf("gate = %d, want %d: %+v", got, tc.want, d)
 			}
 		})
 	}

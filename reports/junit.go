@@ -57,18 +57,20 @@ type junitMessage struct {
 }
 
 // JUnit renders the run as JUnit XML, from the same model as every other
-// output: failed scenarios are <failure> with expected and observed;
-// skipped, incomplete, not-applicable and waived ones are <skipped> with
-// the reason (for incomplete, the checks not observed); an undefined step
-// is an <error>. Suite properties name the target, the harness and the seed.
+// output, each test case by its Outcome: a scenario that fails the run is a
+// <failure> with expected and observed (a harness defect, an undefined
+// step, an <error>); skipped, incomplete, not-applicable, waived and
+// interrupted ones are <skipped> with the reason (for incomplete, the
+// checks not observed). Suite properties name the target, the harness and
+// the seed.
 func JUnit(run Run) ([]byte, error) {
-	result, _ := Judge(run)
+	result, why := Judge(run)
 	suite := junitSuite{
 		Name:  "mcpconform",
 		Tests: len(run.Scenarios),
 		Time:  seconds(run.Finished.Sub(run.Started)),
 		Properties: []junitProperty{
-			{"verdict", RunLine(run, result, 0)},
+			{"verdict", strings.TrimSuffix(RunLine(run, result, len(why)), ":")},
 			{"level", ClaimedLevel(run)},
 			{"target.kind", run.Target.Kind},
 			{"target.urls", strings.Join(run.Target.URLs, " ")},
@@ -86,20 +88,25 @@ func JUnit(run Run) ([]byte, error) {
 	if !run.Started.IsZero() {
 		suite.Timestamp = run.Started.UTC().Format("2006-01-02T15:04:05")
 	}
-	for _, s := range run.Scenarios {
+	outcomes := Outcomes(run)
+	reasons := map[int]string{}
+	for _, p := range problems(run) {
+		reasons[p.index] = p.why
+	}
+	for i, s := range run.Scenarios {
 		tc := junitCase{
 			Name:      displayID(s.ID) + ": " + s.Title,
 			Classname: "mcpconform." + strings.TrimSuffix(featureName(s), ".feature"),
 			Time:      seconds(time.Duration(s.Duration)),
 		}
-		switch s.Verdict {
-		case Passed:
-		case Failed, UnexpectedPass:
+		switch outcomes[i] {
+		case OutcomePassed:
+		case OutcomeFailed:
 			suite.Failures++
-			tc.Failure = &junitMessage{Message: firstLine(s.Reason), Type: s.Verdict, Body: checkLines(s)}
-		case Undefined:
+			tc.Failure = &junitMessage{Message: failureMessage(s, reasons[i]), Type: verdictKey(s.Verdict), Body: checkLines(s)}
+		case OutcomeError:
 			suite.Errors++
-			tc.Error = &junitMessage{Message: firstLine(s.Reason), Type: s.Verdict, Body: s.Reason}
+			tc.Error = &junitMessage{Message: failureMessage(s, reasons[i]), Type: s.Verdict, Body: s.Reason}
 		default:
 			suite.Skipped++
 			msg := strings.ToUpper(s.Verdict) + ": " + firstLine(s.Reason)
@@ -114,6 +121,15 @@ func JUnit(run Run) ([]byte, error) {
 		return nil, fmt.Errorf("junit: %w", err)
 	}
 	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
+
+// failureMessage is the scenario's reason, or, when it has none (a verdict
+// its checks contradict), why it fails the run.
+func failureMessage(s Scenario, why string) string {
+	if r := firstLine(s.Reason); r != "" && s.Verdict != Passed {
+		return r
+	}
+	return why
 }
 
 // checkLines lists a scenario's checks, one a line, with their state.

@@ -76,7 +76,7 @@ func readSummaryFile(root *os.Root, name string) (Summary, error) {
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, serr := root.Stat(ErrorFile); serr == nil {
-				return sum, fmt.Errorf("reports: no %s in %s: that run never got past set-up (see its %s)", SummaryFile, root.Name(), ErrorFile)
+				return sum, fmt.Errorf("reports: no %s in %s: that run wrote no report (see its %s)", SummaryFile, root.Name(), ErrorFile)
 			}
 			return sum, fmt.Errorf("reports: no %s in %s (not a report directory, or an interrupted write)", SummaryFile, root.Name())
 		}

@@ -75,6 +75,7 @@ func publish(dir string, files []outFile) (err error) {
 			return err
 		}
 	}
+	killedAt("written")
 	// Two renames: the old directory steps aside, the new one takes its
 	// name; a crash between them leaves no dir at all, never a stale one.
 	old := ""
@@ -84,6 +85,7 @@ func publish(dir string, files []outFile) (err error) {
 			return err
 		}
 	}
+	killedAt("aside")
 	if err := os.Rename(fresh, clean); err != nil {
 		if old != "" {
 			os.Rename(old, clean)
@@ -97,6 +99,21 @@ func publish(dir string, files []outFile) (err error) {
 		os.RemoveAll(old)
 	}
 	return nil
+}
+
+// WriteFileAtomic writes name so that a reader, or a run killed meanwhile,
+// sees the old file or the whole new one, never a part (a bundle archive,
+// beside the report directory).
+func WriteFileAtomic(name string, data []byte) error { return writeAtomic(name, data) }
+
+// killPoint, set by tests, stands for the process being killed at a stage
+// of publish: it panics, so none of publish's own clean-up runs.
+var killPoint func(stage string)
+
+func killedAt(stage string) {
+	if killPoint != nil {
+		killPoint(stage)
+	}
 }
 
 // SetupFailure is a run that never got to its scenarios: unreachable
@@ -117,18 +134,34 @@ type SetupFailure struct {
 // summary.json, so nothing reads the directory as a verdict on the target,
 // and no earlier report survives to look current.
 func WriteError(dir string, f SetupFailure) error {
-	var txt bytes.Buffer
 	verdict, what := "ERROR", "the set-up failed"
 	if f.Interrupted {
 		verdict, what = RunInterrupted, "it was interrupted during set-up"
 	}
+	note := "This is not a verdict on the target; fix the set-up and run again."
+	return writeRecord(dir, verdict, what, note, f)
+}
+
+// WriteRunning replaces dir, as a run starts, with the record of a run
+// under way, which the finished report (or WriteError) replaces in turn.
+// A run killed before it writes anything (SIGKILL, a CI timeout, a power
+// cut) thus leaves this record, never the earlier run's verdict looking
+// like its own.
+func WriteRunning(dir string, f SetupFailure) error {
+	f.Err = "the run did not finish: it was killed before it wrote its report"
+	note := "A run started here and never finished, so it wrote no verdict. This is not a verdict on the target; run again."
+	return writeRecord(dir, "UNFINISHED", "it was stopped before writing its report", note, f)
+}
+
+func writeRecord(dir, verdict, what, note string, f SetupFailure) error {
+	var txt bytes.Buffer
 	fmt.Fprintf(&txt, "%s: %s %s did not run the scenarios: %s.\n\n", verdict, f.Tool, f.Version, what)
 	fmt.Fprintf(&txt, "error:   %s\n", f.Err)
 	fmt.Fprintf(&txt, "target:  %s\n", f.Target)
 	if f.Profile != "" {
 		fmt.Fprintf(&txt, "profile: %s\n", f.Profile)
 	}
-	fmt.Fprintf(&txt, "at:      %s\n\nThis is not a verdict on the target; fix the set-up and run again.\n", f.At.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&txt, "at:      %s\n\n%s\n", f.At.UTC().Format(time.RFC3339), note)
 	msg := junitMessage{Message: firstLine(f.Err), Type: "setup", Body: txt.String()}
 	tc := junitCase{Name: "set-up", Classname: "mcpconform", Time: "0.000", Error: &msg}
 	suite := junitSuite{Name: "mcpconform", Tests: 1, Errors: 1, Time: "0.000",

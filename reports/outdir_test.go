@@ -96,8 +96,8 @@ func TestSetupFailureReplacesAnOldPass(t *testing.T) {
 	if suites.Tests != 1 || suites.Errors != 1 || suites.Failures != 0 || suites.Suites[0].Cases[0].Error == nil {
 		t.Errorf("junit.xml = %+v, want one errored test case", suites)
 	}
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "never got past set-up") {
-		t.Errorf("Load = %v, want it to say the run never got past set-up", err)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "that run wrote no report") {
+		t.Errorf("Load = %v, want it to say the run wrote no report", err)
 	}
 	// The error directory is a report directory: the next run replaces it.
 	if err := Write(dir, loadFixture(t)); err != nil {
@@ -117,4 +117,77 @@ func TestInterruptedSetUpSaysSo(t *testing.T) {
 	if !strings.HasPrefix(txt, "INTERRUPTED: ") || strings.Contains(txt, "ERROR") {
 		t.Errorf("error.txt = %q, want it to say INTERRUPTED", txt)
 	}
+}
+
+// A run killed while it writes its report never leaves a mixture, a half
+// report, or the earlier run's verdict under --out: killed before the
+// swap, --out holds the record of a run under way (WriteRunning); killed
+// between the two renames, it holds nothing (that record sits in a hidden
+// sibling). The next run then writes as usual.
+func TestKilledWhileWriting(t *testing.T) {
+	for _, stage := range []string{"written", "aside"} {
+		t.Run(stage, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "out")
+			if err := Write(dir, loadFixture(t)); err != nil {
+				t.Fatal(err)
+			}
+			// runner.Run records a run under way before it starts.
+			if err := WriteRunning(dir, SetupFailure{Tool: "mcpconform", Target: "reference", At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			before := tree(t, dir)
+			second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: Failed, Reason: "second run"}}}
+			killPoint = func(s string) {
+				if s == stage {
+					panic("killed")
+				}
+			}
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("publish never reached the kill point")
+					}
+				}()
+				Write(dir, second)
+			}()
+			killPoint = nil
+			switch stage {
+			case "written":
+				if got := tree(t, dir); !slices.Equal(got, before) || !slices.Equal(got, []string{ErrorFile, JUnitFile}) {
+					t.Errorf("killed before the swap, %s holds %q, want the record of the run under way %q", dir, got, before)
+				}
+				if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "wrote no report") {
+					t.Errorf("Load = %v, want a refusal", err)
+				}
+				if txt := readFile(t, filepath.Join(dir, ErrorFile)); !strings.HasPrefix(string(txt), "UNFINISHED: ") {
+					t.Errorf("error.txt = %q", txt)
+				}
+			case "aside":
+				if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("killed between the renames, %s exists: %v", dir, err)
+				}
+			}
+			for _, e := range mustReadDir(t, parent) {
+				if e.Name() != "out" && !strings.HasPrefix(e.Name(), ".out.new-") {
+					t.Errorf("%s holds %s, neither the report nor a hidden leftover", parent, e.Name())
+				}
+			}
+			if err := Write(dir, second); err != nil {
+				t.Fatal(err)
+			}
+			if sum, err := LoadSummary(dir); err != nil || sum.Total != 1 || sum.Scenarios[0].Reason != "second run" {
+				t.Errorf("the next run's report: %+v, %v", sum, err)
+			}
+		})
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
 }

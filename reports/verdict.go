@@ -226,27 +226,20 @@ func levelKey(l string) string {
 	return l
 }
 
-// totals are the three numbers of the last line of PrintSummary. failed is
-// the number of scenarios that keep the run from a PASS (so "0 failed"
-// exactly when Verdict is ok), passed the number of clean passes, skipped
-// all the rest: out-of-level gaps, not-applicable and expected failures.
+// totals are the three numbers of the last line of PrintSummary, the same
+// as JUnit's: failed counts the scenarios that fail the run (JUnit's
+// failures and errors), passed the clean passes, skipped all the rest
+// (JUnit's skipped), whether or not they make the run INCOMPLETE.
 type totals struct{ passed, failed, skipped int }
 
 func computeTotals(run Run) totals {
-	bad := make(map[int]bool)
-	for _, p := range problems(run) {
-		bad[p.index] = true
-	}
 	var t totals
-	for i, s := range run.Scenarios {
-		switch {
-		case s.Verdict == Interrupted:
-			// Stopped by a signal, not by the target: never a failure.
-			t.skipped++
-		case bad[i]:
-			t.failed++
-		case s.Verdict == Passed:
+	for _, o := range Outcomes(run) {
+		switch o {
+		case OutcomePassed:
 			t.passed++
+		case OutcomeFailed, OutcomeError:
+			t.failed++
 		default:
 			t.skipped++
 		}

@@ -108,21 +108,29 @@ func setupErr(format string, args ...any) error {
 	return &SetupError{Err: fmt.Errorf(format, args...)}
 }
 
-// Run executes the suite and writes the report. --out is replaced only by a
-// complete report; when the run fails before its scenarios (set-up error,
-// interrupt during set-up), --out is replaced by the record of that failure
-// (reports.WriteError), so no earlier verdict is left looking current.
+// Run executes the suite and writes the report. As it starts, --out is
+// replaced by the record of a run under way (reports.WriteRunning), and
+// that only by a complete report; when the run fails before its scenarios
+// (set-up error, interrupt during set-up), by the record of that failure
+// (reports.WriteError). No earlier verdict is ever left looking current,
+// even when the run is killed.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	started := time.Now().UTC()
+	record := reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(), Target: cfg.Target, Profile: cfg.Profile, At: started}
 	if cfg.Out != "" {
 		if err := reports.CheckOut(cfg.Out); err != nil {
 			return Outcome{Code: ExitSetup}, setupErr("--out: %w", err)
 		}
+		// The earlier report goes now, not when this one is done: a run
+		// killed on the way leaves a record saying so, not an old verdict.
+		if err := reports.WriteRunning(cfg.Out, record); err != nil {
+			return Outcome{Code: ExitSetup}, setupErr("--out: %w", err)
+		}
 	}
-	started := time.Now().UTC()
 	out, err := execute(ctx, cfg, started)
 	if err != nil && cfg.Out != "" {
-		werr := reports.WriteError(cfg.Out, reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(),
-			Target: cfg.Target, Profile: cfg.Profile, At: started, Err: err.Error(), Interrupted: ctx.Err() != nil})
+		record.Err, record.Interrupted = err.Error(), ctx.Err() != nil
+		werr := reports.WriteError(cfg.Out, record)
 		if werr != nil {
 			err = fmt.Errorf("%w (and recording it in %s: %v)", err, cfg.Out, werr)
 		}

@@ -24,7 +24,10 @@ and manifest.json with the SHA-256 of each, what was tested (the target's
 serverInfo, the profile with its credentials redacted), the harness version
 and commit, and the verdict. With --sign-key the manifest is signed
 (ed25519, manifest.sig). A report whose files or histories contradict its
-verdict is refused. mcpconform verify checks a bundle.
+verdict is refused, and so is one whose parts disagree: a --profile that
+is not the one the run used, a run of a selection (--tags, --id) rather than
+the whole suite, exchanges the run could not have made. mcpconform verify
+checks a bundle.
 
 keygen writes a new ed25519 key pair: NAME (the private key, PKCS #8 PEM,
 mode 0600) and NAME.pub (PKIX PEM), the formats of
@@ -48,6 +51,10 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	dir := pos[0]
 	var opt bundle.Options
 	var err error
+	if opt.Suite, err = bundle.CurrentSuite(); err != nil {
+		fmt.Fprintf(stderr, "mcpconform %v\n", err)
+		return 2
+	}
 	if opt.Key, err = readKey(*keyFile, bundle.ParsePrivateKey); err != nil {
 		fmt.Fprintf(stderr, "mcpconform bundle: --sign-key: %v\n", err)
 		return 2
@@ -64,10 +71,10 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	var buf bytes.Buffer
 	m, err := bundle.Create(dir, &buf, opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
+		fmt.Fprintf(stderr, "mcpconform %v\n", err)
 		return 2
 	}
-	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+	if err := reports.WriteFileAtomic(*out, buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "mcpconform bundle: %v\n", err)
 		return 2
 	}
@@ -113,15 +120,24 @@ func keygenCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-const verifyUsage = `Usage: mcpconform verify ARCHIVE [--pub-key FILE]
+const verifyUsage = `Usage: mcpconform verify ARCHIVE [--pub-key FILE] [--profile FILE]
 
 Checks a certification bundle (mcpconform bundle): every file against the
 manifest's SHA-256, no file the manifest does not list, the signature over
-the manifest (required, and by that key, with --pub-key), and the verdict,
-recomputed from the report's files: every dispatch check from its history,
-the run verdict from the scenarios, both compared with summary.json and the
-manifest. Without --pub-key a signature is checked against the key it
-carries, which proves integrity but not who signed.
+the manifest (required, and by that key, with --pub-key), the profile (the
+given one, with --profile), and the verdict, recomputed from the report's
+files: every check recheck knows from its history, the run verdict from the
+scenarios, both compared with summary.json and the manifest. The report must
+hold the whole suite (checked when this binary is the run's harness build)
+and only exchanges with the tested URLs within the run's time.
+
+What it proves depends on the signature. Unsigned, or signed by a key not
+given with --pub-key, a bundle proves only that its files agree with each
+other: whoever edits one can recompute the hashes, or sign with a key of
+their own. Signed by the --pub-key you trust, it proves the report is the
+one that key signed; it cannot prove the signer ran the harness honestly.
+Pass --profile to be sure the bundle is for the product you expect, not an
+older bundle of another.
 
 Exit codes: 0 the bundle is intact and its verdict recomputes (whatever that
 verdict is), 1 a mismatch, 2 usage or an unreadable archive.
@@ -132,13 +148,25 @@ Flags:
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", verifyUsage, stderr)
 	pubFile := fs.String("pub-key", "", "the signer's ed25519 public key (PEM); the bundle must be signed by it")
+	profile := fs.String("profile", "", "the profile the bundle must have been made for (compared with its credentials redacted)")
 	pos, code, ok := parseArgs(fs, args, 1)
 	if !ok {
 		return code
 	}
-	pub, err := readKey(*pubFile, bundle.ParsePublicKey)
-	if err != nil {
+	var want bundle.Expect
+	var err error
+	if want.Key, err = readKey(*pubFile, bundle.ParsePublicKey); err != nil {
 		fmt.Fprintf(stderr, "mcpconform verify: --pub-key: %v\n", err)
+		return 2
+	}
+	if *profile != "" {
+		if want.Profile, err = os.ReadFile(*profile); err != nil {
+			fmt.Fprintf(stderr, "mcpconform verify: --profile: %v\n", err)
+			return 2
+		}
+	}
+	if want.Suite, err = bundle.CurrentSuite(); err != nil {
+		fmt.Fprintf(stderr, "mcpconform verify: %v\n", err)
 		return 2
 	}
 	f, err := os.Open(pos[0])
@@ -147,7 +175,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer f.Close()
-	v, err := bundle.Verify(f, pub)
+	v, err := bundle.Verify(f, want)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform verify: %v\n", err)
 		return 2
@@ -166,6 +194,9 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "verdict:   %s (level %s), %d scenarios; recomputed: %s, %d dispatch checks from histories\n",
 		m.Result, m.Level, m.Total, orUnknown(v.Rechecked.Result), v.Rechecked.Checks)
+	for _, n := range v.Notes {
+		fmt.Fprintf(stdout, "note:      %s\n", n)
+	}
 	if !v.OK() {
 		for _, p := range v.Problems {
 			fmt.Fprintf(stdout, "MISMATCH:  %s\n", p)
@@ -173,7 +204,14 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "NOT VERIFIED: %d problems\n", len(v.Problems))
 		return 1
 	}
-	fmt.Fprintln(stdout, "VERIFIED")
+	switch {
+	case v.Pinned:
+		fmt.Fprintln(stdout, "VERIFIED")
+	case v.Signed:
+		fmt.Fprintln(stdout, "VERIFIED (integrity only: signed by a key not given with --pub-key)")
+	default:
+		fmt.Fprintln(stdout, "VERIFIED (integrity only: unsigned)")
+	}
 	return 0
 }
 

@@ -14,7 +14,7 @@ import (
 func TestBundleVerifyCmd(t *testing.T) {
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "report")
-	run := reports.Run{Tool: "mcpconform", Version: "0.1.0", Level: reports.LevelWire, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must",
+	run := reports.Run{Tool: "mcpconform", Version: "0.1.0", Level: reports.LevelWire, Target: reports.Target{Kind: "reference"}, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must",
 		Verdict: reports.Passed, Checks: []reports.Check{{Step: "held", State: reports.Held, OK: true}}}}}
 	if err := reports.Write(dir, run); err != nil {
 		t.Fatal(err)
@@ -41,6 +41,16 @@ func TestBundleVerifyCmd(t *testing.T) {
 	}
 	if code, out := do("verify", "--pub-key", other+".pub", archive); code != 1 || !strings.Contains(out, "not by the given key") {
 		t.Errorf("verify with another key: %d %s", code, out)
+	}
+	if code, out := do("verify", archive); code != 0 || !strings.Contains(out, "VERIFIED (integrity only: signed by a key not given with --pub-key)") {
+		t.Errorf("verify without the key: %d %s", code, out)
+	}
+	profile := filepath.Join("..", "..", "drivers", "target", "testdata", "profile.example.json")
+	if code, out := do("verify", archive, "--profile", profile); code != 1 || !strings.Contains(out, "the bundle names no profile") {
+		t.Errorf("verify for a profile the bundle is not for: %d %s", code, out)
+	}
+	if code, out := do("bundle", dir, "--profile", profile, "-o", archive+".2"); code != 2 || !strings.Contains(out, `but the run tested a "reference" target`) {
+		t.Errorf("bundle with a profile the run did not use: %d %s", code, out)
 	}
 	junk := filepath.Join(tmp, "junk.tgz")
 	os.WriteFile(junk, []byte("junk"), 0o644)

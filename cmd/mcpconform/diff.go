@@ -10,10 +10,14 @@ import (
 const diffUsage = `Usage: mcpconform diff OLD NEW
 
 Compares two runs, each a report directory (mcpconform run --out DIR) or its
-summary.json, scenario by scenario: regressions (passed in OLD, not in NEW),
-fixes, other verdict changes, new and removed scenarios.
+summary.json, scenario by scenario: regressions (passed in OLD, not in NEW,
+also when NEW did not run it), fixes, other verdict changes, new and removed
+scenarios, and, when NEW was interrupted, the passes it did not finish.
 
-Exit codes: 0 no regression, 1 a regression, 2 usage or unreadable report.
+Exit codes: 0 no regression, 1 a regression (a pass lost, or the run
+verdict worse: PASS to INCOMPLETE or FAIL, INCOMPLETE to FAIL), 2 usage or
+unreadable report, 3 inconclusive (NEW was interrupted; nothing it finished
+regressed).
 `
 
 func diffCmd(args []string, stdout, stderr io.Writer) int {
@@ -33,8 +37,11 @@ func diffCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	d := reports.Compare(sums[0], sums[1])
 	reports.PrintDiff(stdout, d)
-	if d.Regressed() {
+	switch {
+	case d.Regressed():
 		return 1
+	case d.Inconclusive():
+		return 3
 	}
 	return 0
 }

@@ -18,6 +18,7 @@ func TestDiffCmdExitCodes(t *testing.T) {
 	}{
 		{"no change", []string{fix("base"), fix("base")}, 0},
 		{"regression", []string{fix("base"), fix("next")}, 1},
+		{"interrupted", []string{fix("base"), fix("interrupted")}, 3},
 		{"one argument", []string{fix("base")}, 2},
 		{"missing report", []string{fix("base"), filepath.Join(t.TempDir(), "nope")}, 2},
 		{"help", []string{"-h"}, 0},

@@ -27,7 +27,7 @@ Usage:
   mcpconform recheck DIR          recompute the verdict and history invariants from a report directory
   mcpconform bundle DIR [flags]   pack a report into a certification bundle (tar.gz, manifest, optional ed25519 signature)
   mcpconform verify ARCHIVE       check a bundle's hashes and signature and recompute its verdict
-  mcpconform diff OLD NEW         compare two runs: regressions, fixes, new and removed scenarios (exit 1 on a regression)
+  mcpconform diff OLD NEW         compare two runs: regressions, fixes, new and removed scenarios (exit 1 on a regression, 3 if NEW was interrupted)
   mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
   mcpconform version [--json]     print the harness version and the commit it was built from
   mcpconform help                 this text

@@ -128,9 +128,10 @@ wire (the MCP endpoint and the probe), metered (plus the ledger) or full
 (plus clock, faults, settings, principals and two processes).
 
 The report directory (--out) is replaced as a whole once the new report is
-complete, so it never mixes two runs. A run that fails before its scenarios
-(exit 2) leaves error.txt and a junit.xml with one error there instead of an
-earlier verdict. A directory holding anything but a report is never replaced.
+complete, so it never mixes two runs; meanwhile it holds error.txt saying a
+run is under way, so a run killed on the way leaves no earlier verdict. A
+run that fails before its scenarios (exit 2) leaves error.txt and a
+junit.xml with one error there instead of an earlier verdict. A directory holding anything but a report is never replaced.
 
 Exit codes:
   0    PASS         every @must check of the claimed level held
