@@ -629,7 +629,14 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 	if err != nil {
 		return store.Record{}, false, g.storeErr("acquire lock", err)
 	}
-	defer g.releaseLock(ctx, p.identity, owner)
+	// A reservation made under the fence deletes the lock row itself
+	// (Release), in its own commit; every other way out releases it here.
+	released := false
+	defer func() {
+		if !released {
+			g.releaseLock(ctx, p.identity, owner)
+		}
+	}()
 	g.hit(ctx, faults.LockAcquired, c)
 
 	recs, err := g.slots(ctx, c, p)
@@ -682,7 +689,10 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 			return nil
 		}
 	}
-	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim, Charge: charge})
+	release := fence != nil && !g.bugs.On(bugs.ReleaseUnpinned) // BUG release-unpinned: its own release, whoever holds the row
+	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim,
+		Charge: charge, Release: release})
+	released = created && release
 	if errors.Is(err, store.ErrFenceLost) {
 		// A stale holder writes nothing: the taker-over decides the slot.
 		g.log.Info("unkeyed call lost its retry lock", "identity", p.identity, "owner", owner, "fence", lock.Fence)

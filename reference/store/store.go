@@ -205,6 +205,12 @@ type ReserveRequest struct {
 	// owning that lock: a conditional write on the lock row (owner and fence
 	// match) in the same transaction as the insert. Lost: ErrFenceLost, nothing written.
 	Fence *Fence
+	// Release, with Fence, deletes the lock row in the same transaction when
+	// the reservation is created: the release that follows a reservation
+	// made under the lock, without a commit of its own. A reservation that
+	// creates nothing (an existing record, a lost fence, an error) leaves
+	// the lock row as it was.
+	Release bool
 	// ReplaceRefunded lets the reservation take over an existing record whose
 	// state is failed_refunded (the retry of a refunded pre-dispatch failure).
 	ReplaceRefunded bool

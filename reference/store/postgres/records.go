@@ -206,7 +206,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 		// The usual case, a key seen for the first time, in one statement
 		// (fenced and charged too); a key that has a record, a lost fence
 		// or a refused charge goes on to the transaction, which decides.
-		created, err := s.reserveNew(ctx, rec, permit, r.Fence, charge)
+		created, err := s.reserveNew(ctx, rec, permit, r.Fence, r.Release, charge)
 		if err != nil {
 			return store.Record{}, false, wrap("reserve record", err)
 		}
@@ -266,6 +266,12 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 				// with its permit and whatever it replaced.
 				if err := debitTx(ctx, tx, *charge, charge.Entry); err != nil {
 					return fmt.Errorf("charge: %w", err)
+				}
+			}
+			if f := r.Fence; f != nil && r.Release {
+				// The claim above holds the row: this deletes it.
+				if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
+					return fmt.Errorf("release lock: %w", err)
 				}
 			}
 			out, created = rec, true

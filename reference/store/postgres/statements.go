@@ -104,23 +104,31 @@ func refused(err error) bool {
 }
 
 // reserveNew makes a reservation in one statement when its key is new: the
-// fence claim, the record, its permit and, with a charge, the permit's
-// spend and the debit. false, nothing written, when the key has a record,
-// the fence is lost or the charge is refused: the transaction (Reserve)
-// then decides, and names the refusal. charge is nil or checked (For,
-// entry); rec is already marked charged.
-func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence,
+// fence claim, the record, its permit, with a charge the permit's spend and
+// the debit, and with release the lock row's deletion. false, nothing
+// written, when the key has a record, the fence is lost or the charge is
+// refused: the transaction (Reserve) then decides, and names the refusal.
+// charge is nil or checked (For, entry); rec is already marked charged.
+func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 	charge *store.ChargeRequest) (bool, error) {
 	q := &stmt{}
 	q.add(`WITH `)
 	guard := ""
+	var identity, owner, gen string
 	if fence != nil {
-		q.add(`fence AS (UPDATE locks SET fence = fence WHERE identity = `, q.arg(fence.Identity), ` AND owner = `,
-			q.arg(fence.Owner), ` AND fence = `, q.arg(fence.Fence), ` RETURNING 1), `)
+		// A locking read, not the transaction form's no-op update: one
+		// statement may not both update the row and delete it (release).
+		identity, owner, gen = q.arg(fence.Identity), q.arg(fence.Owner), q.arg(fence.Fence)
+		q.add(`fence AS (SELECT 1 FROM locks WHERE identity = `, identity, ` AND owner = `, owner, ` AND fence = `, gen,
+			` FOR NO KEY UPDATE), `)
 		guard = ` WHERE EXISTS (SELECT 1 FROM fence)`
 	}
 	q.add(`rec AS (INSERT INTO records (`+recordCols+`) SELECT `, q.list(recordValues(rec)), guard,
 		` ON CONFLICT (key) DO NOTHING RETURNING key)`)
+	if fence != nil && release {
+		q.add(`, release AS (DELETE FROM locks WHERE identity = `, identity, ` AND owner = `, owner, ` AND fence = `, gen,
+			` AND EXISTS (SELECT 1 FROM rec))`)
+	}
 	spend := charge != nil && charge.Entry.Amount > 0
 	if permit != nil {
 		p := *permit

@@ -227,6 +227,12 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 				return fmt.Errorf("charge: %w", err)
 			}
 		}
+		if f := r.Fence; f != nil && r.Release {
+			// The claim above holds the row: this deletes it.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE identity = ? AND owner = ?`, f.Identity, f.Owner); err != nil {
+				return fmt.Errorf("release lock: %w", err)
+			}
+		}
 		out, created = rec, true
 		return nil
 	})

@@ -230,3 +230,54 @@ func testConcurrentChargedReserves(t *testing.T, s store.Store) {
 		}
 	})
 }
+
+// testReserveRelease: a fenced reservation that creates its record may
+// delete the lock row with it (Release); one that creates nothing leaves the
+// row as it was.
+func testReserveRelease(t *testing.T, s store.Store) {
+	for _, tc := range []struct {
+		name string
+		// prepare may change the store and the request.
+		prepare  func(t *testing.T, fx fixture, r *store.ReserveRequest)
+		want     error
+		released bool
+	}{
+		{"created", nil, nil, true},
+		{"created and charged", func(t *testing.T, fx fixture, r *store.ReserveRequest) {
+			r.Charge = fx.chargedReserve().Charge
+		}, nil, true},
+		{"created, claim hook", func(t *testing.T, fx fixture, r *store.ReserveRequest) {
+			r.AfterClaim = func(context.Context) error { return nil }
+		}, nil, true},
+		{"key exists", func(t *testing.T, fx fixture, r *store.ReserveRequest) {
+			old, _ := fx.reserve(t, s)
+			r.Record.Key, r.Permit.RecordKey = old.Key, old.Key
+		}, nil, false},
+		{"charge refused", func(t *testing.T, fx fixture, r *store.ReserveRequest) {
+			r.Charge = fx.chargedReserve().Charge
+			r.Charge.Entry.Amount = fx.tool.Price + 1
+		}, store.ErrPermitExhausted, false},
+		{"fence lost", func(t *testing.T, fx fixture, r *store.ReserveRequest) { r.Fence.Fence++ }, store.ErrFenceLost, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t, s, 10)
+			rec, p, lk := derived(t, s, fx)
+			r := store.ReserveRequest{Record: rec, Permit: &p, Fence: fenceOf(lk), Release: true}
+			if tc.prepare != nil {
+				tc.prepare(t, fx, &r)
+			}
+			_, created, err := s.Reserve(ctx(t), r)
+			wantErr(t, "reserve", err, tc.want)
+			if created != (tc.want == nil && tc.released) {
+				t.Errorf("created = %v", created)
+			}
+			row, err := s.LockOf(ctx(t), lk.Identity)
+			if tc.released {
+				wantErr(t, "lock row after the reservation", err, store.ErrNotFound)
+				return
+			}
+			must(t, err)
+			diff(t, "lock row after a reservation that created nothing", lk, row)
+		})
+	}
+}

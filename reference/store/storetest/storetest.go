@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"records by identity", false, testRecordsByIdentity},
 		{"charge", false, testCharge},
 		{"reserve charged", false, testReserveCharged},
+		{"reserve releases the lock", false, testReserveRelease},
 		{"finish", false, testFinish},
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
