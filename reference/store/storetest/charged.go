@@ -192,14 +192,7 @@ func testConcurrentChargedReserves(t *testing.T, s store.Store) {
 		if ok != affordable {
 			t.Errorf("%d charged reservations, want %d", ok, affordable)
 		}
-		if b := balance(t, s, fx.wallet.ID); b != 0 {
-			t.Errorf("balance = %d, want 0", b)
-		}
-		ledger, err := s.Ledger(ctx(t), fx.wallet.ID)
-		must(t, err)
-		if len(ledger) != affordable {
-			t.Errorf("ledger has %d debits, want %d", len(ledger), affordable)
-		}
+		wantDrained(t, s, fx, affordable)
 	})
 	t.Run("twins", func(t *testing.T) {
 		const n = 8
@@ -279,5 +272,18 @@ func testReserveRelease(t *testing.T, s store.Store) {
 			must(t, err)
 			diff(t, "lock row after a reservation that created nothing", lk, row)
 		})
+	}
+}
+
+// wantDrained: the wallet's balance is spent to 0 by exactly debits entries.
+func wantDrained(t *testing.T, s store.Store, fx fixture, debits int) {
+	t.Helper()
+	if b := balance(t, s, fx.wallet.ID); b != 0 {
+		t.Errorf("balance = %d, want 0", b)
+	}
+	ledger, err := s.Ledger(ctx(t), fx.wallet.ID)
+	must(t, err)
+	if len(ledger) != debits {
+		t.Errorf("ledger has %d debits, want %d", len(ledger), debits)
 	}
 }
