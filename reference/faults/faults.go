@@ -16,7 +16,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// Fault points, in the order a tools/call passes them.
+// Fault points, in the order a tools/call passes them. The reference
+// gateway passes reserve.done (a reservation not yet charged) only while a
+// pause is armed there; otherwise a reservation carries its charge, in one
+// commit, and there is no such moment to stop at.
 const (
 	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
 	FenceRead      = "fence.read"      // unkeyed: fence ownership read, before the claim
