@@ -22,7 +22,7 @@ import (
 // commit, and there is no such moment to stop at.
 const (
 	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
-	FenceRead      = "fence.read"      // unkeyed: fence ownership read, before the claim
+	FenceRead      = "fence.read"      // unkeyed: slot chosen under the lock, before the fenced claim
 	ClaimHeld      = "claim.held"      // unkeyed: inside the claim transaction, before the insert
 	ReserveDone    = "reserve.done"    // key reserved (and permit minted), before the debit
 	DispatchBefore = "dispatch.before" // debited, before dispatch

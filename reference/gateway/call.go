@@ -656,8 +656,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 
 	fenceLost := Refuse(ReasonInProgress, "the retry lock was taken over: retry")
 	var fence *store.Fence
-	if !g.bugs.On(bugs.StaleLockNoFence) { // BUG stale-lock-no-fence: the holder never checks its lock
-		// Fail fast: a holder that already lost its lock goes no further.
+	switch {
+	case g.bugs.On(bugs.StaleLockNoFence): // BUG stale-lock-no-fence: the holder never checks its lock
+	case g.bugs.On(bugs.SelectForUpdateSQLite):
+		// BUG select-for-update-sqlite: a read of the lock row is the whole
+		// check, and a takeover may land between it and the insert.
 		cur, err := g.store.LockOf(ctx, p.identity)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Record{}, false, fenceLost
@@ -668,13 +671,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 		if cur.Owner != owner || cur.Fence != lock.Fence {
 			return store.Record{}, false, fenceLost
 		}
-		// The read alone proves nothing by the time the insert runs (a
-		// takeover may land in between): the insert itself is conditional on
-		// the fence, in one transaction.
+	default:
+		// No read of the lock row first: it would prove nothing by the time
+		// the insert runs, which is itself conditional on the fence, in one
+		// transaction, and a holder that lost its lock earlier fails there.
 		fence = &store.Fence{Identity: p.identity, Owner: owner, Fence: lock.Fence}
-		if g.bugs.On(bugs.SelectForUpdateSQLite) {
-			fence = nil // BUG select-for-update-sqlite: the read above was the whole check
-		}
 	}
 	g.hit(ctx, faults.FenceRead, c)
 
