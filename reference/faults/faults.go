@@ -16,10 +16,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// Fault points, in the order a tools/call passes them.
+// Fault points, in the order a tools/call passes them. The reference
+// gateway passes reserve.done (a reservation not yet charged) only while a
+// pause is armed there; otherwise a reservation carries its charge, in one
+// commit, and there is no such moment to stop at.
 const (
 	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
-	FenceRead      = "fence.read"      // unkeyed: fence ownership read, before the claim
+	FenceRead      = "fence.read"      // unkeyed: slot chosen under the lock, before the fenced claim
 	ClaimHeld      = "claim.held"      // unkeyed: inside the claim transaction, before the insert
 	ReserveDone    = "reserve.done"    // key reserved (and permit minted), before the debit
 	DispatchBefore = "dispatch.before" // debited, before dispatch

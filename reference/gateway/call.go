@@ -179,25 +179,78 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 
 	// Steps 4 and 5: reserve the key before anything is dispatched, so a twin
 	// finds the reservation instead of dispatching too (the concurrent-enqueue
-	// bug).
+	// bug), and charge it in the same commit when nothing waits between.
+	receipt := newReceipt()
+	charge := g.firstCharge(c, receipt)
 	var rec store.Record
 	var created bool
 	switch {
 	case p.kind == store.KindDerived:
-		rec, created, err = g.reserveDerived(ctx, c, p)
+		rec, created, err = g.reserveDerived(ctx, c, p, charge)
 	case p.kind == store.KindClient && g.bugs.On(bugs.LookupBeforeReserve):
 		return g.lookupThenDispatch(ctx, c, p) // BUG lookup-before-reserve
 	default:
-		rec, created, err = g.reserveKeyed(ctx, c, p)
+		rec, created, err = g.reserveKeyed(ctx, c, p, charge)
 	}
 	if err != nil {
-		return CallResponse{}, err
+		return CallResponse{}, g.refusedCharge(ctx, c, rec, err)
 	}
 	if !created {
 		return g.existing(ctx, c, rec) // step 6
 	}
-	g.hit(ctx, faults.ReserveDone, c)
-	return g.run(ctx, c, rec) // step 7
+	g.reserved(ctx, c, rec)
+	return g.run(ctx, c, rec, receipt) // step 7
+}
+
+// reserved passes the reserve.done point of a reservation made without its
+// charge: reserved, not yet charged.
+func (g *Gateway) reserved(ctx context.Context, c *callState, rec store.Record) {
+	if !rec.Charged {
+		g.hit(ctx, faults.ReserveDone, c)
+	}
+}
+
+func newReceipt() string { return "rcpt-" + uuid.NewString() }
+
+// firstCharge is the debit a call's reservation carries
+// (store.ReserveRequest.Charge), so that a first call commits twice (the
+// reservation with its charge, then the outcome), not three times; nil
+// where the call must be able to stop between its reservation and its
+// charge: while a pause is armed at reserve.done (a call held there is
+// reserved and not charged, which the crash, cancel and stall scenarios
+// rely on), and under key-scope-billing, whose payer is chosen only once
+// the reservation is made.
+func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest {
+	if g.faults.Armed(faults.ReserveDone, faultMatch(c)) || g.bugs.On(bugs.KeyScopeBilling) {
+		return nil
+	}
+	now := g.clock.Now()
+	return &store.ChargeRequest{Now: now, Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), Kind: store.EntryDebit,
+		Amount: c.tool.Price, Receipt: receipt, Tool: c.tool.Name, At: now}}
+}
+
+// refusedCharge answers a charge the store refused, made with the
+// reservation rec or after it; any other error is returned as it is. Nothing
+// was charged or dispatched.
+func (g *Gateway) refusedCharge(ctx context.Context, c *callState, rec store.Record, err error) error {
+	switch {
+	case errors.Is(err, store.ErrInsufficientFunds):
+		if g.bugs.On(bugs.RefusalFee) {
+			g.chargeFee(ctx, rec) // BUG refusal-fee
+		}
+		return Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
+	case errors.Is(err, store.ErrPermitExhausted):
+		return Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
+	case errors.Is(err, store.ErrPermitExpired) && c.r.PermitID == "" && !g.bugs.On(bugs.StalledPermitExpired):
+		// The call stalled between its reservation and its charge past
+		// the life of the auto permit minted with it, a permit the client
+		// never saw (BUG stalled-permit-expired answers permit_expired).
+		// Nothing ran and the reservation is gone: a retry runs afresh.
+		return Refuse(ReasonDispatchFailed, "the call stalled before its charge past its reservation's life; nothing ran: retry")
+	case errors.Is(err, store.ErrPermitExpired):
+		return Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
+	}
+	return err
 }
 
 // naiveCall is the no-idempotency bug: a proxy with no idempotency at all.
@@ -212,12 +265,13 @@ func (g *Gateway) naiveCall(ctx context.Context, c *callState) (CallResponse, er
 	}
 	p := keyPlan{kind: store.KindClient, clientKey: k,
 		key: recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name, uuid.NewString())}
-	rec, _, err := g.reserveKeyed(ctx, c, p)
+	receipt := newReceipt()
+	rec, _, err := g.reserveKeyed(ctx, c, p, g.firstCharge(c, receipt))
 	if err != nil {
-		return CallResponse{}, err
+		return CallResponse{}, g.refusedCharge(ctx, c, rec, err)
 	}
-	g.hit(ctx, faults.ReserveDone, c)
-	return g.run(ctx, c, rec)
+	g.reserved(ctx, c, rec)
+	return g.run(ctx, c, rec, receipt)
 }
 
 // missingTool is step 1 for a removed or unknown tool: serve a stored
@@ -456,7 +510,9 @@ func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) 
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	}
 	g.log.Info("abandoned reservation taken over", "record", rec.Key, "old_owner", old.Owner, "owner", rec.Owner)
-	return g.run(ctx, c, rec)
+	// Charged apart (run): a takeover refused its charge must still end
+	// with the stale record gone, so its old owner cannot charge it later.
+	return g.run(ctx, c, rec, newReceipt())
 }
 
 // dispatchUnreserved is the naive lease of the takeover-charged bug: a stale
@@ -533,10 +589,12 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 // reserveKeyed is step 5: a client key or an explicit permit. The insert is
 // atomic (insert if absent), so of two twins exactly one reserves and the
 // other finds its record. ReplaceRefunded lets the retry of a refunded
-// pre-dispatch failure really run again.
-func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan) (store.Record, bool, error) {
+// pre-dispatch failure really run again. With charge the record it creates
+// is charged too; on an error the record it tried to reserve comes back
+// with it (refusedCharge names its permit).
+func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan, charge *store.ChargeRequest) (store.Record, bool, error) {
 	rec := g.newRecord(c, p, uuid.NewString())
-	req := store.ReserveRequest{ReplaceRefunded: true}
+	req := store.ReserveRequest{ReplaceRefunded: true, Charge: charge}
 	if p.permit != nil {
 		rec.PermitID = p.permit.ID // an explicit permit is used as it is
 	} else {
@@ -546,7 +604,7 @@ func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan) (st
 	req.Record = rec
 	got, created, err := g.store.Reserve(ctx, req)
 	if err != nil {
-		return store.Record{}, false, g.storeErr("reserve", err)
+		return rec, false, g.storeErr("reserve", err)
 	}
 	return got, created, nil
 }
@@ -554,8 +612,9 @@ func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan) (st
 // reserveDerived is step 4 from the lock on: slot choice and mint run under
 // the identity's lock row in the database (so the rule holds across
 // processes), and the reservation is a write conditional on still holding
-// that lock with the fence read at acquisition.
-func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (store.Record, bool, error) {
+// that lock with the fence read at acquisition. charge is as for
+// reserveKeyed.
+func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, charge *store.ChargeRequest) (store.Record, bool, error) {
 	owner := uuid.NewString() // the new record's id; the lock is pinned to it
 	// A live lock held by another call is answered from a plain read, so a
 	// storm of identical unkeyed calls does not queue for the store's write
@@ -571,7 +630,14 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 	if err != nil {
 		return store.Record{}, false, g.storeErr("acquire lock", err)
 	}
-	defer g.releaseLock(ctx, p.identity, owner)
+	// A reservation made under the fence deletes the lock row itself
+	// (Release), in its own commit; every other way out releases it here.
+	released := false
+	defer func() {
+		if !released {
+			g.releaseLock(ctx, p.identity, owner)
+		}
+	}()
 	g.hit(ctx, faults.LockAcquired, c)
 
 	recs, err := g.slots(ctx, c, p)
@@ -591,8 +657,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 
 	fenceLost := Refuse(ReasonInProgress, "the retry lock was taken over: retry")
 	var fence *store.Fence
-	if !g.bugs.On(bugs.StaleLockNoFence) { // BUG stale-lock-no-fence: the holder never checks its lock
-		// Fail fast: a holder that already lost its lock goes no further.
+	switch {
+	case g.bugs.On(bugs.StaleLockNoFence): // BUG stale-lock-no-fence: the holder never checks its lock
+	case g.bugs.On(bugs.SelectForUpdateSQLite):
+		// BUG select-for-update-sqlite: a read of the lock row is the whole
+		// check, and a takeover may land between it and the insert.
 		cur, err := g.store.LockOf(ctx, p.identity)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Record{}, false, fenceLost
@@ -603,13 +672,11 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 		if cur.Owner != owner || cur.Fence != lock.Fence {
 			return store.Record{}, false, fenceLost
 		}
-		// The read alone proves nothing by the time the insert runs (a
-		// takeover may land in between): the insert itself is conditional on
-		// the fence, in one transaction.
+	default:
+		// No read of the lock row first: it would prove nothing by the time
+		// the insert runs, which is itself conditional on the fence, in one
+		// transaction, and a holder that lost its lock earlier fails there.
 		fence = &store.Fence{Identity: p.identity, Owner: owner, Fence: lock.Fence}
-		if g.bugs.On(bugs.SelectForUpdateSQLite) {
-			fence = nil // BUG select-for-update-sqlite: the read above was the whole check
-		}
 	}
 	g.hit(ctx, faults.FenceRead, c)
 
@@ -624,14 +691,17 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan) (
 			return nil
 		}
 	}
-	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim})
+	release := fence != nil && !g.bugs.On(bugs.ReleaseUnpinned) // BUG release-unpinned: its own release, whoever holds the row
+	got, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &pm, Fence: fence, AfterClaim: afterClaim,
+		Charge: charge, Release: release})
+	released = created && release
 	if errors.Is(err, store.ErrFenceLost) {
 		// A stale holder writes nothing: the taker-over decides the slot.
 		g.log.Info("unkeyed call lost its retry lock", "identity", p.identity, "owner", owner, "fence", lock.Fence)
 		return store.Record{}, false, fenceLost
 	}
 	if err != nil {
-		return store.Record{}, false, g.storeErr("reserve", err)
+		return rec, false, g.storeErr("reserve", err)
 	}
 	return got, created, nil
 }
@@ -689,56 +759,16 @@ func (g *Gateway) durable(ctx context.Context, fn func(context.Context) error) e
 	return err
 }
 
-// run is step 7: a new reservation is charged, dispatched and finished.
-func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
-	receipt := "rcpt-" + uuid.NewString()
-	// Debit before dispatch: too little balance is refused before the tool
-	// runs, and the permit is spent in the same transaction. A free tool is
-	// charged 0: the charge is also the claim for dispatch, conditional on
-	// still owning the reservation, so a reservation taken over as abandoned
-	// (takeOver) is never dispatched by its old owner too.
-	price := c.tool.Price
-	now := g.clock.Now()
-	payer := rec.WalletID
-	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
-		payer = g.firstPayer(rec) // BUG key-scope-billing
-	}
-	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: payer, Kind: store.EntryDebit,
-			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
-		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
-	})
-	if errors.Is(err, store.ErrNotOwner) {
-		// A retry took the reservation over while this call stalled before
-		// its charge: that retry runs the operation.
-		return CallResponse{}, Refuse(ReasonInProgress, "the reservation was taken over by a retry: retry")
-	}
-	if err != nil {
-		// Nothing was charged or dispatched: drop the reservation so a
-		// retry (after a top-up, say) runs instead of finding it.
-		if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
-			g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
+// run is step 7: a new reservation is charged (unless it was with its
+// reservation: rec.Charged), dispatched and finished. receipt is the one
+// its charge names.
+func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, receipt string) (CallResponse, error) {
+	if !rec.Charged {
+		if err := g.charge(ctx, c, rec, receipt); err != nil {
+			return CallResponse{}, err
 		}
-		switch {
-		case errors.Is(err, store.ErrInsufficientFunds):
-			if g.bugs.On(bugs.RefusalFee) {
-				g.chargeFee(ctx, rec) // BUG refusal-fee
-			}
-			return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
-		case errors.Is(err, store.ErrPermitExhausted):
-			return CallResponse{}, Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
-		case errors.Is(err, store.ErrPermitExpired) && c.r.PermitID == "" && !g.bugs.On(bugs.StalledPermitExpired):
-			// The call stalled between its reservation and its charge past
-			// the life of the auto permit minted with it, a permit the client
-			// never saw (BUG stalled-permit-expired answers permit_expired).
-			// Nothing ran and the reservation is gone: a retry runs afresh.
-			return CallResponse{}, Refuse(ReasonDispatchFailed, "the call stalled before its charge past its reservation's life; nothing ran: retry")
-		case errors.Is(err, store.ErrPermitExpired):
-			return CallResponse{}, Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
-		}
-		return CallResponse{}, g.storeErr("charge", err)
 	}
-	charged := price
+	charged := c.tool.Price
 
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, errors.New("fault dispatch.before"))
@@ -844,6 +874,42 @@ func (g *Gateway) crashed(ctx context.Context, c *callState, rec store.Record, r
 		"whether it had any effect is unknown, so the call is charged and this outcome stored: a retry replays it")
 	ref.Data = map[string]any{"receipt": receipt}
 	return ref
+}
+
+// charge debits a reservation made without its charge, before dispatch:
+// too little balance is refused before the tool runs, and the permit is
+// spent in the same transaction. A free tool is charged 0: the charge is
+// also the claim for dispatch, conditional on still owning the
+// reservation, so a reservation taken over as abandoned (takeOver) is never
+// dispatched by its old owner too.
+func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, receipt string) error {
+	now := g.clock.Now()
+	payer := rec.WalletID
+	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
+		payer = g.firstPayer(rec) // BUG key-scope-billing
+	}
+	err := g.store.Charge(ctx, store.ChargeRequest{
+		Entry: store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: payer, Kind: store.EntryDebit,
+			Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
+		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
+	})
+	if errors.Is(err, store.ErrNotOwner) {
+		// A retry took the reservation over while this call stalled before
+		// its charge: that retry runs the operation.
+		return Refuse(ReasonInProgress, "the reservation was taken over by a retry: retry")
+	}
+	if err == nil {
+		return nil
+	}
+	// Nothing was charged or dispatched: drop the reservation so a retry
+	// (after a top-up, say) runs instead of finding it.
+	if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
+		g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
+	}
+	if ref := (*Refusal)(nil); errors.As(g.refusedCharge(ctx, c, rec, err), &ref) {
+		return ref
+	}
+	return g.storeErr("charge", err)
 }
 
 // refund finishes a record whose call failed before dispatch: the debit is

@@ -206,6 +206,12 @@ type ReserveRequest struct {
 	// owning that lock: a conditional write on the lock row (owner and fence
 	// match) in the same transaction as the insert. Lost: ErrFenceLost, nothing written.
 	Fence *Fence
+	// Release, with Fence, deletes the lock row in the same transaction when
+	// the reservation is created: the release that follows a reservation
+	// made under the lock, without a commit of its own. A reservation that
+	// creates nothing (an existing record, a lost fence, an error) leaves
+	// the lock row as it was.
+	Release bool
 	// ReplaceRefunded lets the reservation take over an existing record whose
 	// state is failed_refunded (the retry of a refunded pre-dispatch failure).
 	ReplaceRefunded bool
@@ -215,6 +221,18 @@ type ReserveRequest struct {
 	// AfterClaim, when set, runs inside the transaction after the fence claim
 	// and before the insert; the gateway's claim.held pause point hangs here.
 	AfterClaim func(ctx context.Context) error
+	// Charge, when set, charges the reservation it creates in the same
+	// transaction, as Charge would right after it: the claim for dispatch,
+	// the permit's spend and the debit. A first call that dispatches at once
+	// then commits twice in all (this, and Finish), not three times. The
+	// charge's RecordKey, Owner and PermitID are the Record's (ChargeRequest.For);
+	// an empty Entry.WalletID is the Record's wallet. The created record
+	// comes back charged, updated at Charge.Now. A refused charge
+	// (ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, a permit
+	// or wallet ErrNotFound) fails the whole reservation: no record, no
+	// permit, nothing replaced. A key that has a record it does not replace
+	// is charged nothing: (existing, false, nil), as without Charge.
+	Charge *ChargeRequest
 }
 
 // Stale names a reservation presumed abandoned: in progress, never charged,
@@ -251,6 +269,40 @@ type ChargeRequest struct {
 	Owner     string // conditional: record owned by Owner, in progress, not yet charged
 	PermitID  string // the permit is spent by Entry.Amount in the same transaction
 	Now       time.Time
+}
+
+// For is c as the charge of the reservation rec: its record, owner and
+// permit, and the entry's defaults (record key, the record's wallet, Now).
+func (c ChargeRequest) For(rec Record) ChargeRequest {
+	c.RecordKey, c.Owner, c.PermitID = rec.Key, rec.Owner, rec.PermitID
+	if c.Entry.WalletID == "" {
+		c.Entry.WalletID = rec.WalletID
+	}
+	c.Entry = c.Debit()
+	return c
+}
+
+// Debit is the entry a charge writes, with its defaults filled in: the
+// record's key, and Now as its time.
+func (c ChargeRequest) Debit() LedgerEntry {
+	e := c.Entry
+	if e.RecordKey == "" {
+		e.RecordKey = c.RecordKey
+	}
+	if e.At.IsZero() {
+		e.At = c.Now
+	}
+	return e
+}
+
+// Charged is rec as a reservation carrying c creates it: claimed for
+// dispatch, written at c.Now.
+func (c ChargeRequest) Charged(rec Record) Record {
+	rec.Charged = true
+	if !c.Now.IsZero() {
+		rec.UpdatedAt = c.Now
+	}
+	return rec
 }
 
 // Outcome finishes a record. Conditional on owner and state in_progress.
@@ -355,7 +407,8 @@ type Store interface {
 	RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]Record, error)
 	// Reserve inserts the record if no record has its key and returns
 	// (rec, true); if one exists it returns (existing, false) and writes nothing
-	// (unless ReplaceRefunded applies).
+	// (unless ReplaceRefunded applies). With Charge it also charges the
+	// record it creates, all or nothing (ReserveRequest.Charge).
 	Reserve(ctx context.Context, r ReserveRequest) (Record, bool, error)
 	// Charge debits the wallet and spends the permit, conditional on the record.
 	// ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, ErrNotOwner.

@@ -193,10 +193,20 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 		p.RecordKey = rec.Key // so Abandon and a replacement find it
 		permit = &p
 	}
-	if r.Fence == nil && r.AfterClaim == nil {
-		// The usual case, a key seen for the first time, in one statement;
-		// a key that has a record goes on to the transaction, which decides.
-		created, err := s.reserveNew(ctx, rec, permit)
+	var charge *store.ChargeRequest
+	if r.Charge != nil {
+		c := r.Charge.For(rec)
+		var err error
+		if c.Entry, err = entry(c.Entry, store.EntryDebit); err != nil {
+			return store.Record{}, false, wrap("reserve record: charge", err)
+		}
+		rec, charge = c.Charged(rec), &c
+	}
+	if r.AfterClaim == nil {
+		// The usual case, a key seen for the first time, in one statement
+		// (fenced and charged too); a key that has a record, a lost fence
+		// or a refused charge goes on to the transaction, which decides.
+		created, err := s.reserveNew(ctx, rec, permit, r.Fence, r.Release, charge)
 		if err != nil {
 			return store.Record{}, false, wrap("reserve record", err)
 		}
@@ -251,6 +261,19 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 					return fmt.Errorf("permit: %w", err)
 				}
 			}
+			if charge != nil {
+				// The record went in charged: a refusal here rolls it back
+				// with its permit and whatever it replaced.
+				if err := debitTx(ctx, tx, *charge, charge.Entry); err != nil {
+					return fmt.Errorf("charge: %w", err)
+				}
+			}
+			if f := r.Fence; f != nil && r.Release {
+				// The claim above holds the row: this deletes it.
+				if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
+					return fmt.Errorf("release lock: %w", err)
+				}
+			}
 			out, created = rec, true
 			return nil
 		}
@@ -263,16 +286,9 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 }
 
 // Charge debits the wallet and spends the permit for a record its caller
-// still owns: in one statement (chargeSQL) when every check holds.
+// still owns: in one statement (charge) when every check holds.
 func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
-	e := c.Entry
-	if e.RecordKey == "" {
-		e.RecordKey = c.RecordKey
-	}
-	if e.At.IsZero() {
-		e.At = c.Now
-	}
-	e, err := entry(e, store.EntryDebit)
+	e, err := entry(c.Debit(), store.EntryDebit)
 	if err != nil {
 		return wrap("charge", err)
 	}
@@ -296,37 +312,46 @@ func (s *Store) chargeTx(ctx context.Context, c store.ChargeRequest, e store.Led
 		if e.WalletID == "" {
 			e.WalletID = rec.WalletID
 		}
-		if e.Amount == 0 {
-			return markCharged(ctx, tx, c)
-		}
-		var budget, spent, expires int64
-		err = tx.QueryRow(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = $1 FOR NO KEY UPDATE`, c.PermitID).
-			Scan(&budget, &spent, &expires)
-		if err != nil {
-			return fmt.Errorf("permit %q: %w", c.PermitID, classify(err))
-		}
-		if nanos(c.Now) >= expires {
-			return store.ErrPermitExpired
-		}
-		if budget-spent < e.Amount {
-			return store.ErrPermitExhausted
-		}
-		var balance int64
-		err = tx.QueryRow(ctx, `SELECT balance FROM wallets WHERE id = $1 FOR NO KEY UPDATE`, e.WalletID).Scan(&balance)
-		if err != nil {
-			return fmt.Errorf("wallet %q: %w", e.WalletID, classify(err))
-		}
-		if balance < e.Amount {
-			return store.ErrInsufficientFunds
-		}
-		if _, err := tx.Exec(ctx, `UPDATE permits SET spent = spent + $1 WHERE id = $2`, e.Amount, c.PermitID); err != nil {
-			return err
-		}
-		if err := moveBalance(ctx, tx, e, -e.Amount); err != nil {
+		if err := debitTx(ctx, tx, c, e); err != nil {
 			return err
 		}
 		return markCharged(ctx, tx, c)
 	})
+}
+
+// debitTx spends the permit and debits the wallet for a claimed record, in
+// tx; an amount of 0 does neither. The permit is locked and checked first,
+// then the debit entry written, then the wallet's balance updated on
+// condition (the one row every call of the wallet shares, last, so it is
+// held from its update to the commit only). The entry's foreign key has
+// already found the wallet, so an update that finds nothing is too little
+// balance.
+func debitTx(ctx context.Context, tx pgx.Tx, c store.ChargeRequest, e store.LedgerEntry) error {
+	if e.Amount == 0 {
+		return nil
+	}
+	var budget, spent, expires int64
+	err := tx.QueryRow(ctx, `SELECT budget, spent, expires_at FROM permits WHERE id = $1 FOR NO KEY UPDATE`, c.PermitID).
+		Scan(&budget, &spent, &expires)
+	if err != nil {
+		return fmt.Errorf("permit %q: %w", c.PermitID, classify(err))
+	}
+	if nanos(c.Now) >= expires {
+		return store.ErrPermitExpired
+	}
+	if budget-spent < e.Amount {
+		return store.ErrPermitExhausted
+	}
+	if _, err := tx.Exec(ctx, `UPDATE permits SET spent = spent + $1 WHERE id = $2`, e.Amount, c.PermitID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (id, wallet_id, kind, amount, record_key, receipt, tool, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.ID, e.WalletID, e.Kind, e.Amount, e.RecordKey, e.Receipt, e.Tool, nanos(e.At)); err != nil {
+		return fmt.Errorf("wallet %q: %w", e.WalletID, classify(err))
+	}
+	return execOne(ctx, tx, store.ErrInsufficientFunds,
+		`UPDATE wallets SET balance = balance - $1 WHERE id = $2 AND balance >= $1`, e.Amount, e.WalletID)
 }
 
 func markCharged(ctx context.Context, tx pgx.Tx, c store.ChargeRequest) error {

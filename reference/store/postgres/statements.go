@@ -43,56 +43,119 @@ func permitValues(p store.Permit) []any {
 	return []any{p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, nanos(p.ExpiresAt), p.Auto, p.RecordKey, nanos(p.CreatedAt)}
 }
 
-// reserveNew inserts a record and its permit in one statement, if no record
-// has its key; false (nothing written) if one does.
-func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.Permit) (bool, error) {
-	rv := recordValues(rec)
-	if permit == nil {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO records (`+recordCols+`) VALUES (`+placeholders(1, len(rv))+`)
-			ON CONFLICT (key) DO NOTHING`, rv...)
-		return tag.RowsAffected() == 1, err
-	}
-	pv := permitValues(*permit)
-	var n int
-	err := s.pool.QueryRow(ctx, `WITH rec AS (
-			INSERT INTO records (`+recordCols+`) VALUES (`+placeholders(1, len(rv))+`)
-			ON CONFLICT (key) DO NOTHING RETURNING key),
-		permit AS (
-			INSERT INTO permits (`+permitCols+`) SELECT `+placeholders(len(rv)+1, len(pv))+` FROM rec)
-		SELECT count(*) FROM rec`, append(rv, pv...)...).Scan(&n)
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
+// stmt is one statement's text built with its arguments, so a variant
+// names each argument by its position whatever the variant holds. The
+// variants are few (fence or not, which permit, free or not): pgx prepares
+// each text once per connection.
+type stmt struct {
+	text strings.Builder
+	args []any
 }
 
-// chargeSQL charges in one statement: the record is marked charged, then
-// the permit spent, then the wallet debited, each conditional on the step
-// before (so the rows are locked in the store's order, the wallet last),
-// each row written once. The debit entry names the wallet the debit hit:
-// when the permit or the wallet step found nothing to do (expired,
-// exhausted, too little balance, missing), its wallet_id is NULL and the
-// NOT NULL column fails the whole statement, which undoes the steps before.
-// No record to mark writes nothing and returns 0.
-const chargeSQL = `WITH mark AS (
-		UPDATE records SET charged = true, updated_at = $5
-		WHERE key = $1 AND owner = $2 AND state = '` + store.StateInProgress + `' AND NOT charged
-		RETURNING wallet_id),
-	spend AS (
-		UPDATE permits SET spent = spent + $6
-		WHERE id = $3 AND $5 < expires_at AND budget - spent >= $6 AND EXISTS (SELECT 1 FROM mark)
-		RETURNING id),
-	debit AS (
-		UPDATE wallets SET balance = balance - $6
-		WHERE id = coalesce(nullif($4::text, ''), (SELECT wallet_id FROM mark)) AND balance >= $6 AND EXISTS (SELECT 1 FROM spend)
-		RETURNING id),
-	entry AS (
-		INSERT INTO ledger_entries (id, wallet_id, kind, amount, record_key, receipt, tool, at)
-		SELECT $7, debit.id, '` + store.EntryDebit + `', $6, $8, $9, $10, $11 FROM mark LEFT JOIN debit ON true
-		RETURNING 1)
-	SELECT count(*) FROM entry`
+// arg adds an argument and returns its placeholder.
+func (q *stmt) arg(v any) string {
+	q.args = append(q.args, v)
+	return "$" + strconv.Itoa(len(q.args))
+}
 
-// charge tries Charge as one statement (chargeSQL); false when it wrote
+// list adds arguments and returns their placeholders, comma separated.
+func (q *stmt) list(vs []any) string {
+	from := len(q.args) + 1
+	q.args = append(q.args, vs...)
+	return placeholders(from, len(vs))
+}
+
+func (q *stmt) add(parts ...string) {
+	for _, p := range parts {
+		q.text.WriteString(p)
+	}
+}
+
+// debit adds the charge's money movement to a statement whose CTE from has
+// returned the claimed record (one row, or none when the claim found
+// nothing to do): the permit spent (unless spend is false: a permit minted
+// by the same statement is inserted spent), then the wallet debited, each
+// conditional on the step before, so rows are locked in the store's order.
+// The debit entry names the wallet the debit hit: when the permit or the
+// wallet step found nothing to do (expired, exhausted, too little balance,
+// missing), its wallet_id is NULL and the NOT NULL column fails the whole
+// statement (refused reports that error), which undoes the steps before.
+// wallet is an SQL expression for the wallet to debit.
+func (q *stmt) debit(from, wallet string, c store.ChargeRequest, e store.LedgerEntry, spend bool) {
+	amount := q.arg(e.Amount)
+	before := from
+	if spend {
+		q.add(`, spend AS (UPDATE permits SET spent = spent + `, amount, ` WHERE id = `, q.arg(c.PermitID), ` AND `, q.arg(nanos(c.Now)),
+			` < expires_at AND budget - spent >= `, amount, ` AND EXISTS (SELECT 1 FROM `, from, `) RETURNING id)`)
+		before = "spend"
+	}
+	q.add(`, debit AS (UPDATE wallets SET balance = balance - `, amount, ` WHERE id = `, wallet, ` AND balance >= `, amount,
+		` AND EXISTS (SELECT 1 FROM `, before, `) RETURNING id)`)
+	q.add(`, entry AS (INSERT INTO ledger_entries (id, wallet_id, kind, amount, record_key, receipt, tool, at) SELECT `,
+		q.arg(e.ID), `, debit.id, '`+store.EntryDebit+`', `, amount, `, `, q.arg(e.RecordKey), `, `, q.arg(e.Receipt), `, `,
+		q.arg(e.Tool), `, `, q.arg(nanos(e.At)), ` FROM `, from, ` LEFT JOIN debit ON true RETURNING 1)`)
+}
+
+// refused: the statement failed on the debit entry's NULL wallet_id, i.e.
+// a check of the charge did not hold; nothing was written.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "wallet_id" // not_null_violation
+}
+
+// reserveNew makes a reservation in one statement when its key is new: the
+// fence claim, the record, its permit, with a charge the permit's spend and
+// the debit, and with release the lock row's deletion. false, nothing
+// written, when the key has a record, the fence is lost or the charge is
+// refused: the transaction (Reserve) then decides, and names the refusal.
+// charge is nil or checked (For, entry); rec is already marked charged.
+func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
+	charge *store.ChargeRequest) (bool, error) {
+	q := &stmt{}
+	q.add(`WITH `)
+	guard := ""
+	var identity, owner, gen string
+	if fence != nil {
+		// A locking read, not the transaction form's no-op update: one
+		// statement may not both update the row and delete it (release).
+		identity, owner, gen = q.arg(fence.Identity), q.arg(fence.Owner), q.arg(fence.Fence)
+		q.add(`fence AS (SELECT 1 FROM locks WHERE identity = `, identity, ` AND owner = `, owner, ` AND fence = `, gen,
+			` FOR NO KEY UPDATE), `)
+		guard = ` WHERE EXISTS (SELECT 1 FROM fence)`
+	}
+	q.add(`rec AS (INSERT INTO records (`+recordCols+`) SELECT `, q.list(recordValues(rec)), guard,
+		` ON CONFLICT (key) DO NOTHING RETURNING key)`)
+	if fence != nil && release {
+		q.add(`, release AS (DELETE FROM locks WHERE identity = `, identity, ` AND owner = `, owner, ` AND fence = `, gen,
+			` AND EXISTS (SELECT 1 FROM rec))`)
+	}
+	spend := charge != nil && charge.Entry.Amount > 0
+	if permit != nil {
+		p := *permit
+		if spend {
+			// Inserted spent: a statement's parts do not see each other's
+			// rows, so the new permit cannot be updated by a part after.
+			if nanos(charge.Now) >= nanos(p.ExpiresAt) || p.Budget-p.Spent < charge.Entry.Amount {
+				return false, nil
+			}
+			p.Spent += charge.Entry.Amount
+		}
+		q.add(`, permit AS (INSERT INTO permits (`+permitCols+`) SELECT `, q.list(permitValues(p)), ` FROM rec)`)
+	}
+	if spend {
+		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
+	}
+	q.add(` SELECT count(*) FROM rec`)
+	var n int
+	err := s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	if refused(err) {
+		return false, nil
+	}
+	return n == 1, err
+}
+
+// charge tries Charge as one statement: the record is marked charged, then
+// the money moves (stmt.debit), each row written once. false when it wrote
 // nothing because a check failed, which the transaction (chargeTx) then
 // names. e is the checked entry.
 func (s *Store) charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error) {
@@ -105,11 +168,14 @@ func (s *Store) charge(ctx context.Context, c store.ChargeRequest, e store.Ledge
 		}
 		return err == nil, err
 	}
+	q := &stmt{}
+	q.add(`WITH mark AS (UPDATE records SET charged = true, updated_at = `, q.arg(now), ` WHERE key = `, q.arg(c.RecordKey),
+		` AND owner = `, q.arg(c.Owner), ` AND state = '`+store.StateInProgress+`' AND NOT charged RETURNING wallet_id)`)
+	q.debit("mark", `coalesce(nullif(`+q.arg(e.WalletID)+`::text, ''), (SELECT wallet_id FROM mark))`, c, e, true)
+	q.add(` SELECT count(*) FROM entry`)
 	var n int
-	err := s.pool.QueryRow(ctx, chargeSQL, c.RecordKey, c.Owner, c.PermitID, e.WalletID, now, e.Amount,
-		e.ID, e.RecordKey, e.Receipt, e.Tool, nanos(e.At)).Scan(&n)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "wallet_id" { // not_null_violation
+	err := s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	if refused(err) {
 		return false, nil
 	}
 	return n == 1, err

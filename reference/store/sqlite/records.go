@@ -168,6 +168,16 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 		p.RecordKey = rec.Key // so Abandon and a replacement find it
 		permit = &p
 	}
+	var charge store.ChargeRequest
+	var debitEntry store.LedgerEntry
+	if r.Charge != nil {
+		charge = r.Charge.For(rec)
+		rec = charge.Charged(rec)
+		var err error
+		if debitEntry, err = entry(charge.Entry, store.EntryDebit); err != nil {
+			return store.Record{}, false, wrap("reserve record: charge", err)
+		}
+	}
 	var out store.Record
 	var created bool
 	write := s.write
@@ -210,6 +220,19 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 				return fmt.Errorf("permit: %w", err)
 			}
 		}
+		if r.Charge != nil {
+			// The record went in charged: a refusal here fails the write,
+			// which takes the record and its permit back out.
+			if err := debit(ctx, tx, charge, debitEntry); err != nil {
+				return fmt.Errorf("charge: %w", err)
+			}
+		}
+		if f := r.Fence; f != nil && r.Release {
+			// The claim above holds the row: this deletes it.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE identity = ? AND owner = ?`, f.Identity, f.Owner); err != nil {
+				return fmt.Errorf("release lock: %w", err)
+			}
+		}
 		out, created = rec, true
 		return nil
 	})
@@ -222,14 +245,7 @@ func (s *Store) Reserve(ctx context.Context, r store.ReserveRequest) (store.Reco
 // Charge debits the wallet and spends the permit for a record its caller
 // still owns, in one transaction.
 func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
-	e := c.Entry
-	if e.RecordKey == "" {
-		e.RecordKey = c.RecordKey
-	}
-	if e.At.IsZero() {
-		e.At = c.Now
-	}
-	e, err := entry(e, store.EntryDebit)
+	e, err := entry(c.Debit(), store.EntryDebit)
 	if err != nil {
 		return wrap("charge", err)
 	}
@@ -249,31 +265,36 @@ func (s *Store) Charge(ctx context.Context, c store.ChargeRequest) error {
 		if e.WalletID == "" {
 			e.WalletID = wallet
 		}
-		if e.Amount == 0 {
-			return nil
-		}
-		// Conditional updates, each read back only when it finds nothing to
-		// update (to say why): the permit's life and budget, then the
-		// balance. A refusal rolls back the transaction, the permit's spend
-		// with it.
-		res, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ?1
-			WHERE id = ?2 AND expires_at > ?3 AND budget - spent >= ?1`, e.Amount, c.PermitID, nanos(c.Now))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return cmp.Or(err, permitRefusal(ctx, tx, c.PermitID, c.Now))
-		}
-		res, err = tx.ExecContext(ctx, `UPDATE wallets SET balance = balance - ?1 WHERE id = ?2 AND balance >= ?1`, e.Amount, e.WalletID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return cmp.Or(err, walletRefusal(ctx, tx, e.WalletID))
-		}
-		return insertEntry(ctx, tx, e)
+		return debit(ctx, tx, c, e)
 	})
 	return wrap("charge", err)
+}
+
+// debit spends the permit and debits the wallet for a claimed record; an
+// amount of 0 does neither. Conditional updates, each read back only when it
+// finds nothing to update (to say why): the permit's life and budget, then
+// the balance. A refusal is an error, so the transaction (or the batch's
+// savepoint) undoes the claim and the permit's spend with it.
+func debit(ctx context.Context, tx conn, c store.ChargeRequest, e store.LedgerEntry) error {
+	if e.Amount == 0 {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE permits SET spent = spent + ?1
+		WHERE id = ?2 AND expires_at > ?3 AND budget - spent >= ?1`, e.Amount, c.PermitID, nanos(c.Now))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, permitRefusal(ctx, tx, c.PermitID, c.Now))
+	}
+	res, err = tx.ExecContext(ctx, `UPDATE wallets SET balance = balance - ?1 WHERE id = ?2 AND balance >= ?1`, e.Amount, e.WalletID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, walletRefusal(ctx, tx, e.WalletID))
+	}
+	return insertEntry(ctx, tx, e)
 }
 
 // permitRefusal says why a permit could not be spent.

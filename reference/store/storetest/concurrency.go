@@ -79,14 +79,7 @@ func testConcurrentCharges(t *testing.T, s store.Store) {
 	if ok != affordable || refused != n-affordable {
 		t.Errorf("charges: %d ok, %d refused; want %d, %d", ok, refused, affordable, n-affordable)
 	}
-	if b := balance(t, s, fx.wallet.ID); b != 0 {
-		t.Errorf("balance = %d, want 0", b)
-	}
-	ledger, err := s.Ledger(ctx(t), fx.wallet.ID)
-	must(t, err)
-	if len(ledger) != affordable {
-		t.Errorf("ledger has %d debits, want %d", len(ledger), affordable)
-	}
+	wantDrained(t, s, fx, affordable)
 }
 
 // testConcurrentTwins: one key reserved at once by several callers has one

@@ -54,6 +54,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"takeover during claim is busy", false, testTakeoverDuringClaim},
 		{"records by identity", false, testRecordsByIdentity},
 		{"charge", false, testCharge},
+		{"reserve charged", false, testReserveCharged},
+		{"reserve releases the lock", false, testReserveRelease},
 		{"finish", false, testFinish},
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
@@ -62,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent credits", false, testConcurrentCredits},
 		{"concurrent charges", false, testConcurrentCharges},
 		{"concurrent first calls", false, testConcurrentFirstCalls},
+		{"concurrent charged reservations", false, testConcurrentChargedReserves},
 		{"concurrent twins", false, testConcurrentTwins},
 		{"concurrent acquire", false, testConcurrentAcquire},
 	}
