@@ -54,6 +54,7 @@ func publish(dir string, files []outFile) (err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
+	removeLeftovers(parent, base, time.Now())
 	fresh, err := os.MkdirTemp(parent, "."+base+".new-")
 	if err != nil {
 		return err
@@ -99,6 +100,23 @@ func publish(dir string, files []outFile) (err error) {
 		os.RemoveAll(old)
 	}
 	return nil
+}
+
+// leftoverAge is how old a hidden sibling of the report directory must be
+// before publish deletes it: far longer than any publish takes, so only a
+// killed run's debris goes, never another run's directory being written.
+const leftoverAge = 10 * time.Minute
+
+// removeLeftovers deletes what killed runs left beside dir: the hidden
+// ".base.new-*" directories (and their ".old" halves) that publish renames
+// and removes when it is not interrupted.
+func removeLeftovers(parent, base string, now time.Time) {
+	matches, _ := filepath.Glob(filepath.Join(parent, "."+base+".new-*"))
+	for _, m := range matches {
+		if fi, err := os.Lstat(m); err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > leftoverAge {
+			os.RemoveAll(m)
+		}
+	}
 }
 
 // WriteFileAtomic writes name so that a reader, or a run killed meanwhile,

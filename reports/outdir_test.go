@@ -191,3 +191,33 @@ func mustReadDir(t *testing.T, dir string) []os.DirEntry {
 	}
 	return es
 }
+
+// A killed run's hidden directories are deleted once they are old enough
+// that no publish can still be writing them; a fresh one (another run's,
+// mid-publish) and anything not named as publish names them stay.
+func TestLeftoversRemoved(t *testing.T) {
+	parent := t.TempDir()
+	now := time.Now()
+	mk := func(name string, age time.Duration) {
+		p := filepath.Join(parent, name)
+		if err := os.MkdirAll(filepath.Join(p, "evidence"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(".out.new-111", time.Hour)
+	mk(".out.new-222.old", time.Hour)
+	mk(".out.new-333", time.Second)
+	mk(".other.new-444", time.Hour)
+	mk("out", time.Hour)
+	removeLeftovers(parent, "out", now)
+	var got []string
+	for _, e := range mustReadDir(t, parent) {
+		got = append(got, e.Name())
+	}
+	if want := []string{".other.new-444", ".out.new-333", "out"}; !slices.Equal(got, want) {
+		t.Errorf("after removeLeftovers %s holds %q, want %q", parent, got, want)
+	}
+}
