@@ -162,6 +162,16 @@ var Catchers = map[string][]Check{
 	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 	"key-scope-billing": at(oneDebit, "scope-03"),
+	// The adversarial review of issue 10.
+	"rounds-replay-reruns":  at(`the last answer of "A" replays its second answer`, "rounds-01"),
+	"rounds-store-question": at(`the last answer of "A" replays its second answer`, "rounds-01"),
+	"replay-drops-structured": join(
+		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01"),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-03"),
+	),
+	"capability-refusal-kept": at(`the wallet balance changed by 0`, "refuse-13"),
+	"capability-refund-twice": at(`the wallet balance changed by 0`, "refuse-13"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -186,4 +196,6 @@ var Collateral = map[string][]string{
 	// The workload outlasts the 300 ms on a slower store: the bank
 	// invariant then reads some late debits itself.
 	"late-debit": {"ledger-02"},
+	// Twins whose duplicates were all answered in progress saw no replay.
+	"replay-drops-structured": {"twins-01", "twins-02", "twins-04"},
 }

@@ -21,21 +21,26 @@ import (
 // state. The rounds are one operation: charged once, for the round that
 // finishes, whose result a retry replays.
 func registerRounds(sc *godog.ScenarioContext) {
-	sc.Step(`^an upstream multi-round tool "([^"]*)" priced (\d+) credits?$`, aMultiRoundTool)
+	sc.Step(`^an upstream multi-round tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
+		return aProbeTool(ctx, alias, price, probe.ToolAsk, "a multi-round upstream tool")
+	})
+	sc.Step(`^an upstream tool "([^"]*)" that needs the client to declare sampling, priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
+		return aProbeTool(ctx, alias, price, probe.ToolSample, "an upstream tool needing sampling")
+	})
 	sc.Step(`^the last answer of "([^"]*)" asks for input$`, asksForInput)
 	sc.Step(`^"([^"]*)" answers the input its last answer asked for$`, answersInput)
 }
 
-// aMultiRoundTool registers a tool forwarding to the probe's multi-round
-// tool; only a control API can route one there.
-func aMultiRoundTool(ctx context.Context, alias string, price int64) error {
+// aProbeTool registers a tool forwarding to one of the probe's tools; only
+// a control API can route one there.
+func aProbeTool(ctx context.Context, alias string, price int64, tool, what string) error {
 	w := getWorld(ctx)
 	if !w.env.fixtures() {
-		return w.cannot(reports.CapFixtures, fmt.Sprintf("a multi-round upstream tool %q routed to the probe's %s", alias, probe.ToolAsk))
+		return w.cannot(reports.CapFixtures, fmt.Sprintf("%s %q routed to the probe's %s", what, alias, tool))
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
 	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: price,
-		UpstreamURL: w.env.Probe.URL(), UpstreamTool: probe.ToolAsk}); err != nil {
+		UpstreamURL: w.env.Probe.URL(), UpstreamTool: tool}); err != nil {
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
 	w.tools[alias], w.prices[alias] = name, price

@@ -47,6 +47,12 @@ const (
 	ForeignContent           = "foreign-content"
 	KeyScopeBilling          = "key-scope-billing"
 	ParseError500            = "parse-error-500"
+	// The adversarial review of issue 10.
+	RoundsReplayReruns    = "rounds-replay-reruns"
+	RoundsStoreQuestion   = "rounds-store-question"
+	CapabilityRefusalKept = "capability-refusal-kept"
+	CapabilityRefundTwice = "capability-refund-twice"
+	ReplayDropsStructured = "replay-drops-structured"
 )
 
 // Bug describes one switch.
@@ -98,6 +104,11 @@ var All = []Bug{
 	{Name: ParseError500, Layer: "wire", Description: "malformed JSON is answered with the parse_error refusal but HTTP 500, which the requirement rules out: a client or proxy reads a 500 as the gateway failing, not the request"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
+	{Name: RoundsReplayReruns, Description: "a later round of a multi-round call (one carrying inputResponses) is taken for new work and run under a record of its own: a retry of the finished round dispatches and charges again instead of replaying"},
+	{Name: RoundsStoreQuestion, Description: "the finished round of a multi-round call is answered with its result, but the outcome stored is the earlier round's input-required result: a retry replays the question, not the result it paid for"},
+	{Name: CapabilityRefusalKept, Description: "an upstream's -32021 refusal (a client capability the caller did not declare) is relayed but its debit is kept: the caller pays for a call that never ran"},
+	{Name: CapabilityRefundTwice, Description: "an upstream's -32021 refusal is refunded twice over (a refund of twice the debit): the caller is credited the price for a call that never ran"},
+	{Name: ReplayDropsStructured, Description: "a replay serves the stored result without its structuredContent: the retry gets less than the call it paid for"},
 }
 
 // Set is the switches a gateway runs with.

@@ -159,6 +159,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if err != nil {
 		return CallResponse{}, err
 	}
+	if g.bugs.On(bugs.RoundsReplayReruns) {
+		p = g.roundAsNewWork(ctx, c, p) // BUG rounds-replay-reruns
+	}
 	if p.permitExpired != nil {
 		// No new work under an expired permit; work it already did (or is
 		// doing) is answered as any retry of it is.
@@ -525,6 +528,9 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 			return CallResponse{}, fmt.Errorf("gateway: replay receipt: %w", err)
 		}
 	}
+	if g.bugs.On(bugs.ReplayDropsStructured) {
+		body = withoutMember(body, "structuredContent") // BUG replay-drops-structured
+	}
 	g.log.Info("tools/call replayed", "tool", rec.Tool, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", rec.Receipt)
 	return CallResponse{Result: body}, nil
 }
@@ -762,8 +768,12 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 		g.logDispatch(ctx, rec, d)
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
+	stored := body
+	if g.bugs.On(bugs.RoundsStoreQuestion) {
+		stored = g.storedQuestion(rec, receipt, charged, body) // BUG rounds-store-question
+	}
 	err = g.durable(ctx, func(ctx context.Context) error {
-		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
+		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: stored,
 			Dispatch: &d, Now: g.clock.Now()})
 	})
 	if err != nil {
@@ -796,9 +806,13 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record) (Call
 func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, cause error) error {
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
-	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
+	refund := charged
+	if capabilityRefusal(cause) {
+		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice
+	}
+	if refund > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
 		o.Refund = &store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryRefund,
-			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+			Amount: refund, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
 		g.log.Error("refund after a pre-dispatch failure", "record", rec.Key, "err", err)
