@@ -170,8 +170,10 @@ var Catchers = map[string][]Check{
 		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
 		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-03"),
 	),
-	"capability-refusal-kept": at(`the wallet balance changed by 0`, "refuse-13"),
-	"capability-refund-twice": at(`the wallet balance changed by 0`, "refuse-13"),
+	"capability-refusal-kept":   at(`the wallet balance changed by 0`, "refuse-13"),
+	"capability-refund-twice":   at(`the wallet balance changed by 0`, "refuse-13"),
+	"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
+	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

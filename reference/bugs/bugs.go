@@ -48,11 +48,13 @@ const (
 	KeyScopeBilling          = "key-scope-billing"
 	ParseError500            = "parse-error-500"
 	// The adversarial review of issue 10.
-	RoundsReplayReruns    = "rounds-replay-reruns"
-	RoundsStoreQuestion   = "rounds-store-question"
-	CapabilityRefusalKept = "capability-refusal-kept"
-	CapabilityRefundTwice = "capability-refund-twice"
-	ReplayDropsStructured = "replay-drops-structured"
+	RoundsReplayReruns      = "rounds-replay-reruns"
+	RoundsStoreQuestion     = "rounds-store-question"
+	CapabilityRefusalKept   = "capability-refusal-kept"
+	CapabilityRefundTwice   = "capability-refund-twice"
+	ReplayDropsStructured   = "replay-drops-structured"
+	ReplayResultTypeMissing = "replay-resulttype-missing"
+	ResultTypeEverywhere    = "resulttype-everywhere"
 )
 
 // Bug describes one switch.
@@ -109,6 +111,8 @@ var All = []Bug{
 	{Name: CapabilityRefusalKept, Description: "an upstream's -32021 refusal (a client capability the caller did not declare) is relayed but its debit is kept: the caller pays for a call that never ran"},
 	{Name: CapabilityRefundTwice, Description: "an upstream's -32021 refusal is refunded twice over (a refund of twice the debit): the caller is credited the price for a call that never ran"},
 	{Name: ReplayDropsStructured, Description: "a replay serves the stored result without its structuredContent: the retry gets less than the call it paid for"},
+	{Name: ReplayResultTypeMissing, Layer: "wire", Description: "a replay on 2026-07-28 is written as the outcome was stored, without the resultType that revision's schema requires (first calls carry it): a stock 2026-07-28 client rejects the answer to its retry"},
+	{Name: ResultTypeEverywhere, Layer: "wire", Description: "every tools/call result carries resultType \"complete\", on 2025-11-25 too, whose schema does not define it: the 2026-07-28 form written on the wire that has no such member"},
 }
 
 // Set is the switches a gateway runs with.
