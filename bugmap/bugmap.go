@@ -174,6 +174,7 @@ var Catchers = map[string][]Check{
 	"capability-refund-twice":   at(`the wallet balance changed by 0`, "refuse-13"),
 	"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
 	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
+	"rounds-to-legacy-client":   at(`"A" is refused with retryable "dispatch_failed"`, "rounds-02"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
