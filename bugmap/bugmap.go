@@ -175,6 +175,7 @@ var Catchers = map[string][]Check{
 	"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
 	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 	"rounds-to-legacy-client":   at(`"A" is refused with retryable "dispatch_failed"`, "rounds-02"),
+	"rounds-fingerprinted":      at(`the last answer of "A" replays its second answer`, "rounds-03"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

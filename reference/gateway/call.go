@@ -116,6 +116,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	}
 	sum := sha256.Sum256(canon)
 	c.canon, c.fp = canon, hex.EncodeToString(sum[:])
+	if g.bugs.On(bugs.RoundsFingerprinted) {
+		c.fp = roundFingerprint(ctx, c.fp) // BUG rounds-fingerprinted
+	}
 
 	// Step 1: the tool. A removed or unknown tool is not answered
 	// unknown_tool at once: a client retrying a call whose response it lost

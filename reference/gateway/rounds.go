@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 
@@ -107,4 +109,20 @@ func (g *Gateway) capabilityRefund(charged int64) int64 {
 		return 2 * charged
 	}
 	return charged
+}
+
+// roundFingerprint is the rounds-fingerprinted bug: a later round's
+// answers and state are hashed into the fingerprint, as if they were
+// arguments.
+func roundFingerprint(ctx context.Context, fp string) string {
+	r := relay.RoundFrom(ctx)
+	if r == nil {
+		return fp
+	}
+	answers, err := json.Marshal(r.InputResponses)
+	if err != nil {
+		return fp
+	}
+	sum := sha256.Sum256(append(append([]byte(fp), answers...), r.RequestState...))
+	return hex.EncodeToString(sum[:])
 }

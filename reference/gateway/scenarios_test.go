@@ -334,7 +334,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "a multi-round call is charged once; a round that asked for input is refunded",
-		catches: []string{bugs.RoundsCharged, bugs.RoundsReplayReruns, bugs.RoundsStoreQuestion, bugs.ReplayDropsStructured},
+		catches: []string{bugs.RoundsCharged, bugs.RoundsReplayReruns, bugs.RoundsStoreQuestion, bugs.ReplayDropsStructured, bugs.RoundsFingerprinted},
 		run: func(e *env) error {
 			e.disp.asks = 1
 			asked, err := e.call(req{key: "rounds-1"})
@@ -354,13 +354,19 @@ var scenarios = []scenario{
 			if err != nil {
 				return err
 			}
+			// The first round sent again (no answers) is the same operation.
+			firstAgain, err := ok(run(e.call(req{key: "rounds-1"})))
+			if err != nil {
+				return fmt.Errorf("the first round sent again: %w", err)
+			}
 			_, finalRes, _ := receiptOf(final)
 			_, againRes, _ := receiptOf(retry)
 			l := e.ledger()
 			n, derr := e.dispatches(e.write)
 			return first(derr, want("net charge of the call", l.net(), -price), want("final round replayed", done.Replayed, false),
 				want("retry replayed", again.Replayed, true), want("retry receipt", again.ID, done.ID), want("dispatches", n, 1),
-				want("retry's structuredContent", string(againRes.StructuredContent), string(finalRes.StructuredContent)))
+				want("retry's structuredContent", string(againRes.StructuredContent), string(finalRes.StructuredContent)),
+				want("the first round's receipt, sent again", firstAgain.ID, done.ID))
 		},
 	},
 	{
