@@ -31,60 +31,75 @@ func heldUpstream(t *testing.T) (url string, arrived <-chan struct{}, release ch
 	return srv.URL, in, release
 }
 
-// TestRelayStaysWithItsCaller: two 2025-11-25 sessions call the same
-// upstream tool at once; each gets the progress and log messages of its own
-// call, under its own token, and none of the other's. A relay that sent an
-// upstream's messages to the wrong session (the last caller's, say) leaves
-// one client without its own and fails here.
+// TestRelayStaysWithItsCaller: three calls of the same upstream tool are
+// in flight at once, two on one 2025-11-25 session and one on another; each
+// session gets the progress and log messages of its own calls, each
+// progress under its own call's token, and nothing of the other session's.
+// A relay that sent an upstream's messages to the wrong session (the last
+// caller's, say), or under the wrong call's token (the session's latest),
+// fails here.
 func TestRelayStaysWithItsCaller(t *testing.T) {
 	url, arrived, release := heldUpstream(t)
 	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
 		Fixtures: writeFixtures(t, `{"name": "acme.report", "upstream_url": "`+url+`", "upstream_tool": "report", "price": 1}`)})
 
-	type caller struct {
+	type session struct {
 		name     string
+		tokens   []string // of its calls
 		cs       *mcp.ClientSession
 		progress chan string // progress tokens received
 		logs     chan string // log messages' data received
-		done     chan error
 	}
-	callers := []*caller{{name: "a"}, {name: "b"}}
-	for _, c := range callers {
-		c.progress, c.logs, c.done = make(chan string, 8), make(chan string, 8), make(chan error, 1)
-		c.cs = connectClient(t, g, "2025-11-25", &mcp.ClientOptions{
+	sessions := []*session{{name: "a", tokens: []string{"a-1", "a-2"}}, {name: "b", tokens: []string{"b-1"}}}
+	for _, s := range sessions {
+		s.progress, s.logs = make(chan string, 8), make(chan string, 8)
+		s.cs = connectClient(t, g, "2025-11-25", &mcp.ClientOptions{
 			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-				c.progress <- fmt.Sprint(r.Params.ProgressToken)
+				s.progress <- fmt.Sprint(r.Params.ProgressToken)
 			},
-			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { c.logs <- fmt.Sprint(r.Params.Data) },
+			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { s.logs <- fmt.Sprint(r.Params.Data) },
 		})
-		if err := c.cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		if err := s.cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range callers {
-		params := &mcp.CallToolParams{Name: "acme.report", Arguments: map[string]any{}, Meta: mcp.Meta{"idempotencyKey": "report-" + c.name}}
-		params.SetProgressToken("token-" + c.name)
-		go func() {
-			_, err := c.cs.CallTool(t.Context(), params)
-			c.done <- err
-		}()
-	}
-	// Both calls are at the upstream before either is answered.
-	recv(t, arrived, "the first call at the upstream")
-	recv(t, arrived, "the second call at the upstream")
-	close(release)
-	for _, c := range callers {
-		if err := recv(t, c.done, "the answer of "+c.name); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+	done := make(chan error, 3)
+	calls := 0
+	for _, s := range sessions {
+		for _, tok := range s.tokens {
+			params := &mcp.CallToolParams{Name: "acme.report", Arguments: map[string]any{}, Meta: mcp.Meta{"idempotencyKey": "report-" + tok}}
+			params.SetProgressToken(tok)
+			calls++
+			go func() {
+				_, err := s.cs.CallTool(t.Context(), params)
+				done <- err
+			}()
 		}
 	}
-	for _, c := range callers {
-		own := "token-" + c.name
-		for what, ch := range map[string]chan string{"progress token": c.progress, "log message": c.logs} {
-			// Read until the caller's own message: anything before it is
-			// another call's, sent to the wrong session.
-			for got := recv(t, ch, fmt.Sprintf("%s %s for %s", what, own, c.name)); got != own; got = recv(t, ch, what+" "+own) {
-				t.Errorf("%s got the %s %q of another caller's call", c.name, what, got)
+	// Every call is at the upstream before any is answered.
+	for i := range calls {
+		recv(t, arrived, fmt.Sprintf("call %d of %d at the upstream", i+1, calls))
+	}
+	close(release)
+	for range calls {
+		if err := recv(t, done, "a call's answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range sessions {
+		for what, ch := range map[string]chan string{"progress token": s.progress, "log message": s.logs} {
+			// Read until each of the session's own calls was heard from once:
+			// anything else is another call's, or a duplicate.
+			want := map[string]bool{}
+			for _, tok := range s.tokens {
+				want[tok] = true
+			}
+			for len(want) > 0 {
+				got := recv(t, ch, fmt.Sprintf("the %s of each of %v on session %s", what, s.tokens, s.name))
+				if !want[got] {
+					t.Fatalf("session %s got the %s %q, not one of its calls' outstanding %v", s.name, what, got, want)
+				}
+				delete(want, got)
 			}
 		}
 	}
