@@ -87,17 +87,17 @@ var Catchers = map[string][]Check{
 	"lock-timeout-internal": at(`"B" is refused with retryable "idempotency_in_progress"`, "lock-04"),
 	"replay-debits": join(
 		at(oneDebit, "cancel-01", "cancel-02", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"),
-		at(`the wallet balance changed by -3`, "ledger-01", "rounds-01"),
+		at(`the wallet balance changed by -3`, "ledger-01", "rounds-01", "rounds-03"),
 	),
 	"refund-missing": join(
-		at(`the wallet balance changed by 0`, "ledger-01"),
+		at(`the wallet balance changed by 0`, "ledger-01", "refuse-13", "rounds-02"),
 		at(`the ledger has 1 debit and 1 refund`, "lost-07"),
 	),
 	"window-ignores-ttl":          at(`the probe saw "$op1" dispatched 2 times`, "retry-05"),
 	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
 	"takeover-charged":            at(dispatchedOnce, "lost-04", "window-04"),
 	"no-idempotency": join(
-		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "rounds-01", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "rounds-01", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
 		at(`"A" is refused with retryable "idempotency_in_progress"`, "lost-05"),
 		at(`"alice" is refused with "principal_denied"`, "iga-03"),
@@ -105,6 +105,7 @@ var Catchers = map[string][]Check{
 		at(`every dispatched operation was charged exactly once`, "ledger-02"),
 		at(neverDispatched, "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12"),
 		at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
+		at(`the last answer of "A" replays its second answer`, "rounds-03"),
 	),
 	"key-scope-tool":   at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
 	"key-scope-apikey": at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
@@ -124,15 +125,16 @@ var Catchers = map[string][]Check{
 		at(`"A" lost the connection without an answer`, "retry-08"),
 		at(oneDebit, "lost-06", "scope-03", "window-03", "window-04"),
 		at(`the ledger has 1 debit and 1 refund`, "lost-07"),
-		at(`the wallet balance changed by -3`, "rounds-01"),
+		at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
+		at(`the ledger has 2 debits and 2 refunds`, "refuse-13"),
 	),
 	"refusal-fee": at(`the ledger has 0 debits and 0 refunds`, "refuse-05"),
 	"fresh-receipt-on-replay": join(
-		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01"),
+		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01", "rounds-03"),
 		at(`every operation of the workload got one outcome`, "ledger-02"),
 		at(`the last answer of "A" carries the receipt the ledger debited`, "lost-01", "lost-02", "lost-03", "retry-08"),
 		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
-		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "window-01", "window-03"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
 	),
 	// Issue 13's reference gateway bugs.
 	// The takeover starts work the removed tool cannot do: the retry is
@@ -143,7 +145,7 @@ var Catchers = map[string][]Check{
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06"),
 	// Issue 10's multi-round calls.
-	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01"),
+	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 	"key-reuse-replays": join(
 		at(`every operation of the workload got one outcome`, "ledger-02"),
 		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
@@ -155,13 +157,27 @@ var Catchers = map[string][]Check{
 			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "scope-03", "twins-01", "twins-02", "twins-03", "twins-04",
 			"window-01", "window-02", "window-03", "window-04"),
 		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-05"),
-		at(`the wallet balance changed by -3`, "ledger-01", "retry-01", "rounds-01"),
+		at(`the wallet balance changed by -3`, "ledger-01", "retry-01", "rounds-01", "rounds-03"),
 		at(`the wallet balance changed by -6`, "retry-04"),
 	),
 	"removed-tool-runs": at(neverDispatched, "lost-07"),
 	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 	"key-scope-billing": at(oneDebit, "scope-03"),
+	// The adversarial review of issue 10.
+	"rounds-replay-reruns":  at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
+	"rounds-store-question": at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
+	"replay-drops-structured": join(
+		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01", "rounds-03"),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
+	),
+	"capability-refusal-kept":   at(`the wallet balance changed by 0`, "refuse-13"),
+	"capability-refund-twice":   at(`the wallet balance changed by 0`, "refuse-13"),
+	"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
+	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
+	"rounds-to-legacy-client":   at(`"A" is refused with retryable "dispatch_failed"`, "rounds-02"),
+	"rounds-fingerprinted":      at(`the last answer of "A" replays its second answer`, "rounds-03"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -178,12 +194,15 @@ var Collateral = map[string][]string{
 	// the bug's path: they fail, but at that pause, not at the harm; the
 	// first round of rounds-01 is answered before it can ask for input.
 	// lost-07's failure before dispatch is neither charged nor refunded on
-	// the bug's path, so its ledger check fails, not at the bug's harm.
-	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "lost-07", "rounds-01", "twins-01", "ledger-02"},
+	// the bug's path, so its ledger check fails, not at the bug's harm; so
+	// do refuse-13's and rounds-02's, and rounds-03's first round.
+	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "lost-07", "rounds-01", "twins-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
 	// Twins whose duplicates were all answered in progress saw no replay.
 	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
 	// The workload outlasts the 300 ms on a slower store: the bank
 	// invariant then reads some late debits itself.
 	"late-debit": {"ledger-02"},
+	// Twins whose duplicates were all answered in progress saw no replay.
+	"replay-drops-structured": {"twins-01", "twins-02", "twins-04"},
 }

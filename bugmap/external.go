@@ -18,7 +18,7 @@ const (
 var External = map[string]map[string][]Check{
 	ModeWire: {
 		"no-idempotency": join(
-			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02"),
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "twins-01", "twins-02"),
 			at(`no operation was dispatched twice`, "ledger-02"),
 			at(neverDispatched, "refuse-02", "refuse-03"),
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
@@ -35,12 +35,16 @@ var External = map[string]map[string][]Check{
 		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
 		"fresh-receipt-on-replay": join(
 			at(`every operation of the workload got one outcome`, "ledger-02"),
-			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07"),
+			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
 		),
 		"key-reuse-replays": join(
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		),
+		// The adversarial review of issue 10.
+		"replay-drops-structured":   at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
+		"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
+		"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's.
@@ -49,7 +53,7 @@ var External = map[string]map[string][]Check{
 	},
 	ModeWireRefuse: {
 		"no-idempotency": join(
-			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-06", "retry-07", "twins-01"),
+			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-06", "retry-07", "retry-09", "retry-10", "twins-01"),
 			at(`no operation was dispatched twice`, "ledger-02"),
 			at(neverDispatched, "refuse-02", "refuse-03", "refuse-10"),
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
@@ -65,5 +69,6 @@ var ExternalCollateral = map[string]map[string][]string{
 		"random-unkeyed-key": {"ledger-02"},
 		// Twins whose duplicates were all answered in progress saw no replay.
 		"fresh-receipt-on-replay": {"twins-01", "twins-02"},
+		"replay-drops-structured": {"twins-01", "twins-02"},
 	},
 }

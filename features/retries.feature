@@ -79,6 +79,7 @@ Feature: Retries of tools/call are one operation
     Then "A" gets a result
     When "A" retries its last call with a new JSON-RPC id
     Then the last answer of "A" replays its first answer
+    And the last answer of "A" is a final result as its protocol version writes one
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
@@ -106,3 +107,27 @@ Feature: Retries of tools/call are one operation
     And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @must @needs-upstream
+  Scenario Outline: A replay on the other wire than its first call is valid on the wire it is replayed on
+    Requirement: Every tools/call answer, first call and replay, carries what its protocol version's schema requires (resultType "complete" on 2026-07-28, no resultType on 2025-11-25); an outcome stored by a call on one version and replayed on the other is valid for the version it is replayed on.
+    Source: MCP specification 2026-07-28 (CallToolResult resultType) and 2025-11-25 (CallToolResult); docs/wire.md (Results); issue 10 (Results valid on both wires)
+    Given "A" speaks protocol <first>
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    And the last answer of "A" is a final result as its protocol version writes one
+    Given "A" speaks protocol <then>
+    When "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its first answer
+    And the last answer of "A" is a final result as its protocol version writes one
+    And the probe saw "$op1" dispatched 1 time
+
+    @retry-09
+    Examples: session, then stateless
+      | first      | then       |
+      | 2025-11-25 | 2026-07-28 |
+
+    @retry-10
+    Examples: stateless, then session
+      | first      | then       |
+      | 2026-07-28 | 2025-11-25 |

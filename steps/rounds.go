@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -21,21 +22,27 @@ import (
 // state. The rounds are one operation: charged once, for the round that
 // finishes, whose result a retry replays.
 func registerRounds(sc *godog.ScenarioContext) {
-	sc.Step(`^an upstream multi-round tool "([^"]*)" priced (\d+) credits?$`, aMultiRoundTool)
+	sc.Step(`^an upstream multi-round tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
+		return aProbeTool(ctx, alias, price, probe.ToolAsk, "a multi-round upstream tool")
+	})
+	sc.Step(`^an upstream tool "([^"]*)" that needs the client to declare sampling, priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
+		return aProbeTool(ctx, alias, price, probe.ToolSample, "an upstream tool needing sampling")
+	})
 	sc.Step(`^the last answer of "([^"]*)" asks for input$`, asksForInput)
+	sc.Step(`^the last answer of "([^"]*)" is a final result as its protocol version writes one$`, finalResultOfItsVersion)
 	sc.Step(`^"([^"]*)" answers the input its last answer asked for$`, answersInput)
 }
 
-// aMultiRoundTool registers a tool forwarding to the probe's multi-round
-// tool; only a control API can route one there.
-func aMultiRoundTool(ctx context.Context, alias string, price int64) error {
+// aProbeTool registers a tool forwarding to one of the probe's tools; only
+// a control API can route one there.
+func aProbeTool(ctx context.Context, alias string, price int64, tool, what string) error {
 	w := getWorld(ctx)
 	if !w.env.fixtures() {
-		return w.cannot(reports.CapFixtures, fmt.Sprintf("a multi-round upstream tool %q routed to the probe's %s", alias, probe.ToolAsk))
+		return w.cannot(reports.CapFixtures, fmt.Sprintf("%s %q routed to the probe's %s", what, alias, tool))
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
 	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: price,
-		UpstreamURL: w.env.Probe.URL(), UpstreamTool: probe.ToolAsk}); err != nil {
+		UpstreamURL: w.env.Probe.URL(), UpstreamTool: tool}); err != nil {
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
 	w.tools[alias], w.prices[alias] = name, price
@@ -111,4 +118,36 @@ func answersInput(ctx context.Context, who string) error {
 	}
 	c.answers = append(c.answers, got)
 	return nil
+}
+
+// finalResultOfItsVersion checks the last answer is a final tools/call
+// result in the form of the protocol version the client speaks now:
+// 2026-07-28's schema requires resultType "complete" of a final result,
+// 2025-11-25's has no such member. A replay is checked as a first answer
+// is, whichever wire produced the stored outcome.
+func finalResultOfItsVersion(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	version := w.clientFor(who).wire.Version()
+	step := fmt.Sprintf("the last answer of %s is a final result as %s writes one", who, version)
+	if !a.IsResult() {
+		return w.check(step, reports.CapWire, false, "a result", w.describe(a))
+	}
+	rt := a.ResultField("resultType")
+	if version >= wire.V20260728 {
+		return w.check(step, reports.CapWire, string(rt) == `"complete"`,
+			`a result with resultType "complete"`, fmt.Sprintf("a result with resultType %s", orAbsent(rt)))
+	}
+	return w.check(step, reports.CapWire, rt == nil, "a result without resultType, which "+version+" does not define",
+		fmt.Sprintf("a result with resultType %s", orAbsent(rt)))
+}
+
+func orAbsent(raw json.RawMessage) string {
+	if raw == nil {
+		return "(absent)"
+	}
+	return string(raw)
 }

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reports"
@@ -38,6 +39,11 @@ const (
 	// elicitation) and counts nothing; the round that brings the
 	// confirmation and the state counts the dispatch, as ToolWrite does.
 	ToolAsk = "probe.ask"
+	// ToolSample needs the calling client to declare sampling, as a tool
+	// that samples does: without it the call is refused -32021 (missing
+	// required client capability, MCP 2026-07-28) and counts nothing;
+	// with it, it counts a mutating dispatch as ToolWrite does.
+	ToolSample = "probe.sample"
 )
 
 // Options configures Start.
@@ -136,6 +142,8 @@ func Start(opts Options) (*Probe, error) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, p.handle(ToolRead))
 	s.AddTool(&mcp.Tool{Name: ToolAsk, Description: "Asks the client to confirm, then counts a mutating dispatch by token.", InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.ask)
+	s.AddTool(&mcp.Tool{Name: ToolSample, Description: "Needs the client to declare sampling, then counts a mutating dispatch by token.", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.sample)
 	// Stateless: the gateway may speak either protocol version, and no
 	// session state must survive between its upstream calls.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -190,6 +198,21 @@ func (p *Probe) ask(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 		AskInput: &mcp.ElicitParams{Message: "Run " + ToolAsk + " for token " + args.Token + "?",
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}},
 	}}, nil
+}
+
+// sample is ToolSample: a request whose client capabilities lack sampling
+// is refused before anything is counted, as go-sdk's everything-server
+// refuses its sampling tool.
+func (p *Probe) sample(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
+		data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{
+			RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+		if err != nil {
+			return nil, err
+		}
+		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "probe: the client must declare sampling", Data: data}
+	}
+	return p.handle(ToolSample)(ctx, req)
 }
 
 // AskInput is the id of the input ToolAsk asks for.

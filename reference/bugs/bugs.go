@@ -47,6 +47,16 @@ const (
 	ForeignContent           = "foreign-content"
 	KeyScopeBilling          = "key-scope-billing"
 	ParseError500            = "parse-error-500"
+	// The adversarial review of issue 10.
+	RoundsReplayReruns      = "rounds-replay-reruns"
+	RoundsStoreQuestion     = "rounds-store-question"
+	CapabilityRefusalKept   = "capability-refusal-kept"
+	CapabilityRefundTwice   = "capability-refund-twice"
+	ReplayDropsStructured   = "replay-drops-structured"
+	ReplayResultTypeMissing = "replay-resulttype-missing"
+	ResultTypeEverywhere    = "resulttype-everywhere"
+	RoundsToLegacyClient    = "rounds-to-legacy-client"
+	RoundsFingerprinted     = "rounds-fingerprinted"
 )
 
 // Bug describes one switch.
@@ -98,6 +108,15 @@ var All = []Bug{
 	{Name: ParseError500, Layer: "wire", Description: "malformed JSON is answered with the parse_error refusal but HTTP 500, which the requirement rules out: a client or proxy reads a 500 as the gateway failing, not the request"},
 	{Name: KeyReuseReplays, Description: "a reused client key with other arguments is answered with the first arguments' stored result instead of idempotency_key_reused: one operation's result served for another"},
 	{Name: RoundsCharged, Description: "each round of a multi-round (2026-07-28 input-required) call is charged: a round that ends asking the client for input keeps its charge, so the call costs its price once per round"},
+	{Name: RoundsReplayReruns, Description: "a later round of a multi-round call (one carrying inputResponses) is taken for new work and run under a record of its own: a retry of the finished round dispatches and charges again instead of replaying"},
+	{Name: RoundsStoreQuestion, Description: "the finished round of a multi-round call is answered with its result, but the outcome stored is the earlier round's input-required result: a retry replays the question, not the result it paid for"},
+	{Name: CapabilityRefusalKept, Description: "an upstream's -32021 refusal (a client capability the caller did not declare) is relayed but its debit is kept: the caller pays for a call that never ran"},
+	{Name: CapabilityRefundTwice, Description: "an upstream's -32021 refusal is refunded twice over (a refund of twice the debit): the caller is credited the price for a call that never ran"},
+	{Name: ReplayDropsStructured, Description: "a replay serves the stored result without its structuredContent: the retry gets less than the call it paid for"},
+	{Name: ReplayResultTypeMissing, Layer: "wire", Description: "a replay on 2026-07-28 is written as the outcome was stored, without the resultType that revision's schema requires (first calls carry it): a stock 2026-07-28 client rejects the answer to its retry"},
+	{Name: ResultTypeEverywhere, Layer: "wire", Description: "every tools/call result carries resultType \"complete\", on 2025-11-25 too, whose schema does not define it: the 2026-07-28 form written on the wire that has no such member"},
+	{Name: RoundsToLegacyClient, Layer: "wire", Description: "every caller is taken for a 2026-07-28 one that answers input requests in a next round: a 2025-11-25 client that declared neither sampling nor elicitation is handed an upstream's input-required result, which its protocol does not have, as an empty success of a tool that never ran"},
+	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
 }
 
 // Set is the switches a gateway runs with.

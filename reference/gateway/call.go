@@ -117,6 +117,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	}
 	sum := sha256.Sum256(canon)
 	c.canon, c.fp = canon, hex.EncodeToString(sum[:])
+	if g.bugs.On(bugs.RoundsFingerprinted) {
+		c.fp = roundFingerprint(ctx, c.fp) // BUG rounds-fingerprinted
+	}
 
 	// Step 1: the tool. A removed or unknown tool is not answered
 	// unknown_tool at once: a client retrying a call whose response it lost
@@ -159,6 +162,9 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	p, err := g.resolveKey(ctx, c)
 	if err != nil {
 		return CallResponse{}, err
+	}
+	if g.bugs.On(bugs.RoundsReplayReruns) {
+		p = g.roundAsNewWork(ctx, c, p) // BUG rounds-replay-reruns
 	}
 	if p.permitExpired != nil {
 		// No new work under an expired permit; work it already did (or is
@@ -582,6 +588,9 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 			return CallResponse{}, fmt.Errorf("gateway: replay receipt: %w", err)
 		}
 	}
+	if g.bugs.On(bugs.ReplayDropsStructured) {
+		body = withoutMember(body, "structuredContent") // BUG replay-drops-structured
+	}
 	g.log.Info("tools/call replayed", "tool", rec.Tool, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", rec.Receipt)
 	return CallResponse{Result: body}, nil
 }
@@ -796,7 +805,11 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		g.logDispatch(ctx, rec, d)
 		return CallResponse{}, fmt.Errorf("gateway: build result: %w", err)
 	}
-	if err := g.complete(ctx, rec, receipt, body, d); err != nil {
+	stored := body
+	if g.bugs.On(bugs.RoundsStoreQuestion) {
+		stored = g.storedQuestion(rec, receipt, charged, body) // BUG rounds-store-question
+	}
+	if err := g.complete(ctx, rec, receipt, stored, d); err != nil {
 		return CallResponse{}, err
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
@@ -920,9 +933,13 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, cause error) error {
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
-	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
+	refund := charged
+	if capabilityRefusal(cause) {
+		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice
+	}
+	if refund > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
 		o.Refund = &store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryRefund,
-			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+			Amount: refund, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
 		g.log.Error("refund after a pre-dispatch failure", "record", rec.Key, "err", err)

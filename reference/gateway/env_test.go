@@ -16,6 +16,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/faults"
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
 	"github.com/mcpconform/mcpconform/reference/store/sqlite"
 )
@@ -280,6 +281,9 @@ type req struct {
 	// clientDone stands for the client's request: closing it is the client
 	// giving up on the call.
 	clientDone <-chan struct{}
+	// round marks a multi-round call's later round: it carries the
+	// client's answers, as the wire layer puts them in the context.
+	round bool
 }
 
 func (e *env) call(r req) (gateway.CallResponse, error) {
@@ -294,7 +298,11 @@ func (e *env) call(r req) (gateway.CallResponse, error) {
 	if r.args == "" {
 		cr.Arguments = json.RawMessage(`{"text":"hello"}`)
 	}
-	return e.g.Call(e.ctx, cr)
+	ctx := e.ctx
+	if r.round {
+		ctx = relay.WithRound(ctx, &relay.Round{RequestState: "state"})
+	}
+	return e.g.Call(ctx, cr)
 }
 
 // async runs a call in a goroutine; wait for its outcome on the channel.

@@ -50,6 +50,7 @@ type Gateway struct {
 	callsMu sync.Mutex
 	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
 	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
+	asked   map[string][]byte // record key -> input-required result, for the rounds-store-question bug
 
 	mu       sync.RWMutex
 	settings Settings

@@ -79,3 +79,18 @@ func marshal(v any) (json.RawMessage, error) {
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
+
+// withoutMember returns a result with one member left out, for the
+// replay-drops-structured bug; a result it cannot read is returned as is.
+func withoutMember(result json.RawMessage, member string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil {
+		return result
+	}
+	delete(obj, member)
+	out, err := marshal(obj)
+	if err != nil {
+		return result
+	}
+	return out
+}

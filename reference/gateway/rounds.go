@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -30,6 +34,9 @@ func (e *InputRequired) Error() string { return "the upstream asked the client f
 // inputRequired ends a round that asked for input: refunded, nothing stored
 // but the refund, the upstream's result answered as it is.
 func (g *Gateway) inputRequired(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, ir *InputRequired) (CallResponse, error) {
+	if g.bugs.On(bugs.RoundsStoreQuestion) {
+		g.rememberQuestion(rec, ir.Result) // BUG rounds-store-question
+	}
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
 	if charged > 0 && !g.bugs.On(bugs.RoundsCharged) { // BUG rounds-charged: every round is paid for
@@ -42,4 +49,80 @@ func (g *Gateway) inputRequired(ctx context.Context, c *callState, rec store.Rec
 	}
 	g.log.Info("tools/call round asked for input, refunded", "tool", c.tool.Name, "record", rec.Key)
 	return CallResponse{Result: ir.Result}, nil
+}
+
+// roundAsNewWork is the rounds-replay-reruns bug: a call carrying the
+// client's answers to an earlier round is taken for new work, under a
+// record key of its own, so its stored outcome is never found.
+func (g *Gateway) roundAsNewWork(ctx context.Context, c *callState, p keyPlan) keyPlan {
+	if relay.RoundFrom(ctx) == nil || p.kind != store.KindClient {
+		return p
+	}
+	p.key = recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name,
+		c.r.ClientKey+"#round-"+uuid.NewString())
+	return p
+}
+
+// rememberQuestion keeps a round's input-required result for the
+// rounds-store-question bug.
+func (g *Gateway) rememberQuestion(rec store.Record, result json.RawMessage) {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.asked == nil {
+		g.asked = map[string][]byte{}
+	}
+	g.asked[rec.Key] = result
+}
+
+// storedQuestion is the rounds-store-question bug: the outcome stored for
+// a finished multi-round call is the question its earlier round asked,
+// under the finished round's receipt; the live answer is still right.
+func (g *Gateway) storedQuestion(rec store.Record, receipt string, charged int64, body json.RawMessage) json.RawMessage {
+	g.callsMu.Lock()
+	q, ok := g.asked[rec.Key]
+	g.callsMu.Unlock()
+	if !ok {
+		return body
+	}
+	stored, err := withReceipt(q, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
+	if err != nil {
+		return body
+	}
+	return stored
+}
+
+// capabilityRefusal reports whether a dispatch failed on an upstream's
+// refusal for a client capability the caller did not declare (-32021).
+func capabilityRefusal(cause error) bool {
+	ref := (*Refusal)(nil)
+	return errors.As(cause, &ref) && ref.Reason == ReasonCapabilitiesMissing
+}
+
+// capabilityRefund is what the refund of such a refusal gives back:
+// the debit, or, with the capability-refusal-kept bug nothing and with the
+// capability-refund-twice bug twice the debit.
+func (g *Gateway) capabilityRefund(charged int64) int64 {
+	switch {
+	case g.bugs.On(bugs.CapabilityRefusalKept):
+		return 0
+	case g.bugs.On(bugs.CapabilityRefundTwice):
+		return 2 * charged
+	}
+	return charged
+}
+
+// roundFingerprint is the rounds-fingerprinted bug: a later round's
+// answers and state are hashed into the fingerprint, as if they were
+// arguments.
+func roundFingerprint(ctx context.Context, fp string) string {
+	r := relay.RoundFrom(ctx)
+	if r == nil {
+		return fp
+	}
+	answers, err := json.Marshal(r.InputResponses)
+	if err != nil {
+		return fp
+	}
+	sum := sha256.Sum256(append(append([]byte(fp), answers...), r.RequestState...))
+	return hex.EncodeToString(sum[:])
 }

@@ -313,7 +313,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "an upstream's refusal for a capability the caller lacks is answered as it is, refunded",
-		catches: []string{bugs.RefundMissing},
+		catches: []string{bugs.RefundMissing, bugs.CapabilityRefusalKept, bugs.CapabilityRefundTwice},
 		run: func(e *env) error {
 			e.disp.refusal = gateway.Refuse(gateway.ReasonCapabilitiesMissing, "sampling required")
 			_, err := e.call(req{key: "caps-1"})
@@ -334,7 +334,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "a multi-round call is charged once; a round that asked for input is refunded",
-		catches: []string{bugs.RoundsCharged},
+		catches: []string{bugs.RoundsCharged, bugs.RoundsReplayReruns, bugs.RoundsStoreQuestion, bugs.ReplayDropsStructured, bugs.RoundsFingerprinted},
 		run: func(e *env) error {
 			e.disp.asks = 1
 			asked, err := e.call(req{key: "rounds-1"})
@@ -344,18 +344,29 @@ var scenarios = []scenario{
 			if !strings.Contains(string(asked.Result), `"resultType":"input_required"`) {
 				return fmt.Errorf("the round that asks answered %s, want the upstream's input-required result", asked.Result)
 			}
-			done, err := ok(run(e.call(req{key: "rounds-1"})))
+			final, err := e.call(req{key: "rounds-1", round: true})
+			done, err := ok(run(final, err))
 			if err != nil {
 				return err
 			}
-			again, err := ok(run(e.call(req{key: "rounds-1"})))
+			retry, err := e.call(req{key: "rounds-1", round: true})
+			again, err := ok(run(retry, err))
 			if err != nil {
 				return err
 			}
+			// The first round sent again (no answers) is the same operation.
+			firstAgain, err := ok(run(e.call(req{key: "rounds-1"})))
+			if err != nil {
+				return fmt.Errorf("the first round sent again: %w", err)
+			}
+			_, finalRes, _ := receiptOf(final)
+			_, againRes, _ := receiptOf(retry)
 			l := e.ledger()
 			n, derr := e.dispatches(e.write)
 			return first(derr, want("net charge of the call", l.net(), -price), want("final round replayed", done.Replayed, false),
-				want("retry replayed", again.Replayed, true), want("retry receipt", again.ID, done.ID), want("dispatches", n, 1))
+				want("retry replayed", again.Replayed, true), want("retry receipt", again.ID, done.ID), want("dispatches", n, 1),
+				want("retry's structuredContent", string(againRes.StructuredContent), string(finalRes.StructuredContent)),
+				want("the first round's receipt, sent again", firstAgain.ID, done.ID))
 		},
 	},
 	{

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ func reasonOf(err error) (string, string) {
 // is why they are not the default.
 func TestStockClientRefusals(t *testing.T) {
 	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + t.TempDir() + "/gw.db", ControlToken: controlToken,
-		Fixtures: writeFixtures(t)})
+		Fixtures: writeFixtures(t, `{"name": "acme.sampler", "upstream_url": "`+samplerUpstream(t)+`", "upstream_tool": "needs.sampling", "price": 2}`)})
 	ip, err := idp.Start(idp.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +124,12 @@ func TestStockClientRefusals(t *testing.T) {
 			call("empty wallet", gateway.ReasonInsufficient, &clientTransport{key: poorKey},
 				keyed("partner.notes.write", k("poor"), args, nil))
 			call("unknown permit", gateway.ReasonPermitInvalid, auth, keyed("partner.echo", k("permit"), args, mcp.Meta{"permitId": "pmt-nope"}))
+			if version == "2026-07-28" {
+				// The upstream judges the capabilities the caller's request
+				// declared; a stock client without a sampling handler has none.
+				call("an upstream's refusal for a client capability", gateway.ReasonCapabilitiesMissing, auth,
+					keyed("acme.sampler", k("sampler"), map[string]any{}, nil))
+			}
 
 			ok("first use of the key", auth, keyed("partner.echo", k("reused"), map[string]any{"text": "a"}, nil))
 			call("same key, other arguments", gateway.ReasonKeyReused, auth, keyed("partner.echo", k("reused"), map[string]any{"text": "b"}, nil))
@@ -168,4 +176,25 @@ func TestStockClientRefusals(t *testing.T) {
 			t.Fatalf("seed code -32004 for idempotency_key_reused: got %v, want go-sdk's mcp.ErrConnectionClosed", err)
 		}
 	})
+}
+
+// samplerUpstream serves "needs.sampling", a tool that refuses with -32021
+// a request whose client did not declare sampling, as go-sdk's
+// everything-server's sampling tool does; it returns the server's URL.
+func samplerUpstream(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sampler", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "needs.sampling", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
+				data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+				if err != nil {
+					return nil, err
+				}
+				return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required", Data: data}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reference/relay"
@@ -111,6 +112,12 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
 		}
 		return nil, h.rpcError(err)
+	}
+	if h.opts.Bugs.On(bugs.ReplayResultTypeMissing) && result.replayed() {
+		delete(result.fields, "resultType") // BUG replay-resulttype-missing
+	}
+	if _, set := result.fields["resultType"]; h.opts.Bugs.On(bugs.ResultTypeEverywhere) && !set {
+		result.fields["resultType"] = json.RawMessage(resultComplete) // BUG resulttype-everywhere
 	}
 	return result, nil
 }
@@ -246,6 +253,13 @@ func newRawResult(raw json.RawMessage, newProtocol bool) (*rawResult, error) {
 func usesNewProtocol(p *mcp.CallToolParamsRaw) bool {
 	v, _ := p.GetMeta()[mcp.MetaKeyProtocolVersion].(string)
 	return v >= Protocol20260728
+}
+
+// replayed reports whether the result's receipt says it is a replay.
+func (r *rawResult) replayed() bool {
+	raw, ok := r.Meta[gateway.ReceiptMetaKey].(json.RawMessage)
+	var rc gateway.Receipt
+	return ok && json.Unmarshal(raw, &rc) == nil && rc.Replayed
 }
 
 func (r *rawResult) MarshalJSON() ([]byte, error) {

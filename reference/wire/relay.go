@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/relay"
 )
@@ -195,6 +196,9 @@ func (h *handler) callRelay(ctx context.Context, req mcp.Request, p *mcp.CallToo
 	c := &relay.Client{MultiRound: hdr.Get(HeaderProtocol) >= Protocol20260728}
 	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= Protocol20260728 {
 		c.MultiRound = true
+	}
+	if h.opts.Bugs.On(bugs.RoundsToLegacyClient) {
+		c.MultiRound = true // BUG rounds-to-legacy-client
 	}
 	if c.MultiRound {
 		c.Capabilities = p.Meta[mcp.MetaKeyClientCapabilities]
