@@ -178,6 +178,16 @@ var Catchers = map[string][]Check{
 	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 	"rounds-to-legacy-client":   at(`"A" is refused with retryable "dispatch_failed"`, "rounds-02"),
 	"rounds-fingerprinted":      at(`the last answer of "A" replays its second answer`, "rounds-03"),
+	"refusals-retryable": join(
+		at(`"A" is refused with "idempotency_key_required"`, "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12"),
+		at(`"A" is refused with "insufficient_funds"`, "refuse-05"),
+		at(`"A" is refused with "parse_error"`, "refuse-07"),
+		at(`"A" is refused with "client_capabilities_missing"`, "refuse-13"),
+		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+		at(`"A" is refused with "unknown_tool"`, "lost-07"),
+		at(`"B" is refused with "unknown_tool"`, "lost-05"),
+		at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
+	),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -198,6 +208,10 @@ var Collateral = map[string][]string{
 	// do refuse-13's and rounds-02's, and rounds-03's first round.
 	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "lost-07", "rounds-01", "twins-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
+	// Their refusal checks see the flag, but not the harm each names (a
+	// batch run, an unknown tool dispatched, an oversized body read, a
+	// forged token accepted), which has no switch yet: they stay uncaught.
+	"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09", "iga-05"},
 	// Twins whose duplicates were all answered in progress saw no replay.
 	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
 	// The workload outlasts the 300 ms on a slower store: the bank

@@ -45,6 +45,11 @@ var External = map[string]map[string][]Check{
 		"replay-drops-structured":   at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
 		"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
 		"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
+		"refusals-retryable": join(
+			at(`"A" is refused with "idempotency_key_required"`, "refuse-02", "refuse-03"),
+			at(`"A" is refused with "parse_error"`, "refuse-07"),
+			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+		),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's.
@@ -59,6 +64,12 @@ var External = map[string]map[string][]Check{
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
 		),
 		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		"refusals-retryable": join(
+			at(`"A" is refused with "idempotency_key_required"`, "refuse-02", "refuse-03", "refuse-10"),
+			at(`"A" is refused with "parse_error"`, "refuse-07"),
+			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
+			at(`every operation of the workload got one outcome`, "ledger-02"),
+		),
 	},
 }
 
@@ -70,5 +81,10 @@ var ExternalCollateral = map[string]map[string][]string{
 		// Twins whose duplicates were all answered in progress saw no replay.
 		"fresh-receipt-on-replay": {"twins-01", "twins-02"},
 		"replay-drops-structured": {"twins-01", "twins-02"},
+		// As in the full self-test: the flag, not the harm these name.
+		"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09"},
+	},
+	ModeWireRefuse: {
+		"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09"},
 	},
 }

@@ -120,6 +120,7 @@ func TestRecheckTheRefusalReason(t *testing.T) {
 		{"the profile's meaning", CallValue{Reason: "E_REUSE", Status: 409, Means: []string{ReasonKeyReused}}, false},
 		{"a meaning other than the check's", CallValue{Reason: ReasonKeyReused, Status: 409, Means: []string{ReasonKeyRequired}}, true},
 		{"a 5xx", CallValue{Reason: ReasonKeyReused, Status: 500}, true},
+		{"a final refusal marked retryable", CallValue{Reason: ReasonKeyReused, Status: 200, Retryable: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if checks, mismatch := Recheck(refusal(tc.v)); mismatch != tc.mismatch {

@@ -272,17 +272,20 @@ func (v CallValue) String() string {
 }
 
 // refused: a refusal meaning reason (its data.reason, or what the profile
-// maps it to, recorded as Means), not a 5xx, retryable if asked.
+// maps it to, recorded as Means), not a 5xx, marked retryable exactly when
+// asked.
 func (h history) refused(c Check, who, reason string, retryable bool) (Check, bool, bool) {
 	last, found := h.last(who, c.StepIndex)
 	if !found {
 		return Check{}, false, false
 	}
 	isRefusal := last.typ != "ok" && last.Error == "" && (last.Reason != "" || last.Status >= 400) && last.Status < 500
-	ok := isRefusal && last.means(reason) && (!retryable || last.Retryable)
+	ok := isRefusal && last.means(reason) && last.Retryable == retryable
 	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
 	if retryable {
 		want += ", marked retryable"
+	} else {
+		want += ", not marked retryable"
 	}
 	return Check{OK: ok, Expected: want, Actual: last.String()}, false, true
 }

@@ -143,10 +143,14 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	if err != nil {
 		return err
 	}
-	ok := w.isReason(a, reason) && (!retryable || a.Retryable())
+	// A final refusal marked retryable is a defect too: a client that
+	// trusts data.retryable sends the refused call again, forever.
+	ok := w.isReason(a, reason) && a.Retryable() == retryable
 	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
 	if retryable {
 		want += ", marked retryable"
+	} else {
+		want += ", not marked retryable"
 	}
 	return w.check(fmt.Sprintf("%s is refused with %s", who, reason), reports.CapWire, ok, want, w.describe(a))
 }

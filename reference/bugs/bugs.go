@@ -57,6 +57,7 @@ const (
 	ResultTypeEverywhere    = "resulttype-everywhere"
 	RoundsToLegacyClient    = "rounds-to-legacy-client"
 	RoundsFingerprinted     = "rounds-fingerprinted"
+	RefusalsRetryable       = "refusals-retryable"
 )
 
 // Bug describes one switch.
@@ -116,6 +117,7 @@ var All = []Bug{
 	{Name: ReplayResultTypeMissing, Layer: "wire", Description: "a replay on 2026-07-28 is written as the outcome was stored, without the resultType that revision's schema requires (first calls carry it): a stock 2026-07-28 client rejects the answer to its retry"},
 	{Name: ResultTypeEverywhere, Layer: "wire", Description: "every tools/call result carries resultType \"complete\", on 2025-11-25 too, whose schema does not define it: the 2026-07-28 form written on the wire that has no such member"},
 	{Name: RoundsToLegacyClient, Layer: "wire", Description: "every caller is taken for a 2026-07-28 one that answers input requests in a next round: a 2025-11-25 client that declared neither sampling nor elicitation is handed an upstream's input-required result, which its protocol does not have, as an empty success of a tool that never ran"},
+	{Name: RefusalsRetryable, Layer: "wire", Description: "every refusal the wire writes is marked data.retryable true, the final ones too (idempotency_key_required, insufficient_funds, unknown_tool...): a client that trusts the flag sends the same refused call again, forever"},
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
 }
 

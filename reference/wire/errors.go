@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"net/http"
 	"strconv"
 
@@ -153,7 +154,15 @@ func recode(codes map[string]int64, r *gateway.Refusal) *gateway.Refusal {
 	return &cp
 }
 
-func (h *handler) recode(r *gateway.Refusal) *gateway.Refusal { return recode(h.opts.Codes, r) }
+func (h *handler) recode(r *gateway.Refusal) *gateway.Refusal {
+	r = recode(h.opts.Codes, r)
+	if h.opts.Bugs.On(bugs.RefusalsRetryable) && !r.Retryable {
+		cp := *r
+		cp.Retryable = true // BUG refusals-retryable
+		return &cp
+	}
+	return r
+}
 
 // rpcError is asRPCError with the handler's code table.
 func (h *handler) rpcError(err error) *jsonrpc.Error {
