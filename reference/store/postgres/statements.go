@@ -73,6 +73,17 @@ func (q *stmt) debit(from, wallet string, c store.ChargeRequest, e store.LedgerE
 		q.arg(e.Tool), `, `, q.arg(nanos(e.At)), ` FROM `, from, ` LEFT JOIN debit ON true RETURNING 1)`)
 }
 
+// one runs q, which ends by counting what it wrote: true for one row;
+// false, nothing written, when a check of its charge refused it.
+func (d coreDB) one(ctx context.Context, q *stmt) (bool, error) {
+	var n int
+	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	if refused(err) {
+		return false, nil
+	}
+	return n == 1, err
+}
+
 // refused: the statement failed on the debit entry's NULL wallet_id, i.e.
 // a check of the charge did not hold; nothing was written.
 func refused(err error) bool {
@@ -123,18 +134,13 @@ func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.
 		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
 	}
 	q.add(` SELECT count(*) FROM rec`)
-	var n int
-	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
-	if refused(err) {
-		return false, nil
-	}
-	return n == 1, err
+	return d.one(ctx, q)
 }
 
-// Charge tries store.Store's Charge as one statement: the record is marked charged, then
-// the money moves (stmt.debit), each row written once. false when it wrote
-// nothing because a check failed, which the core's transaction form then
-// names. e is the checked entry.
+// Charge tries store.Store's Charge as one statement: the record is marked
+// charged, then the money moves (stmt.debit), each row written once. false
+// when it wrote nothing because a check failed, which the core's
+// transaction form then names. e is the checked entry.
 func (d coreDB) Charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error) {
 	now := nanos(c.Now)
 	if e.Amount == 0 {
@@ -150,12 +156,7 @@ func (d coreDB) Charge(ctx context.Context, c store.ChargeRequest, e store.Ledge
 		` AND owner = `, q.arg(c.Owner), ` AND state = '`+store.StateInProgress+`' AND NOT charged RETURNING wallet_id)`)
 	q.debit("mark", `coalesce(nullif(`+q.arg(e.WalletID)+`::text, ''), (SELECT wallet_id FROM mark))`, c, e, true)
 	q.add(` SELECT count(*) FROM entry`)
-	var n int
-	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
-	if refused(err) {
-		return false, nil
-	}
-	return n == 1, err
+	return d.one(ctx, q)
 }
 
 // Finish stores an outcome without a refund, with its dispatch row if any,
