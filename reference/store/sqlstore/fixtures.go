@@ -288,7 +288,7 @@ func PermitValues(p store.Permit) []any {
 	return []any{p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, Nanos(p.ExpiresAt), p.Auto, p.RecordKey, Nanos(p.CreatedAt)}
 }
 
-var insertPermitSQL = `INSERT INTO permits (` + PermitCols + `) VALUES (` + Placeholders(1, 10) + `)`
+var insertPermitSQL = `INSERT INTO permits (` + PermitCols + `) VALUES (` + Placeholders(1, columns(PermitCols)) + `)`
 
 // InsertPermit writes a permit as it is.
 func InsertPermit(ctx context.Context, q Querier, p store.Permit) error {

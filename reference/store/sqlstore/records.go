@@ -218,6 +218,9 @@ func Placeholders(from, n int) string {
 	return b.String()
 }
 
+// columns counts the columns of a comma-separated list.
+func columns(list string) int { return strings.Count(list, ",") + 1 }
+
 // Record reads a record.
 func (c *Core) Record(ctx context.Context, key string) (store.Record, error) {
 	r, err := scanRecord(c.db.Read().QueryRow(ctx, `SELECT `+RecordCols+` FROM records WHERE key = $1`, key))
@@ -249,7 +252,7 @@ func (c *Core) RecordsByIdentity(ctx context.Context, identity string, since tim
 	return out, c.d.Wrap("records by identity", err)
 }
 
-var insertRecordSQL = `INSERT INTO records (` + RecordCols + `) VALUES (` + Placeholders(1, 19) + `)
+var insertRecordSQL = `INSERT INTO records (` + RecordCols + `) VALUES (` + Placeholders(1, columns(RecordCols)) + `)
 	ON CONFLICT (key) DO NOTHING`
 
 // insertRecord inserts r unless its key exists; false when it does (where
