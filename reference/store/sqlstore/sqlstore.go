@@ -13,11 +13,11 @@
 //
 // The records, locks and charges (records.go) are here too, with the
 // row-locking clause, greatest or max and the prefix test in the Dialect.
-// What a store does faster than the shared transaction forms it offers
+// A store that can do better than the shared transaction forms says so
 // through optional interfaces of its DB, which the Core tries first:
-// PostgreSQL's one-statement first-call writes (FirstCall) and writes of a
-// single statement outside any transaction (StatementWriter); SQLite's
-// write of its own for a transaction that may stall (AloneWriter).
+// PostgreSQL's one-statement first-call writes (FirstCall) and its writes
+// of a single statement outside any transaction (StatementWriter); SQLite's
+// write in a batch of its own for a transaction that may stall (AloneWriter).
 package sqlstore
 
 import (
