@@ -13,11 +13,20 @@ import (
 )
 
 // dialect is what PostgreSQL does differently, for the shared core.
-var dialect = sqlstore.Dialect{Sentinel: sentinel, Types: sqlstore.ColumnTypes{
-	Int64: "BIGINT", Bool: "BOOLEAN", Bytes: "BYTEA", JSON: "JSONB", OrderedText: `TEXT COLLATE "C"`,
-	Verbatim: "BYTEA", // jsonb would reformat it
-	Seq:      "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-}}
+var dialect = sqlstore.Dialect{
+	Sentinel: sentinel,
+	Types: sqlstore.ColumnTypes{
+		Int64: "BIGINT", Bool: "BOOLEAN", Bytes: "BYTEA", JSON: "JSONB", OrderedText: `TEXT COLLATE "C"`,
+		Verbatim: "BYTEA", // jsonb would reformat it
+		Seq:      "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	},
+	ForUpdate: " FOR NO KEY UPDATE",
+	Greatest:  "greatest",
+	HasPrefix: func(col, param string) string { return "starts_with(" + col + ", " + param + ")" },
+	// A plain []byte: a json.RawMessage would be encoded as JSON, not
+	// stored byte for byte. nil stays NULL.
+	Verbatim: func(b []byte) any { return b },
+}
 
 // sentinel maps SQLSTATEs to the store's errors.
 func sentinel(err error) error {
@@ -43,6 +52,10 @@ type coreDB struct {
 }
 
 func (d coreDB) Read() sqlstore.Querier { return d.read }
+
+// WriteStatement is the pool: a statement outside a transaction block is
+// its own transaction, in one round trip.
+func (d coreDB) WriteStatement() sqlstore.Querier { return d.read }
 
 func (d coreDB) Write(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return d.s.write(ctx, func(tx pgx.Tx) error { return fn(pgxQuerier{tx}) })
@@ -71,31 +84,5 @@ func (p pgxQuerier) QueryRow(ctx context.Context, query string, args ...any) sql
 	return p.q.QueryRow(ctx, query, args...)
 }
 
-// The names records.go and statements.go know the core's pieces by, until
-// those files move into the core too.
-
-func classify(err error) error        { return dialect.Classify(err) }
 func wrap(op string, err error) error { return dialect.Wrap(op, err) }
 func nanos(t time.Time) int64         { return sqlstore.Nanos(t) }
-func fromNanos(n int64) time.Time     { return sqlstore.FromNanos(n) }
-func newID(id string) string          { return sqlstore.NewID(id) }
-
-func entry(e store.LedgerEntry, kind string) (store.LedgerEntry, error) {
-	return sqlstore.Entry(e, kind)
-}
-
-func moveBalance(ctx context.Context, tx pgx.Tx, e store.LedgerEntry, delta int64) error {
-	return sqlstore.MoveBalance(ctx, pgxQuerier{tx}, e, delta)
-}
-
-func insertPermit(ctx context.Context, tx pgx.Tx, p store.Permit) error {
-	return sqlstore.InsertPermit(ctx, pgxQuerier{tx}, p)
-}
-
-func execOne(ctx context.Context, tx pgx.Tx, missing error, query string, args ...any) error {
-	return sqlstore.ExecOne(ctx, pgxQuerier{tx}, missing, query, args...)
-}
-
-func collect[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
-	return sqlstore.Collect(rows, err, func(r sqlstore.Row) (T, error) { return scan(r) })
-}

@@ -46,9 +46,6 @@ type Options struct {
 type Store struct {
 	*sqlstore.Core // wallets, keys, principals, trusts, tools, servers, permits, notes, dispatch log
 	pool           *pgxpool.Pool
-	// afterLockRead, set by tests only, runs in AcquireLock between reading
-	// a stale lock and taking it over, where another holder can slip in.
-	afterLockRead func(ctx context.Context)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -110,10 +107,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return wrap("migrate", err)
 }
 
-// errNoop ends a write transaction with a rollback and no error: the call
-// found nothing to do and must leave no trace.
-var errNoop = errors.New("noop")
-
 // write runs fn in one transaction (lock_timeout is the connection's).
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
@@ -122,7 +115,7 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
 	if err := fn(tx); err != nil {
-		if errors.Is(err, errNoop) {
+		if errors.Is(err, sqlstore.ErrNoop) {
 			return nil
 		}
 		return err

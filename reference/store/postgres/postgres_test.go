@@ -80,3 +80,12 @@ func TestTakeoverMissesAFreshHolder(t *testing.T) {
 		t.Errorf("lock = %+v %v, want the fresh holder's at fence 1", l, err)
 	}
 }
+
+func BenchmarkStore(b *testing.B) {
+	s, err := postgres.Open(b.Context(), pgtest.FreshDSN(b), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.Bench(b, s)
+}

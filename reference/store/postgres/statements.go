@@ -10,38 +10,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/sqlstore"
 )
 
 // The first call's commits as single statements. A statement outside a
 // transaction block is its own transaction: all of it or none of it, in one
 // round trip, and the rows it locks are held only while the server runs it
-// and commits. The transaction forms (records.go) still serve every other
-// case: a reservation that finds a record, a fenced one, a refund.
-
-// placeholders is "$from, …, $(from+n-1)".
-func placeholders(from, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(from+i))
-	}
-	return b.String()
-}
-
-// recordValues are a record's values in recordCols order.
-func recordValues(r store.Record) []any {
-	return []any{r.Key, r.Kind, r.ClientKey, r.WalletID, r.APIKeyID, r.Principal, r.Tool, r.Fingerprint, r.Identity,
-		r.Bucket, r.Attempt, r.State, r.Owner, r.PermitID, r.Receipt, resultBytes(r.Result), r.Charged,
-		nanos(r.CreatedAt), nanos(r.UpdatedAt)}
-}
-
-const permitCols = `id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at`
-
-func permitValues(p store.Permit) []any {
-	return []any{p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, nanos(p.ExpiresAt), p.Auto, p.RecordKey, nanos(p.CreatedAt)}
-}
+// and commits. They are coreDB's sqlstore.FirstCall, which the shared core
+// tries first; its transaction forms still serve every other case: a
+// reservation that finds a record, a lost fence, a refused charge, a refund.
 
 // stmt is one statement's text built with its arguments, so a variant
 // names each argument by its position whatever the variant holds. The
@@ -62,7 +39,7 @@ func (q *stmt) arg(v any) string {
 func (q *stmt) list(vs []any) string {
 	from := len(q.args) + 1
 	q.args = append(q.args, vs...)
-	return placeholders(from, len(vs))
+	return sqlstore.Placeholders(from, len(vs))
 }
 
 func (q *stmt) add(parts ...string) {
@@ -96,6 +73,17 @@ func (q *stmt) debit(from, wallet string, c store.ChargeRequest, e store.LedgerE
 		q.arg(e.Tool), `, `, q.arg(nanos(e.At)), ` FROM `, from, ` LEFT JOIN debit ON true RETURNING 1)`)
 }
 
+// one runs q, which ends by counting what it wrote: true for one row;
+// false, nothing written, when a check of its charge refused it.
+func (d coreDB) one(ctx context.Context, q *stmt) (bool, error) {
+	var n int
+	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	if refused(err) {
+		return false, nil
+	}
+	return n == 1, err
+}
+
 // refused: the statement failed on the debit entry's NULL wallet_id, i.e.
 // a check of the charge did not hold; nothing was written.
 func refused(err error) bool {
@@ -103,13 +91,13 @@ func refused(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23502" && pe.ColumnName == "wallet_id" // not_null_violation
 }
 
-// reserveNew makes a reservation in one statement when its key is new: the
+// ReserveNew makes a reservation in one statement when its key is new: the
 // fence claim, the record, its permit, with a charge the permit's spend and
 // the debit, and with release the lock row's deletion. false, nothing
 // written, when the key has a record, the fence is lost or the charge is
-// refused: the transaction (Reserve) then decides, and names the refusal.
-// charge is nil or checked (For, entry); rec is already marked charged.
-func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
+// refused: the core's transaction form then decides, and names the refusal.
+// charge is nil or checked (For, Entry); rec is already marked charged.
+func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 	charge *store.ChargeRequest) (bool, error) {
 	q := &stmt{}
 	q.add(`WITH `)
@@ -123,7 +111,7 @@ func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.
 			` FOR NO KEY UPDATE), `)
 		guard = ` WHERE EXISTS (SELECT 1 FROM fence)`
 	}
-	q.add(`rec AS (INSERT INTO records (`+recordCols+`) SELECT `, q.list(recordValues(rec)), guard,
+	q.add(`rec AS (INSERT INTO records (`+sqlstore.RecordCols+`) SELECT `, q.list(dialect.RecordValues(rec)), guard,
 		` ON CONFLICT (key) DO NOTHING RETURNING key)`)
 	if fence != nil && release {
 		q.add(`, release AS (DELETE FROM locks WHERE identity = `, identity, ` AND owner = `, owner, ` AND fence = `, gen,
@@ -140,28 +128,23 @@ func (s *Store) reserveNew(ctx context.Context, rec store.Record, permit *store.
 			}
 			p.Spent += charge.Entry.Amount
 		}
-		q.add(`, permit AS (INSERT INTO permits (`+permitCols+`) SELECT `, q.list(permitValues(p)), ` FROM rec)`)
+		q.add(`, permit AS (INSERT INTO permits (`+sqlstore.PermitCols+`) SELECT `, q.list(sqlstore.PermitValues(p)), ` FROM rec)`)
 	}
 	if spend {
 		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
 	}
 	q.add(` SELECT count(*) FROM rec`)
-	var n int
-	err := s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
-	if refused(err) {
-		return false, nil
-	}
-	return n == 1, err
+	return d.one(ctx, q)
 }
 
-// charge tries Charge as one statement: the record is marked charged, then
-// the money moves (stmt.debit), each row written once. false when it wrote
-// nothing because a check failed, which the transaction (chargeTx) then
-// names. e is the checked entry.
-func (s *Store) charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error) {
+// Charge tries store.Store's Charge as one statement: the record is marked
+// charged, then the money moves (stmt.debit), each row written once. false
+// when it wrote nothing because a check failed, which the core's
+// transaction form then names. e is the checked entry.
+func (d coreDB) Charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error) {
 	now := nanos(c.Now)
 	if e.Amount == 0 {
-		tag, err := s.pool.Exec(ctx, `UPDATE records SET charged = true, updated_at = $1
+		tag, err := d.s.pool.Exec(ctx, `UPDATE records SET charged = true, updated_at = $1
 			WHERE key = $2 AND owner = $3 AND state = '`+store.StateInProgress+`' AND NOT charged`, now, c.RecordKey, c.Owner)
 		if err == nil && tag.RowsAffected() == 0 {
 			return false, store.ErrNotOwner
@@ -173,42 +156,29 @@ func (s *Store) charge(ctx context.Context, c store.ChargeRequest, e store.Ledge
 		` AND owner = `, q.arg(c.Owner), ` AND state = '`+store.StateInProgress+`' AND NOT charged RETURNING wallet_id)`)
 	q.debit("mark", `coalesce(nullif(`+q.arg(e.WalletID)+`::text, ''), (SELECT wallet_id FROM mark))`, c, e, true)
 	q.add(` SELECT count(*) FROM entry`)
-	var n int
-	err := s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
-	if refused(err) {
-		return false, nil
-	}
-	return n == 1, err
+	return d.one(ctx, q)
 }
 
-// finish stores a completed outcome and its dispatch row in one statement,
-// conditional on the owner; false when the record is not the owner's in
-// progress (nothing written).
-func (s *Store) finish(ctx context.Context, key, owner string, o store.Outcome) (bool, error) {
-	args := []any{key, owner, o.State, o.Receipt, resultBytes(o.Result), nanos(o.Now)}
+// Finish stores an outcome without a refund, with its dispatch row if any,
+// in one statement conditional on the owner; false when the record is not
+// the owner's in progress (nothing written).
+func (d coreDB) Finish(ctx context.Context, key, owner string, o store.Outcome) (bool, error) {
+	args := []any{key, owner, o.State, o.Receipt, dialect.Verbatim(o.Result), nanos(o.Now)}
 	update := `UPDATE records SET state = $3, receipt = $4, result = $5, updated_at = $6
 		WHERE key = $1 AND owner = $2 AND state = '` + store.StateInProgress + `'`
 	if o.Dispatch == nil {
-		tag, err := s.pool.Exec(ctx, update, args...)
+		tag, err := d.s.pool.Exec(ctx, update, args...)
 		return tag.RowsAffected() == 1, err
 	}
-	d := o.Dispatch
+	disp := o.Dispatch
 	var n int
-	err := s.pool.QueryRow(ctx, `WITH rec AS (`+update+` RETURNING key),
+	err := d.s.pool.QueryRow(ctx, `WITH rec AS (`+update+` RETURNING key),
 		dispatch AS (
 			INSERT INTO dispatches (id, tool, record_key, fingerprint, wallet_id, at) SELECT $7, $8, $9, $10, $11, $12 FROM rec)
 		SELECT count(*) FROM rec`,
-		append(args, newID(d.ID), d.Tool, d.RecordKey, d.Fingerprint, d.WalletID, nanos(d.At))...).Scan(&n)
+		append(args, sqlstore.NewID(disp.ID), disp.Tool, disp.RecordKey, disp.Fingerprint, disp.WalletID, nanos(disp.At))...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("dispatch: %w", err)
 	}
 	return n == 1, nil
-}
-
-// tryLock inserts a lock row in one statement; false when the identity
-// already has one (nothing written).
-func (s *Store) tryLock(ctx context.Context, identity, owner string, at int64) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
-		ON CONFLICT (identity) DO NOTHING`, identity, owner, at)
-	return tag.RowsAffected() == 1, err
 }

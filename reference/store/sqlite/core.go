@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"modernc.org/sqlite"
 
@@ -13,11 +12,28 @@ import (
 )
 
 // dialect is what SQLite does differently, for the shared core.
-var dialect = sqlstore.Dialect{Sentinel: sentinel, Types: sqlstore.ColumnTypes{
-	Int64: "INTEGER", Bool: "INTEGER", Bytes: "BLOB", JSON: "TEXT", Verbatim: "TEXT",
-	OrderedText: "TEXT", // SQLite's default collation, BINARY, is bytewise
-	Seq:         "INTEGER PRIMARY KEY AUTOINCREMENT",
-}}
+var dialect = sqlstore.Dialect{
+	Sentinel: sentinel,
+	Types: sqlstore.ColumnTypes{
+		Int64: "INTEGER", Bool: "INTEGER", Bytes: "BLOB", JSON: "TEXT", Verbatim: "TEXT",
+		OrderedText: "TEXT", // SQLite's default collation, BINARY, is bytewise
+		Seq:         "INTEGER PRIMARY KEY AUTOINCREMENT",
+	},
+	ForUpdate: "", // a write transaction holds the whole database (BEGIN IMMEDIATE)
+	Greatest:  "max",
+	HasPrefix: func(col, param string) string { return "substr(" + col + ", 1, length(" + param + ")) = " + param },
+	Verbatim:  resultText,
+}
+
+// resultText keeps a nil result NULL and every other one byte for byte, as
+// text: bytes would be a BLOB, which SQLite's text comparisons and JSON
+// functions treat apart from the same text.
+func resultText(r []byte) any {
+	if r == nil {
+		return nil
+	}
+	return string(r)
+}
 
 // SQLite result codes; extended codes carry the primary one in the low byte.
 const (
@@ -61,6 +77,11 @@ func (d coreDB) Write(ctx context.Context, fn func(q sqlstore.Querier) error) er
 	return d.s.write(ctx, func(tx conn) error { return fn(connQuerier{tx}) })
 }
 
+// WriteAlone is Write in a batch of its own, for an fn that may stall.
+func (d coreDB) WriteAlone(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return d.s.writeAlone(ctx, func(tx conn) error { return fn(connQuerier{tx}) })
+}
+
 // connQuerier is a conn as the core's Querier.
 type connQuerier struct{ c conn }
 
@@ -90,43 +111,5 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// The names records.go knows the core's pieces by, until it moves into the
-// core too.
-
-type scanner = sqlstore.Row
-
 func classify(err error) error        { return dialect.Classify(err) }
 func wrap(op string, err error) error { return dialect.Wrap(op, err) }
-func nanos(t time.Time) int64         { return sqlstore.Nanos(t) }
-func fromNanos(n int64) time.Time     { return sqlstore.FromNanos(n) }
-
-func entry(e store.LedgerEntry, kind string) (store.LedgerEntry, error) {
-	return sqlstore.Entry(e, kind)
-}
-
-func moveBalance(ctx context.Context, tx conn, e store.LedgerEntry, delta int64) error {
-	return sqlstore.MoveBalance(ctx, connQuerier{tx}, e, delta)
-}
-
-func insertEntry(ctx context.Context, tx conn, e store.LedgerEntry) error {
-	return sqlstore.InsertEntry(ctx, connQuerier{tx}, e)
-}
-
-func insertPermit(ctx context.Context, tx conn, p store.Permit) error {
-	return sqlstore.InsertPermit(ctx, connQuerier{tx}, p)
-}
-
-func insertDispatch(ctx context.Context, tx conn, d store.Dispatch) error {
-	return sqlstore.InsertDispatch(ctx, connQuerier{tx}, d)
-}
-
-func execOne(ctx context.Context, tx conn, missing error, query string, args ...any) error {
-	return sqlstore.ExecOne(ctx, connQuerier{tx}, missing, query, args...)
-}
-
-func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Collect(sqlRows{rows}, nil, scan)
-}

@@ -131,10 +131,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return wrap("migrate", err)
 }
 
-// errNoop ends a write transaction with a rollback and no error: the call
-// found nothing to do and must leave no trace.
-var errNoop = errors.New("noop")
-
 // maxBatch bounds how many queued writes one transaction carries.
 const maxBatch = 64
 
@@ -293,7 +289,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			}
 			continue
 		}
-		if !errors.Is(err, errNoop) {
+		if !errors.Is(err, sqlstore.ErrNoop) {
 			errs[i] = err
 		}
 		if single {

@@ -173,3 +173,12 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("balance = %d, want 5 (the batched credit committed)", w.Balance)
 	}
 }
+
+func BenchmarkStore(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "gateway.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.Bench(b, s)
+}

@@ -6,9 +6,10 @@ import (
 	"sync"
 )
 
-// maxCachedStmts bounds the statement cache. Every statement of this package
-// is a constant text with ? parameters (a few filters pick among variants),
-// so the bound is only a guard against a future text built from values.
+// maxCachedStmts bounds the statement cache. Every statement this store runs
+// (its own and the shared core's) is a constant text with parameters (a few
+// filters pick among variants), so the bound is only a guard against a
+// future text built from values.
 const maxCachedStmts = 256
 
 // stmtCache keeps one prepared statement per SQL text. modernc.org/sqlite

@@ -280,11 +280,19 @@ func (c *Core) CreatePermit(ctx context.Context, p store.Permit) error {
 	return c.d.Wrap("create permit", err)
 }
 
+// PermitCols are the permits table's columns, in PermitValues' order.
+const PermitCols = `id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at`
+
+// PermitValues are a permit's values in PermitCols order.
+func PermitValues(p store.Permit) []any {
+	return []any{p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, Nanos(p.ExpiresAt), p.Auto, p.RecordKey, Nanos(p.CreatedAt)}
+}
+
+var insertPermitSQL = `INSERT INTO permits (` + PermitCols + `) VALUES (` + Placeholders(1, columns(PermitCols)) + `)`
+
 // InsertPermit writes a permit as it is.
 func InsertPermit(ctx context.Context, q Querier, p store.Permit) error {
-	_, err := q.Exec(ctx, `INSERT INTO permits (id, wallet_id, api_key_id, tool, budget, spent, expires_at, auto, record_key, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		p.ID, p.WalletID, p.APIKeyID, p.Tool, p.Budget, p.Spent, Nanos(p.ExpiresAt), p.Auto, p.RecordKey, Nanos(p.CreatedAt))
+	_, err := q.Exec(ctx, insertPermitSQL, PermitValues(p)...)
 	return err
 }
 

@@ -11,14 +11,13 @@
 // around its transactions (SQLite's group commit, PostgreSQL's pool and
 // lock_timeout) stays in the store, behind DB.
 //
-// The records, locks and charges are not here yet: they are the hot path,
-// each store tunes them (statements.go, stmts.go), and they are being
-// reshaped. They can move in as Core methods over the same Querier, with
-// three more Dialect fields (the row-locking clause, "FOR NO KEY UPDATE" or
-// nothing under SQLite's database lock; greatest or max; starts_with or
-// substr); PostgreSQL's one-statement first-call forms would stay its own,
-// an optional interface of its DB that the Core tries before the shared
-// transaction form, as its Reserve and Charge do today.
+// The records, locks and charges (records.go) are here too, with the
+// row-locking clause, greatest or max and the prefix test in the Dialect.
+// A store that can do better than the shared transaction forms says so
+// through optional interfaces of its DB, which the Core tries first:
+// PostgreSQL's one-statement first-call writes (FirstCall) and its writes
+// of a single statement outside any transaction (StatementWriter); SQLite's
+// write in a batch of its own for a transaction that may stall (AloneWriter).
 package sqlstore
 
 import (
@@ -41,6 +40,18 @@ type Dialect struct {
 	// its message, to store.ErrBusy, store.ErrExists or store.ErrNotFound;
 	// nil when none applies.
 	Sentinel func(err error) error
+	// ForUpdate ends a read that holds the rows it reads to the end of its
+	// transaction: " FOR NO KEY UPDATE" where rows are locked one by one,
+	// "" where the transaction holds the whole database (SQLite's write lock).
+	ForUpdate string
+	// Greatest names the function of the larger of its arguments.
+	Greatest string
+	// HasPrefix is the condition that text column col starts with the text
+	// placeholder param. Never LIKE: identities may hold % and _.
+	HasPrefix func(col, param string) string
+	// Verbatim is how a {{verbatim}} column's value is bound, byte for byte;
+	// nil binds NULL.
+	Verbatim func(b []byte) any
 }
 
 // Classify turns a driver error into the store's sentinels, keeping the
@@ -95,20 +106,29 @@ type DB interface {
 	// Read runs statements outside any transaction.
 	Read() Querier
 	// Write runs fn in one transaction, committed when Write returns nil;
-	// how (batched, on which connection, waiting how long) is the store's.
+	// an fn that fails is rolled back and its error is Write's (ErrNoop's:
+	// nil). How (batched, on which connection, waiting how long) is the
+	// store's.
 	Write(ctx context.Context, fn func(q Querier) error) error
 }
 
 // Core implements the part of store.Store that is the same SQL on both
 // databases; a store embeds it and adds the rest.
 type Core struct {
-	d  Dialect
-	db DB
+	d    Dialect
+	db   DB
+	fast FirstCall       // db's, or nil
+	stmt StatementWriter // db's, or nil
+	// afterLockRead, set by tests only (SetAfterLockRead).
+	afterLockRead func(ctx context.Context)
 }
 
 // New returns the core of a store.
 func New(d Dialect, db DB) *Core {
-	return &Core{d: d, db: db}
+	c := &Core{d: d, db: db}
+	c.fast, _ = db.(FirstCall)
+	c.stmt, _ = db.(StatementWriter)
+	return c
 }
 
 // Nanos is how times are stored: Unix nanoseconds, 0 standing for the zero
