@@ -580,17 +580,17 @@ func profileNote(pr Profiled) string {
 	if lock+wal >= 0.3 {
 		return fmt.Sprintf("%s %s: the gateway's sessions were waiting on a row lock in %.0f%% of the samples and on the WAL flush of a commit in %.0f%%. "+
 			"Every charge of a wallet updates its row, which stays locked until the commit is flushed to disk, so the charges of one wallet run one flush after another: "+
-			"the server's commit latency, not this process, bounds them (a first call commits three times: reservation, charge, outcome). "+
-			"What would meet the target: two commits per first call (the reservation and the charge in one), and charges of one wallet that do not all wait on one row "+
-			"(its balance split over a few rows, or debited from an allowance set aside in advance).",
+			"the server's commit latency, not this process, bounds them (a first call commits twice: the reservation with its charge, then the outcome). "+
+			"What would meet the target: charges of one wallet that do not all wait on one row "+
+			"(its balance split over a few rows, or debited from an allowance set aside in advance), and a faster WAL flush (the server's disk, or its commit_delay grouping flushes).",
 			pr.Store, pr.Phase, 100*lock, 100*wal)
 	}
 	for _, b := range pr.Block {
 		if strings.HasSuffix(b.Package, "/reference/store/sqlite") && b.Frac >= 0.5 {
 			return fmt.Sprintf("%s %s: %.0f%% of the gateway's waiting was for this process's one SQLite writer (the store's write queue): "+
-				"SQLite admits one writer, and a first call makes three write transactions (an unkeyed one five, with its retry lock's acquire and release), "+
-				"which queued writes share by group commit. What would meet the target: fewer write transactions per call (the reservation and the charge in one), "+
-				"and fewer statements in each.", pr.Store, pr.Phase, 100*b.Frac)
+				"SQLite admits one writer, and a first call makes two write transactions (the reservation with its charge, then the outcome; an unkeyed one three, with its retry lock's acquire), "+
+				"which queued writes share by group commit. What would meet the target: fewer statements in each write, or a store that admits more than one writer "+
+				"(PostgreSQL, whose limit is then the wallet row).", pr.Store, pr.Phase, 100*b.Frac)
 		}
 	}
 	return ""
