@@ -58,18 +58,43 @@ func jsonOf(t *testing.T, v any) any {
 	return out
 }
 
+// listed is name's tools/list entry, which ListTool must give alone too.
 func listed(t *testing.T, d *Dispatcher, name string) map[string]any {
 	t.Helper()
 	ts, err := d.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	one, ok, err := d.ListTool(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tl := range ts {
 		if tl.Name == name {
-			return jsonOf(t, tl).(map[string]any)
+			got := jsonOf(t, tl).(map[string]any)
+			if diff := cmp.Diff(got, jsonOf(t, one)); !ok || diff != "" {
+				t.Errorf("ListTool(%q) = %v and (-ListTools' entry +its own):\n%s", name, ok, diff)
+			}
+			return got
 		}
 	}
+	if ok {
+		t.Errorf("ListTool(%q) found a tool ListTools does not list", name)
+	}
 	return nil
+}
+
+// A removed or unknown tool has no entry, one by one as in the list.
+func TestListToolNotListed(t *testing.T) {
+	st := newMemStore()
+	st.tools["gone"] = store.Tool{Name: "gone", Price: 1, Removed: true}
+	d := New(st, Options{})
+	defer d.Close()
+	for _, name := range []string{"gone", "nonexistent"} {
+		if got := listed(t, d, name); got != nil {
+			t.Errorf("%s listed as %v", name, got)
+		}
+	}
 }
 
 func TestListToolsUpstreamMetadata(t *testing.T) {

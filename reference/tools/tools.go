@@ -500,36 +500,73 @@ func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if t.Removed {
 			continue
 		}
-		var entry *mcp.Tool
-		if t.UpstreamURL != "" {
-			name := t.UpstreamTool
-			if name == "" {
-				name = t.Name
-			}
-			if entry, err = upstreamEntry(t, ups[t.UpstreamURL][name]); err != nil {
-				return nil, err
-			}
-		} else {
-			desc := t.Description
-			if lt, ok := LocalTool(t.Name); ok && desc == "" {
-				desc = lt.Description
-			}
-			schema, ok := schemas[t.Name]
-			if !ok {
-				schema = map[string]any{"type": "object"}
-			}
-			entry = &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
-				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly}}
-		}
-		if entry.Meta == nil {
-			entry.Meta = mcp.Meta{}
-		}
-		entry.Meta[MetaKey] = map[string]any{
-			"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
+		entry, err := entryOf(t, ups)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, entry)
 	}
 	return out, nil
+}
+
+// ListTool is the one tools/list entry of name, as ListTools would show it;
+// false when no such tool is listed (unknown or removed). It reads one tool
+// and its upstream's listing, not the whole registry: it runs on every
+// 2026-07-28 tools/call (the Mcp-Param header check).
+func (d *Dispatcher) ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	ctx, cancel := own(ctx) // see own
+	defer cancel()
+	t, err := d.store.Tool(ctx, name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && t.Removed) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var ups map[string]listing
+	if t.UpstreamURL != "" {
+		ups = d.upstreamListings(ctx, map[string]bool{t.UpstreamURL: true})
+	}
+	entry, err := entryOf(t, ups)
+	if err != nil {
+		return nil, false, err
+	}
+	return entry, true, nil
+}
+
+// entryOf is a registered tool's tools/list entry: an upstream tool its
+// upstream's entry (ups, by URL) under the gateway's name, a local tool its
+// own; both with the gateway's pricing in _meta.
+func entryOf(t store.Tool, ups map[string]listing) (*mcp.Tool, error) {
+	var entry *mcp.Tool
+	if t.UpstreamURL != "" {
+		name := t.UpstreamTool
+		if name == "" {
+			name = t.Name
+		}
+		var err error
+		if entry, err = upstreamEntry(t, ups[t.UpstreamURL][name]); err != nil {
+			return nil, err
+		}
+	} else {
+		desc := t.Description
+		if lt, ok := LocalTool(t.Name); ok && desc == "" {
+			desc = lt.Description
+		}
+		schema, ok := schemas[t.Name]
+		if !ok {
+			schema = map[string]any{"type": "object"}
+		}
+		entry = &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly}}
+	}
+	if entry.Meta == nil {
+		entry.Meta = mcp.Meta{}
+	}
+	entry.Meta[MetaKey] = map[string]any{
+		"price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval, "upstream": t.UpstreamURL != "",
+	}
+	return entry, nil
 }
 
 // own returns a context with ctx's deadline and cancellation but none of its

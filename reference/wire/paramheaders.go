@@ -32,16 +32,14 @@ func (h *handler) headerTool(ctx context.Context, r *http.Request, env envelope)
 	if json.Unmarshal(env.Params, &p) != nil || p.Name == "" {
 		return // the SDK refuses it
 	}
-	tools, err := h.tools.ListTools(ctx)
+	t, ok, err := h.tools.ListTool(ctx, p.Name)
 	if err != nil {
-		h.log.Warn("tools/call: list tools for Mcp-Param headers", "tool", p.Name, "err", err)
+		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", p.Name, "err", err)
 		return
 	}
-	for _, t := range tools {
-		if t.Name == p.Name && hasParamHeaders(t.InputSchema) {
-			h.registerHeaderTool(t)
-			return
-		}
+	if ok && hasParamHeaders(t.InputSchema) {
+		h.registerHeaderTool(t)
+		return
 	}
 	h.server.RemoveTools(p.Name)
 }

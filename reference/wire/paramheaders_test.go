@@ -21,6 +21,10 @@ func (regionTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 	}}}}, nil
 }
 
+func (r regionTools) ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	return entryIn(r, ctx, name)
+}
+
 // TestParamHeaders: a 2026-07-28 call's Mcp-Param-* headers must match its
 // x-mcp-header arguments (HTTP 400, -32020 otherwise); go-sdk's client,
 // which sets them itself, is served.

@@ -62,9 +62,11 @@ type PrincipalVerifier interface {
 	Verify(ctx context.Context, token string) (*gateway.PrincipalRef, error)
 }
 
-// ToolLister answers tools/list.
+// ToolLister answers tools/list, and reads one tool's entry of it.
 type ToolLister interface {
 	ListTools(ctx context.Context) ([]*mcp.Tool, error)
+	// ListTool is name's entry of ListTools, false when it has none.
+	ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error)
 }
 
 // Header names.

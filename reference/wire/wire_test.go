@@ -718,3 +718,23 @@ func TestIdempotencyKeyForms(t *testing.T) {
 		}
 	}
 }
+
+func (f fakeTools) ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	return entryIn(f, ctx, name)
+}
+
+// entryIn is a fake lister's ListTool: name's entry of its ListTools.
+func entryIn(l interface {
+	ListTools(context.Context) ([]*mcp.Tool, error)
+}, ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	ts, err := l.ListTools(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, t := range ts {
+		if t.Name == name {
+			return t, true, nil
+		}
+	}
+	return nil, false, nil
+}
