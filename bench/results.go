@@ -568,6 +568,18 @@ func Notes(r Results) []string {
 // on PostgreSQL the sessions' row-lock and WAL-flush waits, on SQLite the
 // wait for this process's one writer.
 func profileNote(pr Profiled) string {
+	if strings.Contains(pr.Phase, "replays") {
+		var mcp float64
+		for _, c := range pr.CPUCum {
+			if strings.HasSuffix(c.Package, "go-sdk/mcp") || strings.HasSuffix(c.Package, "/reference/wire") {
+				mcp = max(mcp, c.Frac)
+			}
+		}
+		return fmt.Sprintf("%s %s: a replay writes nothing; it costs its reads and the MCP stack. It reads the API key from the process's cache, "+
+			"then the tool twice (the Mcp-Param header check, then the call) and the stored record: three store round trips. "+
+			"go-sdk's server and the gateway's wire layer are on %.0f%% of the CPU samples' stacks (HTTP, JSON-RPC, the stored result written into the answer). "+
+			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read.", pr.Store, pr.Phase, 100*mcp)
+	}
 	var lock, wal float64
 	for _, w := range pr.DBWaits {
 		switch {
