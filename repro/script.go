@@ -374,7 +374,11 @@ func (g *gen) emitMCP(a *action) {
 	} else {
 		g.p(`printf '%%s' %s > "$TMP/%s.req"`, g.word(body), a.name)
 	}
-	line := fmt.Sprintf(`mcp %s %s %s`, a.name, sq(fmt.Sprintf("#%d %s", a.num, oneLine(ex.Label))), g.word(pathAndQuery(ex.URL)))
+	call := "mcp"
+	if k := Kind(ex.Status, ex.ResponseBody, ex.Error); k == "result" || k == "replay" {
+		call = "mcp --settle"
+	}
+	line := fmt.Sprintf(`%s %s %s %s`, call, a.name, sq(fmt.Sprintf("#%d %s", a.num, oneLine(ex.Label))), g.word(pathAndQuery(ex.URL)))
 	for _, h := range g.headers(ex) {
 		line += " \\\n  " + h
 	}
@@ -782,14 +786,24 @@ probe_count() {
   curl -sS --max-time 30 -G --data-urlencode "token=$1" "$PROBE/probe/v1/count" | number count
 }
 
-# mcp NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its headers and status.
+# mcp [--settle] NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its
+# headers and status. With --settle (the recorded call ended in a result) an answer of
+# the retryable idempotency_in_progress is sent again after a backoff, as the harness's
+# client does: a busy store may answer so before the call is admitted.
 mcp() {
-  local name=$1 label=$2 path=$3 status; shift 3
-  status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
-    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
-  touch "$TMP/$name.body" "$TMP/$name.headers"
+  local settle=0; [ "$1" = --settle ] && { settle=1; shift; }
+  local name=$1 label=$2 path=$3 status tries=0 delay=10; shift 3
+  while :; do
+    status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
+      -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
+    touch "$TMP/$name.body" "$TMP/$name.headers"
+    [ "$settle" = 1 ] && [ "$tries" -lt 10 ] && grep -q '"reason":"idempotency_in_progress"' "$TMP/$name.body" || break
+    tries=$((tries + 1))
+    sleep "$(printf '0.%03d' "$delay")"; delay=$((delay * 2 > 320 ? 320 : delay * 2))
+  done
   echo "$status" > "$TMP/$name.status"
-  echo "-> $label: HTTP $status $(kind "$name")"
+  local again=""; [ "$tries" -gt 0 ] && again=" (sent again after $tries in-progress answers)"
+  echo "-> $label: HTTP $status $(kind "$name")$again"
 }
 
 # kind NAME: how answer NAME ended, as the generator named it for the recorded run.

@@ -53,14 +53,24 @@ probe_count() {
   curl -sS --max-time 30 -G --data-urlencode "token=$1" "$PROBE/probe/v1/count" | number count
 }
 
-# mcp NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its headers and status.
+# mcp [--settle] NAME LABEL PATH [curl args]: POST $TMP/NAME.req; keeps the answer, its
+# headers and status. With --settle (the recorded call ended in a result) an answer of
+# the retryable idempotency_in_progress is sent again after a backoff, as the harness's
+# client does: a busy store may answer so before the call is admitted.
 mcp() {
-  local name=$1 label=$2 path=$3 status; shift 3
-  status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
-    -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
-  touch "$TMP/$name.body" "$TMP/$name.headers"
+  local settle=0; [ "$1" = --settle ] && { settle=1; shift; }
+  local name=$1 label=$2 path=$3 status tries=0 delay=10; shift 3
+  while :; do
+    status=$(curl -sS --max-time 60 -X POST "$GATEWAY$path" "$@" --data-binary "@$TMP/$name.req" \
+      -o "$TMP/$name.body" -D "$TMP/$name.headers" -w '%{http_code}' 2>"$TMP/$name.err") || status=000
+    touch "$TMP/$name.body" "$TMP/$name.headers"
+    [ "$settle" = 1 ] && [ "$tries" -lt 10 ] && grep -q '"reason":"idempotency_in_progress"' "$TMP/$name.body" || break
+    tries=$((tries + 1))
+    sleep "$(printf '0.%03d' "$delay")"; delay=$((delay * 2 > 320 ? 320 : delay * 2))
+  done
   echo "$status" > "$TMP/$name.status"
-  echo "-> $label: HTTP $status $(kind "$name")"
+  local again=""; [ "$tries" -gt 0 ] && again=" (sent again after $tries in-progress answers)"
+  echo "-> $label: HTTP $status $(kind "$name")$again"
 }
 
 # kind NAME: how answer NAME ended, as the generator named it for the recorded run.
@@ -165,7 +175,7 @@ probe stall '{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"}' > "$TMP/c06.body" || 
 
 # #1 initialize (A lane)
 printf '%s' '{"id":1,"jsonrpc":"2.0","method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"mcpconform","version":"1"},"protocolVersion":"2025-11-25"}}' > "$TMP/x01.req"
-mcp x01 '#1 initialize' '/mcp' \
+mcp --settle x01 '#1 initialize' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
   -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' &
@@ -201,7 +211,7 @@ probe unstall '{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"}' > "$TMP/c08.body" |
 
 # #4 A: retry (A lane)
 printf '%s' '{"id":3,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"token":"'"${RUN}"'rd0e39600-op1-f5097cca"},"name":"'"${RUN}"'probe.write.34510b12"}}' > "$TMP/x04.req"
-mcp x04 '#4 A: retry' '/mcp' \
+mcp --settle x04 '#4 A: retry' '/mcp' \
   -H 'Accept: application/json, text/event-stream' \
   -H 'Authorization: Bearer '"${C02_API_KEY}" \
   -H 'Content-Type: application/json' \
