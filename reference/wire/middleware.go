@@ -15,6 +15,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reference/relay"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // middleware answers tools/call and tools/list, declares the capabilities
@@ -87,7 +88,7 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	rctx := relay.With(ctx, h.callRelay(ctx, req, params, hdr))
+	rctx := relay.With(toolmemo.With(ctx, st.tool), h.callRelay(ctx, req, params, hdr))
 	if params.InputResponses != nil || params.RequestState != "" {
 		rctx = relay.WithRound(rctx, &relay.Round{InputResponses: params.InputResponses, RequestState: params.RequestState})
 	}
