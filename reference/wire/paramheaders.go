@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -18,6 +20,24 @@ import (
 // schema has x-mcp-header annotations, is registered on the SDK's server as
 // the gateway lists it, only for the SDK to find it: the middleware still
 // answers the call, and the tools' stub handler is never reached.
+
+// paramTools is what the SDK's server was told of each tool a 2026-07-28
+// tools/call named: the input schema it was last listed with and whether
+// that schema got it registered. The check of a call whose tool is listed
+// as last time then costs a comparison, not a schema walk and a mutation of
+// the SDK's server (which takes its lock and, for an AddTool, tells every
+// 2025-11-25 session that the tool list changed).
+type paramTools struct {
+	mu   sync.Mutex // held across the comparison and the SDK's mutation, so seen is what the SDK has
+	seen map[string]paramTool
+	// changes counts the SDK server mutations (tests read it).
+	changes int
+}
+
+type paramTool struct {
+	schema     any // as the lister gave it, never modified
+	registered bool
+}
 
 // headerTool keeps the SDK server's entry of the tool a 2026-07-28 tools/call
 // names as the gateway lists it now: registered with x-mcp-header
@@ -37,27 +57,62 @@ func (h *handler) headerTool(ctx context.Context, r *http.Request, env envelope)
 		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", p.Name, "err", err)
 		return
 	}
-	if ok && hasParamHeaders(t.InputSchema) {
-		h.registerHeaderTool(t)
+	pt := &h.params
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	prev, known := pt.seen[p.Name]
+	if !ok {
+		if prev.registered {
+			h.removeHeaderTool(p.Name)
+		}
+		delete(pt.seen, p.Name)
 		return
 	}
-	h.server.RemoveTools(p.Name)
+	if known && sameSchema(prev.schema, t.InputSchema) {
+		return
+	}
+	registered := hasParamHeaders(t.InputSchema) && h.registerHeaderTool(t)
+	if !registered && prev.registered {
+		h.removeHeaderTool(p.Name)
+	}
+	if pt.seen == nil {
+		pt.seen = map[string]paramTool{}
+	}
+	pt.seen[p.Name] = paramTool{schema: t.InputSchema, registered: registered}
 }
 
-// registerHeaderTool adds t to the SDK's server. The SDK panics on a schema
-// it will not serve (invalid annotations, not an object): such a tool is
-// called without the header check, as the SDK would not list it either.
-func (h *handler) registerHeaderTool(t *mcp.Tool) {
+// sameSchema reports whether a tool's input schema is the one it was listed
+// with before. A lister hands out the same value while the tool is
+// unchanged (the Dispatcher does: a local tool's schema is a package
+// variable, an upstream's is its cached listing's), and DeepEqual answers
+// those without a walk; an operator's override is read as new bytes on
+// every call, compared as bytes.
+func sameSchema(prev, cur any) bool {
+	return reflect.DeepEqual(prev, cur)
+}
+
+// registerHeaderTool adds t to the SDK's server, and reports whether it did.
+// The SDK panics on a schema it will not serve (invalid annotations, not an
+// object): such a tool is called without the header check, as the SDK would
+// not list it either.
+func (h *handler) registerHeaderTool(t *mcp.Tool) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.Warn("tools/call: Mcp-Param headers not checked", "tool", t.Name, "err", fmt.Sprint(v))
-			h.server.RemoveTools(t.Name)
+			ok = false
 		}
 	}()
 	entry := &mcp.Tool{Name: t.Name, InputSchema: t.InputSchema}
 	h.server.AddTool(entry, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("tools/call is answered by the gateway's middleware")
 	})
+	h.params.changes++
+	return true
+}
+
+func (h *handler) removeHeaderTool(name string) {
+	h.params.changes++
+	h.server.RemoveTools(name)
 }
 
 // hasParamHeaders reports whether a JSON Schema has an x-mcp-header

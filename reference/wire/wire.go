@@ -216,6 +216,7 @@ type handler struct {
 	opts      Options
 	log       *slog.Logger
 	server    *mcp.Server // the SDK's, for the tools whose Mcp-Param headers it checks (paramheaders.go)
+	params    paramTools  // what server was told of them
 	stateful  http.Handler
 	stateless http.Handler
 	streaming http.Handler // stateless, answering with an event stream
