@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -263,19 +264,47 @@ func (r *rawResult) replayed() bool {
 	return ok && json.Unmarshal(raw, &rc) == nil && rc.Replayed
 }
 
+// MarshalJSON writes the members in json.Marshal's order (sorted names)
+// and each as it is: they are what json.Unmarshal accepted from the core's
+// result, or this package's constants, so they are valid JSON already, and
+// json.Marshal of the map would only validate and re-compact every byte of
+// the result again. _meta, which the SDK may have added to, is marshalled.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.fields)+1)
+	names := make([]string, 0, len(r.fields)+1)
+	size := 2
 	for k, v := range r.fields {
-		out[k] = v
+		names = append(names, k)
+		size += len(k) + len(v) + 4
 	}
+	var meta []byte
 	if len(r.Meta) > 0 {
 		m, err := json.Marshal(map[string]any(r.Meta))
 		if err != nil {
 			return nil, err
 		}
-		out["_meta"] = m
+		meta = m
+		names = append(names, "_meta")
+		size += len(meta) + 10
 	}
-	return json.Marshal(out)
+	slices.Sort(names)
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for i, k := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, name...), ':')
+		if k == "_meta" && meta != nil {
+			out = append(out, meta...)
+		} else {
+			out = append(out, r.fields[k]...)
+		}
+	}
+	return append(out, '}'), nil
 }
 
 func asRefusal(err error, target **gateway.Refusal) bool {
