@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
+	"github.com/mcpconform/mcpconform/reference/jsonobj"
 	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
@@ -264,47 +264,23 @@ func (r *rawResult) replayed() bool {
 	return ok && json.Unmarshal(raw, &rc) == nil && rc.Replayed
 }
 
-// MarshalJSON writes the members in json.Marshal's order (sorted names)
-// and each as it is: they are what json.Unmarshal accepted from the core's
-// result, or this package's constants, so they are valid JSON already, and
-// json.Marshal of the map would only validate and re-compact every byte of
-// the result again. _meta, which the SDK may have added to, is marshalled.
+// MarshalJSON writes the members as they are (jsonobj): they are what
+// json.Unmarshal accepted from the core's result, or this package's
+// constants. _meta, which the SDK may have added to, is marshalled.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
-	names := make([]string, 0, len(r.fields)+1)
-	size := 2
+	if len(r.Meta) == 0 {
+		return jsonobj.Marshal(r.fields), nil
+	}
+	meta, err := json.Marshal(map[string]any(r.Meta))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]json.RawMessage, len(r.fields)+1)
 	for k, v := range r.fields {
-		names = append(names, k)
-		size += len(k) + len(v) + 4
+		out[k] = v
 	}
-	var meta []byte
-	if len(r.Meta) > 0 {
-		m, err := json.Marshal(map[string]any(r.Meta))
-		if err != nil {
-			return nil, err
-		}
-		meta = m
-		names = append(names, "_meta")
-		size += len(meta) + 10
-	}
-	slices.Sort(names)
-	out := make([]byte, 0, size)
-	out = append(out, '{')
-	for i, k := range names {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		name, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(out, name...), ':')
-		if k == "_meta" && meta != nil {
-			out = append(out, meta...)
-		} else {
-			out = append(out, r.fields[k]...)
-		}
-	}
-	return append(out, '}'), nil
+	out["_meta"] = meta
+	return jsonobj.Marshal(out), nil
 }
 
 func asRefusal(err error, target **gateway.Refusal) bool {
