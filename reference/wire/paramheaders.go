@@ -40,32 +40,26 @@ type paramTool struct {
 }
 
 // headerTool keeps the SDK server's entry of the tool a 2026-07-28 tools/call
-// names as the gateway lists it now: registered with x-mcp-header
-// annotations, removed without.
-func (h *handler) headerTool(ctx context.Context, r *http.Request, env envelope) {
-	if h.tools == nil || env.Method == nil || *env.Method != "tools/call" || r.Header.Get(HeaderProtocol) < Protocol20260728 {
+// names (name, as the SDK reads params.name: checkCallParams) as the gateway
+// lists it now: registered with x-mcp-header annotations, removed without.
+func (h *handler) headerTool(ctx context.Context, r *http.Request, name string) {
+	if h.tools == nil || r.Header.Get(HeaderProtocol) < Protocol20260728 {
 		return
 	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(env.Params, &p) != nil || p.Name == "" {
-		return // the SDK refuses it
-	}
-	t, ok, err := h.tools.ListTool(ctx, p.Name)
+	t, ok, err := h.tools.ListTool(ctx, name)
 	if err != nil {
-		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", p.Name, "err", err)
+		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", name, "err", err)
 		return
 	}
 	pt := &h.params
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
-	prev, known := pt.seen[p.Name]
+	prev, known := pt.seen[name]
 	if !ok {
 		if prev.registered {
-			h.removeHeaderTool(p.Name)
+			h.removeHeaderTool(name)
 		}
-		delete(pt.seen, p.Name)
+		delete(pt.seen, name)
 		return
 	}
 	if known && sameSchema(prev.schema, t.InputSchema) {
@@ -73,12 +67,12 @@ func (h *handler) headerTool(ctx context.Context, r *http.Request, env envelope)
 	}
 	registered := hasParamHeaders(t.InputSchema) && h.registerHeaderTool(t)
 	if !registered && prev.registered {
-		h.removeHeaderTool(p.Name)
+		h.removeHeaderTool(name)
 	}
 	if pt.seen == nil {
 		pt.seen = map[string]paramTool{}
 	}
-	pt.seen[p.Name] = paramTool{schema: t.InputSchema, registered: registered}
+	pt.seen[name] = paramTool{schema: t.InputSchema, registered: registered}
 }
 
 // sameSchema reports whether a tool's input schema is the one it was listed

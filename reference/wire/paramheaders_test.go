@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -210,6 +211,25 @@ func TestParamHeadersFollowTheTool(t *testing.T) {
 		params.mu.Unlock()
 		if changes != tt.changes {
 			t.Fatalf("%s: %d changes to the SDK's server so far, want %d", tt.name, changes, tt.changes)
+		}
+	}
+}
+
+// TestParamHeadersNameAsTheSDKReadsIt: the tool whose headers are checked
+// is the one the SDK reads from params.name, exact and last, not one that a
+// case-insensitive decoder finds in a "Name" member.
+func TestParamHeadersNameAsTheSDKReadsIt(t *testing.T) {
+	for i, params := range []string{
+		`"name":"ok","Name":"other"`,
+		`"NAME":"other","name":"ok"`,
+		`"name":"other","name":"ok"`,
+	} {
+		srv := httptest.NewServer(Handler(&fakeCore{}, fakeVerifier{}, regionTools{}, Options{})) // nothing registered yet
+		defer srv.Close()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"arguments":{"region":"eu"},"_meta":%s}}`, i, params, meta2026(""))
+		resp, r, raw := post(t, srv.URL+"/mcp", headers2026("tools/call", "ok"), body)
+		if r.Error == nil || r.Error.Data["reason"] != ReasonProtocolHeadersMissing {
+			t.Errorf("params {%s} without Mcp-Param-Region: HTTP %d %s, want %s", params, resp.StatusCode, raw, ReasonProtocolHeadersMissing)
 		}
 	}
 }

@@ -317,13 +317,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var memo *toolmemo.Memo
 	if env.Method != nil && *env.Method == "tools/call" {
-		if ref := checkCallParams(env.Params); ref != nil {
+		name, ref := checkCallParams(env.Params)
+		if ref != nil {
 			h.writeError(w, http.StatusBadRequest, env.ID, ref)
 			return
 		}
 		// The header check's read of the tool is the core's too.
 		memo = new(toolmemo.Memo)
-		h.headerTool(toolmemo.With(r.Context(), memo), r, env)
+		h.headerTool(toolmemo.With(r.Context(), memo), r, name)
 	}
 
 	// The SDK insists on an Accept header naming both JSON and SSE; a client
