@@ -16,9 +16,14 @@ import (
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/store/pgtest"
+	"github.com/mcpconform/mcpconform/reference/store/postgres"
 	"github.com/mcpconform/mcpconform/reference/store/sqlite"
 	"github.com/mcpconform/mcpconform/reference/tools"
 )
+
+// TestMain removes a PostgreSQL container pgtest may have started.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // countingStore counts the store reads of each tool.
 type countingStore struct {
@@ -45,20 +50,38 @@ func (s *countingStore) take(name string) int {
 
 // stack is the reference gateway's /mcp as the server wires it (the
 // gateway core, the tools dispatcher and this package's handler, on one
-// SQLite store), with one wallet and its API key.
+// store), with one wallet and its API key.
 type stack struct {
 	url, apiKey string
 	st          *countingStore
 }
 
-func newStack(tb testing.TB) *stack {
-	tb.Helper()
-	ctx := context.Background()
-	base, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "gateway.db"), sqlite.Options{LockTimeout: time.Second})
+// opener opens a fresh store, closed when tb ends.
+type opener func(tb testing.TB) store.Store
+
+func openSQLite(tb testing.TB) store.Store {
+	s, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "gateway.db"), sqlite.Options{LockTimeout: time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = base.Close() })
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// openPostgres skips tb without a PostgreSQL server (pgtest).
+func openPostgres(tb testing.TB) store.Store {
+	s, err := postgres.Open(context.Background(), pgtest.FreshDSN(tb), postgres.Options{LockTimeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newStack(tb testing.TB, open opener) *stack {
+	tb.Helper()
+	ctx := context.Background()
+	base := open(tb)
 	if err := base.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -125,7 +148,7 @@ func (s *stack) call(tb testing.TB, hc *http.Client, protocol, key string) (int,
 // on the 2026-07-28 wire too, where the Mcp-Param header check reads it
 // before the gateway does; a replay as a first call.
 func TestToolReadOncePerCall(t *testing.T) {
-	s := newStack(t)
+	s := newStack(t, openSQLite)
 	for _, protocol := range []string{Protocol20251125, Protocol20260728} {
 		for _, what := range []string{"first call", "replay"} {
 			status, body := s.call(t, http.DefaultClient, protocol, "k-"+protocol)
@@ -153,16 +176,23 @@ func TestToolReadOncePerCall(t *testing.T) {
 }
 
 // BenchmarkKeyedReplay is a 2026-07-28 keyed replay over HTTP against the
-// whole reference stack on SQLite: what a retry costs the gateway.
+// whole reference stack: what a retry costs the gateway.
 func BenchmarkKeyedReplay(b *testing.B) {
-	s := newStack(b)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	if status, body := s.call(b, hc, Protocol20260728, "bench"); status != http.StatusOK {
-		b.Fatalf("first call: HTTP %d %s", status, body)
-	}
-	for b.Loop() {
-		if status, body := s.call(b, hc, Protocol20260728, "bench"); status != http.StatusOK {
-			b.Fatal(fmt.Sprintf("replay: HTTP %d %s", status, body))
-		}
+	for _, backend := range []struct {
+		name string
+		open opener
+	}{{"sqlite", openSQLite}, {"postgres", openPostgres}} {
+		b.Run(backend.name, func(b *testing.B) {
+			s := newStack(b, backend.open)
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+			if status, body := s.call(b, hc, Protocol20260728, "bench"); status != http.StatusOK {
+				b.Fatalf("first call: HTTP %d %s", status, body)
+			}
+			for b.Loop() {
+				if status, body := s.call(b, hc, Protocol20260728, "bench"); status != http.StatusOK {
+					b.Fatal(fmt.Sprintf("replay: HTTP %d %s", status, body))
+				}
+			}
+		})
 	}
 }
