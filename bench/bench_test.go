@@ -319,7 +319,7 @@ func TestProfileNote(t *testing.T) {
 			DBWaits: []Share{{"active", 80, 0.8}, {"active Client:ClientRead", 20, 0.2}}}, ""},
 		{"replays: reads and the MCP stack", Profiled{Store: PostgreSQL, Phase: PhaseKeyedReplay,
 			CPUCum: []Share{{"github.com/modelcontextprotocol/go-sdk/mcp", 1, 0.42}, {"github.com/mcpconform/mcpconform/reference/wire", 1, 0.45}}},
-			"three store round trips. go-sdk's server and the gateway's wire layer are on 45% of the CPU samples' stacks"},
+			"two store round trips. go-sdk's server and the gateway's wire layer are on 45% of the CPU samples' stacks"},
 		{"sqlite writer queue", Profiled{Store: SQLite, Phase: PhaseUnkeyed,
 			Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 3, 0.75}}}, "75% of the gateway's waiting"},
 		{"sqlite waits elsewhere", Profiled{Store: SQLite, Phase: PhaseUnkeyed,

@@ -576,9 +576,9 @@ func profileNote(pr Profiled) string {
 			}
 		}
 		return fmt.Sprintf("%s %s: a replay writes nothing; it costs its reads and the MCP stack. It reads the API key from the process's cache, "+
-			"then the tool twice (the Mcp-Param header check, then the call) and the stored record: three store round trips. "+
+			"then the tool once (the Mcp-Param header check's read, which the call reuses) and the stored record: two store round trips. "+
 			"go-sdk's server and the gateway's wire layer are on %.0f%% of the CPU samples' stacks (HTTP, JSON-RPC, the stored result written into the answer). "+
-			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read.", pr.Store, pr.Phase, 100*mcp)
+			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read, and a cheaper MCP stack.", pr.Store, pr.Phase, 100*mcp)
 	}
 	var lock, wal float64
 	for _, w := range pr.DBWaits {

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/canonical"
 	"github.com/mcpconform/mcpconform/reference/faults"
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // callState is one tools/call on its way through the pipeline.
@@ -123,8 +124,10 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 
 	// Step 1: the tool. A removed or unknown tool is not answered
 	// unknown_tool at once: a client retrying a call whose response it lost
-	// is owed the stored outcome even if the tool went away since.
-	tool, err := g.store.Tool(ctx, r.Tool)
+	// is owed the stored outcome even if the tool went away since. The
+	// request's first read of the tool (the wire's Mcp-Param header check)
+	// is reused: a tool is read from the store once per request.
+	tool, err := toolmemo.From(ctx).Tool(ctx, g.store, r.Tool)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.tool = store.Tool{Name: r.Tool}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcpconform/mcpconform/reference/jsonobj"
 )
 
 // malformedResult replaces a dispatcher answer that is not a JSON object: the
@@ -61,11 +63,10 @@ func replayed(stored json.RawMessage) (json.RawMessage, Receipt, error) {
 	if meta[ReceiptMetaKey], err = marshal(rc); err != nil {
 		return nil, Receipt{}, err
 	}
-	if obj["_meta"], err = marshal(meta); err != nil {
-		return nil, Receipt{}, err
-	}
-	body, err := marshal(obj)
-	return body, rc, err
+	// The other members are the stored ones, valid JSON as json.Unmarshal
+	// found them: written as they are, not validated again.
+	obj["_meta"] = jsonobj.Marshal(meta)
+	return jsonobj.Marshal(obj), rc, nil
 }
 
 // marshal is json.Marshal without HTML escaping, so "<" in a tool's text

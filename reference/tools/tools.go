@@ -22,6 +22,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/relay"
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // Local tool names.
@@ -512,11 +513,13 @@ func (d *Dispatcher) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 // ListTool is the one tools/list entry of name, as ListTools would show it;
 // false when no such tool is listed (unknown or removed). It reads one tool
 // and its upstream's listing, not the whole registry: it runs on every
-// 2026-07-28 tools/call (the Mcp-Param header check).
+// 2026-07-28 tools/call (the Mcp-Param header check), whose request's
+// toolmemo.Memo (in ctx) keeps the tool read for the gateway's own read.
 func (d *Dispatcher) ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	memo := toolmemo.From(ctx)
 	ctx, cancel := own(ctx) // see own
 	defer cancel()
-	t, err := d.store.Tool(ctx, name)
+	t, err := memo.Tool(ctx, d.store, name)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.Removed) {
 		return nil, false, nil
 	}

@@ -93,10 +93,11 @@ func readEnvelope(body []byte) (envelope, error) {
 // a name that is not a string, a _meta that is not an object. Like the SDK it
 // looks at every occurrence of a duplicated member (one bad occurrence fails
 // the call) and takes the last string name; a null leaves the name as it was.
-func checkCallParams(raw json.RawMessage) *gateway.Refusal {
+// That name, the tool the SDK will look up, is returned.
+func checkCallParams(raw json.RawMessage) (string, *gateway.Refusal) {
 	ms, ok := members(raw)
 	if !ok {
-		return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params must be a JSON object")
+		return "", gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params must be a JSON object")
 	}
 	name, nameOK, metaOK := "", true, true
 	for _, m := range ms {
@@ -114,10 +115,10 @@ func checkCallParams(raw json.RawMessage) *gateway.Refusal {
 		}
 	}
 	if !nameOK || name == "" {
-		return gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name must be a non-empty string")
+		return "", gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name must be a non-empty string")
 	}
 	if !metaOK {
-		return gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params._meta must be a JSON object")
+		return "", gateway.Refuse(gateway.ReasonInvalidArguments, "tools/call params._meta must be a JSON object")
 	}
-	return nil
+	return name, nil
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
+	"github.com/mcpconform/mcpconform/reference/jsonobj"
 	"github.com/mcpconform/mcpconform/reference/relay"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // middleware answers tools/call and tools/list, declares the capabilities
@@ -87,7 +89,7 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 	// The call runs to its end even if the client leaves: its outcome is
 	// stored, so a retry replays it instead of finding it half done.
-	rctx := relay.With(ctx, h.callRelay(ctx, req, params, hdr))
+	rctx := relay.With(toolmemo.With(ctx, st.tool), h.callRelay(ctx, req, params, hdr))
 	if params.InputResponses != nil || params.RequestState != "" {
 		rctx = relay.WithRound(rctx, &relay.Round{InputResponses: params.InputResponses, RequestState: params.RequestState})
 	}
@@ -262,19 +264,23 @@ func (r *rawResult) replayed() bool {
 	return ok && json.Unmarshal(raw, &rc) == nil && rc.Replayed
 }
 
+// MarshalJSON writes the members as they are (jsonobj): they are what
+// json.Unmarshal accepted from the core's result, or this package's
+// constants. _meta, which the SDK may have added to, is marshalled.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) == 0 {
+		return jsonobj.Marshal(r.fields), nil
+	}
+	meta, err := json.Marshal(map[string]any(r.Meta))
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]json.RawMessage, len(r.fields)+1)
 	for k, v := range r.fields {
 		out[k] = v
 	}
-	if len(r.Meta) > 0 {
-		m, err := json.Marshal(map[string]any(r.Meta))
-		if err != nil {
-			return nil, err
-		}
-		out["_meta"] = m
-	}
-	return json.Marshal(out)
+	out["_meta"] = meta
+	return jsonobj.Marshal(out), nil
 }
 
 func asRefusal(err error, target **gateway.Refusal) bool {

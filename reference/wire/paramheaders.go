@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,45 +21,92 @@ import (
 // the gateway lists it, only for the SDK to find it: the middleware still
 // answers the call, and the tools' stub handler is never reached.
 
-// headerTool keeps the SDK server's entry of the tool a 2026-07-28 tools/call
-// names as the gateway lists it now: registered with x-mcp-header
-// annotations, removed without.
-func (h *handler) headerTool(ctx context.Context, r *http.Request, env envelope) {
-	if h.tools == nil || env.Method == nil || *env.Method != "tools/call" || r.Header.Get(HeaderProtocol) < Protocol20260728 {
-		return
-	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(env.Params, &p) != nil || p.Name == "" {
-		return // the SDK refuses it
-	}
-	t, ok, err := h.tools.ListTool(ctx, p.Name)
-	if err != nil {
-		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", p.Name, "err", err)
-		return
-	}
-	if ok && hasParamHeaders(t.InputSchema) {
-		h.registerHeaderTool(t)
-		return
-	}
-	h.server.RemoveTools(p.Name)
+// paramTools is what the SDK's server was told of each tool a 2026-07-28
+// tools/call named: the input schema it was last listed with and whether
+// that schema got it registered. The check of a call whose tool is listed
+// as last time then costs a comparison, not a schema walk and a mutation of
+// the SDK's server (which takes its lock and, for an AddTool, tells every
+// 2025-11-25 session that the tool list changed).
+type paramTools struct {
+	mu   sync.Mutex // held across the comparison and the SDK's mutation, so seen is what the SDK has
+	seen map[string]paramTool
+	// changes counts the SDK server mutations (tests read it).
+	changes int
 }
 
-// registerHeaderTool adds t to the SDK's server. The SDK panics on a schema
-// it will not serve (invalid annotations, not an object): such a tool is
-// called without the header check, as the SDK would not list it either.
-func (h *handler) registerHeaderTool(t *mcp.Tool) {
+type paramTool struct {
+	schema     any // as the lister gave it, never modified
+	registered bool
+}
+
+// headerTool keeps the SDK server's entry of the tool a 2026-07-28 tools/call
+// names (name, as the SDK reads params.name: checkCallParams) as the gateway
+// lists it now: registered with x-mcp-header annotations, removed without.
+func (h *handler) headerTool(ctx context.Context, r *http.Request, name string) {
+	if h.tools == nil || r.Header.Get(HeaderProtocol) < Protocol20260728 {
+		return
+	}
+	t, ok, err := h.tools.ListTool(ctx, name)
+	if err != nil {
+		h.log.Warn("tools/call: read the tool for Mcp-Param headers", "tool", name, "err", err)
+		return
+	}
+	pt := &h.params
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	prev, known := pt.seen[name]
+	if !ok {
+		if prev.registered {
+			h.removeHeaderTool(name)
+		}
+		delete(pt.seen, name)
+		return
+	}
+	if known && sameSchema(prev.schema, t.InputSchema) {
+		return
+	}
+	registered := hasParamHeaders(t.InputSchema) && h.registerHeaderTool(t)
+	if !registered && prev.registered {
+		h.removeHeaderTool(name)
+	}
+	if pt.seen == nil {
+		pt.seen = map[string]paramTool{}
+	}
+	pt.seen[name] = paramTool{schema: t.InputSchema, registered: registered}
+}
+
+// sameSchema reports whether a tool's input schema is the one it was listed
+// with before. A lister hands out the same value while the tool is
+// unchanged (the Dispatcher does: a local tool's schema is a package
+// variable, an upstream's is its cached listing's), and DeepEqual answers
+// those without a walk; an operator's override is read as new bytes on
+// every call, compared as bytes.
+func sameSchema(prev, cur any) bool {
+	return reflect.DeepEqual(prev, cur)
+}
+
+// registerHeaderTool adds t to the SDK's server, and reports whether it did.
+// The SDK panics on a schema it will not serve (invalid annotations, not an
+// object): such a tool is called without the header check, as the SDK would
+// not list it either.
+func (h *handler) registerHeaderTool(t *mcp.Tool) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.Warn("tools/call: Mcp-Param headers not checked", "tool", t.Name, "err", fmt.Sprint(v))
-			h.server.RemoveTools(t.Name)
+			ok = false
 		}
 	}()
 	entry := &mcp.Tool{Name: t.Name, InputSchema: t.InputSchema}
 	h.server.AddTool(entry, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("tools/call is answered by the gateway's middleware")
 	})
+	h.params.changes++
+	return true
+}
+
+func (h *handler) removeHeaderTool(name string) {
+	h.params.changes++
+	h.server.RemoveTools(name)
 }
 
 // hasParamHeaders reports whether a JSON Schema has an x-mcp-header

@@ -2,9 +2,13 @@ package wire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -112,6 +116,120 @@ func TestHasParamHeaders(t *testing.T) {
 	for _, tt := range tests {
 		if got := hasParamHeaders(tt.schema); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// changingTools lists "ok" with the schema its field gives it at each call,
+// or not at all when that is nil.
+type changingTools struct {
+	mu     sync.Mutex
+	schema func() any
+}
+
+func (c *changingTools) set(schema func() any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.schema = schema
+}
+
+func (c *changingTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.schema == nil {
+		return nil, nil
+	}
+	return []*mcp.Tool{{Name: "ok", InputSchema: c.schema()}}, nil
+}
+
+func (c *changingTools) ListTool(ctx context.Context, name string) (*mcp.Tool, bool, error) {
+	return entryIn(c, ctx, name)
+}
+
+// TestParamHeadersFollowTheTool: the header check of a call follows the
+// tool's x-mcp-header annotations as they are listed at that call, through
+// changes, removal and a return, while a tool listed as at its last call
+// costs no change to the SDK's server.
+func TestParamHeadersFollowTheTool(t *testing.T) {
+	withHeader := func(header string) map[string]any {
+		region := map[string]any{"type": "string"}
+		if header != "" {
+			region["x-mcp-header"] = header
+		}
+		return map[string]any{"type": "object", "properties": map[string]any{"region": region}}
+	}
+	region := withHeader("Region")
+	same := func(v any) func() any { return func() any { return v } }
+	fresh := func(header string) func() any { return func() any { return withHeader(header) } }
+	raw := func() any { // new bytes at every read, as an operator's override is
+		return json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+	}
+	invalid := same(map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "object", "x-mcp-header": "Region"}, // not a primitive: the SDK refuses it
+	}})
+
+	tests := []struct {
+		name    string
+		schema  func() any // nil: the tool is not listed
+		headers map[string]string
+		reason  string // "" for a call served
+		changes int    // the SDK server's mutations so far
+	}{
+		{"annotated, header sent", same(region), map[string]string{"Mcp-Param-Region": "eu"}, "", 1},
+		{"unchanged, header missing", same(region), nil, ReasonProtocolHeadersMissing, 1},
+		{"an equal schema read anew", fresh("Region"), map[string]string{"Mcp-Param-Region": "eu"}, "", 1},
+		{"header renamed, new one sent", fresh("Zone"), map[string]string{"Mcp-Param-Zone": "eu"}, "", 2},
+		{"header renamed, old one sent", fresh("Zone"), map[string]string{"Mcp-Param-Region": "eu"}, ReasonProtocolHeadersMissing, 2},
+		{"annotation dropped", fresh(""), nil, "", 3},
+		{"still none", fresh(""), nil, "", 3},
+		{"an annotation the SDK refuses", invalid, nil, "", 3},
+		{"refused again", invalid, nil, "", 3},
+		{"annotated override bytes", raw, nil, ReasonProtocolHeadersMissing, 4},
+		{"the same bytes again", raw, map[string]string{"Mcp-Param-Region": "eu"}, "", 4},
+		{"removed", nil, nil, "", 5},
+		{"still removed", nil, nil, "", 5},
+		{"listed again", same(region), nil, ReasonProtocolHeadersMissing, 6},
+	}
+	lister := &changingTools{}
+	hd := Handler(&fakeCore{}, fakeVerifier{}, lister, Options{})
+	srv := httptest.NewServer(hd)
+	t.Cleanup(srv.Close)
+	params := &hd.(*handler).params
+	for i, tt := range tests {
+		lister.set(tt.schema)
+		hdr := headers2026("tools/call", "ok")
+		maps.Copy(hdr, tt.headers)
+		resp, r, raw := post(t, srv.URL+"/mcp", hdr, callBody(i, "ok", `{"region":"eu"}`, meta2026("")))
+		switch {
+		case tt.reason == "" && (resp.StatusCode != 200 || r.Error != nil):
+			t.Fatalf("%s: HTTP %d %s, want the call served", tt.name, resp.StatusCode, raw)
+		case tt.reason != "" && (r.Error == nil || r.Error.Data["reason"] != tt.reason):
+			t.Fatalf("%s: HTTP %d %s, want %s", tt.name, resp.StatusCode, raw, tt.reason)
+		}
+		params.mu.Lock()
+		changes := params.changes
+		params.mu.Unlock()
+		if changes != tt.changes {
+			t.Fatalf("%s: %d changes to the SDK's server so far, want %d", tt.name, changes, tt.changes)
+		}
+	}
+}
+
+// TestParamHeadersNameAsTheSDKReadsIt: the tool whose headers are checked
+// is the one the SDK reads from params.name, exact and last, not one that a
+// case-insensitive decoder finds in a "Name" member.
+func TestParamHeadersNameAsTheSDKReadsIt(t *testing.T) {
+	for i, params := range []string{
+		`"name":"ok","Name":"other"`,
+		`"NAME":"other","name":"ok"`,
+		`"name":"other","name":"ok"`,
+	} {
+		srv := httptest.NewServer(Handler(&fakeCore{}, fakeVerifier{}, regionTools{}, Options{})) // nothing registered yet
+		defer srv.Close()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"arguments":{"region":"eu"},"_meta":%s}}`, i, params, meta2026(""))
+		resp, r, raw := post(t, srv.URL+"/mcp", headers2026("tools/call", "ok"), body)
+		if r.Error == nil || r.Error.Data["reason"] != ReasonProtocolHeadersMissing {
+			t.Errorf("params {%s} without Mcp-Param-Region: HTTP %d %s, want %s", params, resp.StatusCode, raw, ReasonProtocolHeadersMissing)
 		}
 	}
 }

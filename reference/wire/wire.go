@@ -45,6 +45,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // Core is what the wire layer needs from the gateway core (*gateway.Gateway).
@@ -215,6 +216,7 @@ type handler struct {
 	opts      Options
 	log       *slog.Logger
 	server    *mcp.Server // the SDK's, for the tools whose Mcp-Param headers it checks (paramheaders.go)
+	params    paramTools  // what server was told of them
 	stateful  http.Handler
 	stateless http.Handler
 	streaming http.Handler // stateless, answering with an event stream
@@ -232,6 +234,10 @@ type requestState struct {
 	// http is the HTTP request's context: done once the client closed the
 	// connection or stream that carries the request.
 	http context.Context
+	// tool is the request's read of the tool a tools/call names. It is
+	// handed to the core here, not in the HTTP request's context: a
+	// 2025-11-25 session's handlers run on the session's context.
+	tool *toolmemo.Memo
 }
 
 func (h *handler) state(hd http.Header) *requestState {
@@ -309,14 +315,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var memo *toolmemo.Memo
 	if env.Method != nil && *env.Method == "tools/call" {
-		if ref := checkCallParams(env.Params); ref != nil {
+		name, ref := checkCallParams(env.Params)
+		if ref != nil {
 			h.writeError(w, http.StatusBadRequest, env.ID, ref)
 			return
 		}
+		// The header check's read of the tool is the core's too.
+		memo = new(toolmemo.Memo)
+		h.headerTool(toolmemo.With(r.Context(), memo), r, name)
 	}
-
-	h.headerTool(r.Context(), r, env)
 
 	// The SDK insists on an Accept header naming both JSON and SSE; a client
 	// that sends none (curl without -H) gets JSON either way.
@@ -324,7 +333,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Accept", "application/json, text/event-stream")
 	}
 
-	st := &requestState{caller: caller, http: r.Context()}
+	st := &requestState{caller: caller, http: r.Context(), tool: memo}
 	tok := newToken()
 	h.states.Store(tok, st)
 	defer h.states.Delete(tok)
