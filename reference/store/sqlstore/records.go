@@ -101,44 +101,54 @@ func (c *Core) AcquireLock(ctx context.Context, identity, owner string, now time
 		}
 	}
 	err := c.db.Write(ctx, func(q Querier) error {
-		for range raceRetries {
-			// An uncommitted insert or claim of the same row makes this wait
-			// (up to the store's lock timeout) for its outcome.
-			n, err := q.Exec(ctx, insertLock, identity, owner, Nanos(now))
-			if err != nil || n == 1 {
-				return err
-			}
-			cur, err := lockOf(ctx, q, identity)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue // released since the insert
-			}
-			if err != nil {
-				return err
-			}
-			if Nanos(cur.AcquiredAt) > Nanos(now)-int64(staleAfter) {
-				return store.ErrLockHeld
-			}
-			if c.afterLockRead != nil {
-				c.afterLockRead(ctx)
-			}
-			// Conditional on the holding read, owner and fence; a claim
-			// holding the row makes this wait, a takeover that committed
-			// meanwhile makes it miss. The fence alone is not enough: after
-			// a release a fresh holder starts again at fence 1, and its live
-			// lock would be taken for the stale one.
-			lk.Fence = cur.Fence + 1
-			n, err = q.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5 AND owner = $6`,
-				owner, lk.Fence, Nanos(now), identity, cur.Fence, cur.Owner)
-			if err != nil || n == 1 {
-				return err
-			}
-		}
-		return store.ErrBusy
+		var err error
+		lk, _, err = c.acquire(ctx, q, identity, owner, now, staleAfter)
+		return err
 	})
 	if err != nil {
 		return store.Lock{}, c.d.Wrap("acquire lock", err)
 	}
 	return lk, nil
+}
+
+// acquire inserts the lock row or takes over a stale one, in q's
+// transaction; took says it was taken over.
+func (c *Core) acquire(ctx context.Context, q Querier, identity, owner string, now time.Time,
+	staleAfter time.Duration) (lk store.Lock, took bool, err error) {
+	lk = store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
+	for range raceRetries {
+		// An uncommitted insert or claim of the same row makes this wait
+		// (up to the store's lock timeout) for its outcome.
+		n, err := q.Exec(ctx, insertLock, identity, owner, Nanos(now))
+		if err != nil || n == 1 {
+			return lk, false, err
+		}
+		cur, err := lockOf(ctx, q, identity)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // released since the insert
+		}
+		if err != nil {
+			return lk, false, err
+		}
+		if Nanos(cur.AcquiredAt) > Nanos(now)-int64(staleAfter) {
+			return lk, false, store.ErrLockHeld
+		}
+		if c.afterLockRead != nil {
+			c.afterLockRead(ctx)
+		}
+		// Conditional on the holding read, owner and fence; a claim
+		// holding the row makes this wait, a takeover that committed
+		// meanwhile makes it miss. The fence alone is not enough: after
+		// a release a fresh holder starts again at fence 1, and its live
+		// lock would be taken for the stale one.
+		lk.Fence = cur.Fence + 1
+		n, err = q.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5 AND owner = $6`,
+			owner, lk.Fence, Nanos(now), identity, cur.Fence, cur.Owner)
+		if err != nil || n == 1 {
+			return lk, err == nil, err
+		}
+	}
+	return lk, false, store.ErrBusy
 }
 
 const lockCols = `identity, owner, fence, acquired_at`
@@ -245,11 +255,15 @@ func (c *Core) ownedRecord(ctx context.Context, q Querier, key, owner string, un
 
 // RecordsByIdentity lists derived records of identity created since, or in progress.
 func (c *Core) RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]store.Record, error) {
-	rows, err := c.db.Read().Query(ctx, `SELECT `+RecordCols+` FROM records
+	out, err := c.recordsByIdentity(ctx, c.db.Read(), identity, since)
+	return out, c.d.Wrap("records by identity", err)
+}
+
+func (c *Core) recordsByIdentity(ctx context.Context, q Querier, identity string, since time.Time) ([]store.Record, error) {
+	rows, err := q.Query(ctx, `SELECT `+RecordCols+` FROM records
 		WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`,
 		store.KindDerived, identity, Nanos(since), store.StateInProgress)
-	out, err := Collect(rows, err, scanRecord)
-	return out, c.d.Wrap("records by identity", err)
+	return Collect(rows, err, scanRecord)
 }
 
 var insertRecordSQL = `INSERT INTO records (` + RecordCols + `) VALUES (` + Placeholders(1, columns(RecordCols)) + `)
@@ -272,32 +286,47 @@ func deleteRecord(ctx context.Context, q Querier, rec store.Record) error {
 	return err
 }
 
+// reservation is a ReserveRequest made ready to write: its auto permit
+// names the record, and with a charge the record goes in charged.
+type reservation struct {
+	r      store.ReserveRequest
+	rec    store.Record
+	permit *store.Permit
+	charge *store.ChargeRequest // checked: For and Entry
+}
+
+func (c *Core) prepare(r store.ReserveRequest) (reservation, error) {
+	v := reservation{r: r, rec: r.Record, permit: r.Permit}
+	if v.rec.Key == "" {
+		return v, errors.New("empty key")
+	}
+	if v.rec.State == "" {
+		v.rec.State = store.StateInProgress
+	}
+	if p := r.Permit; p != nil && p.Auto && p.RecordKey == "" {
+		cp := *p
+		cp.RecordKey = v.rec.Key // so Abandon and a replacement find it
+		v.permit = &cp
+	}
+	if r.Charge != nil {
+		ch := r.Charge.For(v.rec)
+		var err error
+		if ch.Entry, err = Entry(ch.Entry, store.EntryDebit); err != nil {
+			return v, fmt.Errorf("charge: %w", err)
+		}
+		v.rec, v.charge = ch.Charged(v.rec), &ch
+	}
+	return v, nil
+}
+
 // Reserve claims the fence, runs AfterClaim, then inserts the record. The
 // claim is an UPDATE of the lock row, so the row (or, under SQLite, the
 // database) stays locked until commit: a takeover in between waits for it
 // and, past the lock timeout, gets ErrBusy.
 func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Record, bool, error) {
-	rec := r.Record
-	if rec.Key == "" {
-		return store.Record{}, false, errors.New("reserve record: empty key")
-	}
-	if rec.State == "" {
-		rec.State = store.StateInProgress
-	}
-	permit := r.Permit
-	if permit != nil && permit.Auto && permit.RecordKey == "" {
-		p := *permit
-		p.RecordKey = rec.Key // so Abandon and a replacement find it
-		permit = &p
-	}
-	var charge *store.ChargeRequest
-	if r.Charge != nil {
-		ch := r.Charge.For(rec)
-		var err error
-		if ch.Entry, err = Entry(ch.Entry, store.EntryDebit); err != nil {
-			return store.Record{}, false, c.d.Wrap("reserve record: charge", err)
-		}
-		rec, charge = ch.Charged(rec), &ch
+	v, err := c.prepare(r)
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve record", err)
 	}
 	write := c.db.Write
 	if r.AfterClaim != nil {
@@ -308,17 +337,17 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 		// The usual case, a key seen for the first time, in one statement
 		// (fenced and charged too); a key that has a record, a lost fence
 		// or a refused charge goes on to the transaction, which decides.
-		created, err := c.fast.ReserveNew(ctx, rec, permit, r.Fence, r.Release, charge)
+		created, err := c.fast.ReserveNew(ctx, v.rec, v.permit, r.Fence, r.Release, v.charge)
 		if err != nil {
 			return store.Record{}, false, c.d.Wrap("reserve record", err)
 		}
 		if created {
-			return rec, true, nil
+			return v.rec, true, nil
 		}
 	}
 	var out store.Record
 	var created bool
-	err := write(ctx, func(q Querier) error {
+	err = write(ctx, func(q Querier) error {
 		if f := r.Fence; f != nil {
 			if err := ExecOne(ctx, q, store.ErrFenceLost,
 				`UPDATE locks SET fence = fence WHERE identity = $1 AND owner = $2 AND fence = $3`,
@@ -331,55 +360,111 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 				return fmt.Errorf("after claim: %w", err)
 			}
 		}
-		for range raceRetries {
-			inserted, err := c.insertRecord(ctx, q, rec)
-			if err != nil {
-				return err
-			}
-			if !inserted {
-				existing, err := c.lockedRecord(ctx, q, rec.Key)
-				if errors.Is(err, sql.ErrNoRows) {
-					continue // abandoned since the insert
-				}
-				if err != nil {
-					return err
-				}
-				if !r.Replaces(existing) {
-					out = existing
-					return ErrNoop
-				}
-				if err := deleteRecord(ctx, q, existing); err != nil {
-					return err
-				}
-				if _, err := c.insertRecord(ctx, q, rec); err != nil {
-					return err
-				}
-			}
-			if permit != nil {
-				if err := InsertPermit(ctx, q, *permit); err != nil {
-					return fmt.Errorf("permit: %w", err)
-				}
-			}
-			if charge != nil {
-				// The record went in charged: a refusal here rolls it back
-				// with its permit and whatever it replaced.
-				if err := c.debit(ctx, q, *charge, charge.Entry); err != nil {
-					return fmt.Errorf("charge: %w", err)
-				}
-			}
-			if f := r.Fence; f != nil && r.Release {
-				// The claim above holds the row: this deletes it.
-				if _, err := q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
-					return fmt.Errorf("release lock: %w", err)
-				}
-			}
-			out, created = rec, true
-			return nil
+		var err error
+		out, created, err = c.reserveIn(ctx, q, v)
+		if err == nil && !created {
+			return ErrNoop
 		}
-		return store.ErrBusy
+		if err != nil || r.Fence == nil || !r.Release {
+			return err
+		}
+		// The claim above holds the row: this deletes it.
+		f := r.Fence
+		if _, err := q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
+			return fmt.Errorf("release lock: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return store.Record{}, false, c.d.Wrap("reserve record", err)
+	}
+	return out, created, nil
+}
+
+// reserveIn inserts v's record, its permit and its charge in q's
+// transaction, or, when its key has a record it does not replace, returns
+// that one (false) having written nothing.
+func (c *Core) reserveIn(ctx context.Context, q Querier, v reservation) (store.Record, bool, error) {
+	for range raceRetries {
+		inserted, err := c.insertRecord(ctx, q, v.rec)
+		if err != nil {
+			return store.Record{}, false, err
+		}
+		if !inserted {
+			existing, err := c.lockedRecord(ctx, q, v.rec.Key)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // abandoned since the insert
+			}
+			if err != nil {
+				return store.Record{}, false, err
+			}
+			if !v.r.Replaces(existing) {
+				return existing, false, nil
+			}
+			if err := deleteRecord(ctx, q, existing); err != nil {
+				return store.Record{}, false, err
+			}
+			if _, err := c.insertRecord(ctx, q, v.rec); err != nil {
+				return store.Record{}, false, err
+			}
+		}
+		if v.permit != nil {
+			if err := InsertPermit(ctx, q, *v.permit); err != nil {
+				return store.Record{}, false, fmt.Errorf("permit: %w", err)
+			}
+		}
+		if v.charge != nil {
+			// The record went in charged: a refusal here rolls it back
+			// with its permit and whatever it replaced.
+			if err := c.debit(ctx, q, *v.charge, v.charge.Entry); err != nil {
+				return store.Record{}, false, fmt.Errorf("charge: %w", err)
+			}
+		}
+		return v.rec, true, nil
+	}
+	return store.Record{}, false, store.ErrBusy
+}
+
+// ReserveSlot takes the identity's lock, reads its slots, lets r.Choose
+// pick one and reserves it, in one transaction that deletes its lock row
+// before it commits. The lock row still serialises twins: where rows are
+// locked one by one, a twin's insert of the same row waits for this
+// transaction's outcome, and then reads the slot it made.
+func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Record, bool, error) {
+	var out store.Record
+	var created bool
+	err := c.db.Write(ctx, func(q Querier) error {
+		out, created = store.Record{}, false
+		_, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
+		if err != nil {
+			return fmt.Errorf("acquire lock: %w", err)
+		}
+		slots, err := c.recordsByIdentity(ctx, q, r.Identity, r.Since)
+		if err != nil {
+			return fmt.Errorf("read slots: %w", err)
+		}
+		join, req := r.Choose(slots)
+		if join != nil {
+			out = *join
+		} else {
+			v, err := c.prepare(req)
+			if err != nil {
+				return err
+			}
+			if out, created, err = c.reserveIn(ctx, q, v); err != nil {
+				return err
+			}
+		}
+		if !created && !took {
+			return ErrNoop // nothing to write: the lock row was only ever this transaction's
+		}
+		// A stale lock taken over stays taken from its holder, whatever
+		// this call then did, as a takeover and a release would leave it.
+		_, err = q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
+		return err
+	})
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve slot", err)
 	}
 	return out, created, nil
 }
