@@ -73,11 +73,11 @@ func (q *stmt) debit(from, wallet string, c store.ChargeRequest, e store.LedgerE
 		q.arg(e.Tool), `, `, q.arg(nanos(e.At)), ` FROM `, from, ` LEFT JOIN debit ON true RETURNING 1)`)
 }
 
-// one runs q, which ends by counting what it wrote: true for one row;
-// false, nothing written, when a check of its charge refused it.
-func (d coreDB) one(ctx context.Context, q *stmt) (bool, error) {
+// one runs q on on, and q ends by counting what it wrote: true for one
+// row; false, nothing written, when a check of its charge refused it.
+func one(ctx context.Context, on sqlstore.Querier, q *stmt) (bool, error) {
 	var n int
-	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	err := on.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
 	if refused(err) {
 		return false, nil
 	}
@@ -97,8 +97,10 @@ func refused(err error) bool {
 // written, when the key has a record, the fence is lost or the charge is
 // refused: the core's transaction form then decides, and names the refusal.
 // charge is nil or checked (For, Entry); rec is already marked charged.
-func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
-	charge *store.ChargeRequest) (bool, error) {
+// on is the pool (the statement is its own transaction) or a transaction,
+// which a refused charge leaves failed.
+func (d coreDB) ReserveNew(ctx context.Context, on sqlstore.Querier, rec store.Record, permit *store.Permit, fence *store.Fence,
+	release bool, charge *store.ChargeRequest) (bool, error) {
 	q := &stmt{}
 	q.add(`WITH `)
 	guard := ""
@@ -134,7 +136,7 @@ func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.
 		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
 	}
 	q.add(` SELECT count(*) FROM rec`)
-	return d.one(ctx, q)
+	return one(ctx, on, q)
 }
 
 // Charge tries store.Store's Charge as one statement: the record is marked
@@ -156,7 +158,7 @@ func (d coreDB) Charge(ctx context.Context, c store.ChargeRequest, e store.Ledge
 		` AND owner = `, q.arg(c.Owner), ` AND state = '`+store.StateInProgress+`' AND NOT charged RETURNING wallet_id)`)
 	q.debit("mark", `coalesce(nullif(`+q.arg(e.WalletID)+`::text, ''), (SELECT wallet_id FROM mark))`, c, e, true)
 	q.add(` SELECT count(*) FROM entry`)
-	return d.one(ctx, q)
+	return one(ctx, d.read, q)
 }
 
 // Finish stores an outcome without a refund, with its dispatch row if any,

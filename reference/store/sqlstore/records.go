@@ -48,8 +48,10 @@ type FirstCall interface {
 	// ReserveNew creates a record whose key is new: the fence claim, the
 	// record, its permit, the charge (nil, or checked: ChargeRequest.For and
 	// Entry) and with release the lock row's deletion. rec is already marked
-	// charged.
-	ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
+	// charged. on is where the statement runs: Read's querier (a
+	// transaction of its own) or Write's; in Write's, false may leave the
+	// transaction unable to go on.
+	ReserveNew(ctx context.Context, on Querier, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 		charge *store.ChargeRequest) (bool, error)
 	// Charge is store.Store's Charge with e its checked entry; a charge of 0
 	// on a record not the owner's may answer store.ErrNotOwner.
@@ -337,7 +339,7 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 		// The usual case, a key seen for the first time, in one statement
 		// (fenced and charged too); a key that has a record, a lost fence
 		// or a refused charge goes on to the transaction, which decides.
-		created, err := c.fast.ReserveNew(ctx, v.rec, v.permit, r.Fence, r.Release, v.charge)
+		created, err := c.fast.ReserveNew(ctx, c.db.Read(), v.rec, v.permit, r.Fence, r.Release, v.charge)
 		if err != nil {
 			return store.Record{}, false, c.d.Wrap("reserve record", err)
 		}
@@ -425,17 +427,37 @@ func (c *Core) reserveIn(ctx context.Context, q Querier, v reservation) (store.R
 	return store.Record{}, false, store.ErrBusy
 }
 
+// errDecide ends a ReserveSlot write whose one-statement reservation
+// wrote nothing: the transaction form then decides, in a write of its own.
+var errDecide = errors.New("reserve slot: decide in the transaction form")
+
 // ReserveSlot takes the identity's lock, reads its slots, lets r.Choose
 // pick one and reserves it, in one transaction that deletes its lock row
 // before it commits. The lock row still serialises twins: where rows are
 // locked one by one, a twin's insert of the same row waits for this
-// transaction's outcome, and then reads the slot it made.
+// transaction's outcome, and then reads the slot it made. A DB with
+// one-statement first calls makes the reservation, its charge and the
+// lock's deletion one statement of the transaction (the wallet, locked by
+// it, is then held only to the commit); when that writes nothing (a key
+// that has a record, a refused charge, which may have failed the
+// transaction) the whole write runs again in the transaction form.
 func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Record, bool, error) {
+	out, created, err := c.reserveSlot(ctx, r, c.fast)
+	if errors.Is(err, errDecide) {
+		out, created, err = c.reserveSlot(ctx, r, nil)
+	}
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve slot", err)
+	}
+	return out, created, nil
+}
+
+func (c *Core) reserveSlot(ctx context.Context, r store.SlotRequest, fast FirstCall) (store.Record, bool, error) {
 	var out store.Record
 	var created bool
 	err := c.db.Write(ctx, func(q Querier) error {
 		out, created = store.Record{}, false
-		_, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
+		lk, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
 		if err != nil {
 			return fmt.Errorf("acquire lock: %w", err)
 		}
@@ -451,6 +473,17 @@ func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Reco
 			if err != nil {
 				return err
 			}
+			if fast != nil {
+				own := &store.Fence{Identity: r.Identity, Owner: r.Owner, Fence: lk.Fence}
+				ok, err := fast.ReserveNew(ctx, q, v.rec, v.permit, own, true, v.charge)
+				if err == nil && !ok {
+					err = errDecide
+				}
+				if err == nil {
+					out, created = v.rec, true
+				}
+				return err
+			}
 			if out, created, err = c.reserveIn(ctx, q, v); err != nil {
 				return err
 			}
@@ -463,10 +496,7 @@ func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Reco
 		_, err = q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
 		return err
 	})
-	if err != nil {
-		return store.Record{}, false, c.d.Wrap("reserve slot", err)
-	}
-	return out, created, nil
+	return out, created, err
 }
 
 // Charge debits the wallet and spends the permit for a record its caller

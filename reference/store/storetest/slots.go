@@ -106,6 +106,15 @@ func testReserveSlot(t *testing.T, s store.Store) {
 				slotOf(t, s, fx, sc)
 				return lockOf(t, s, sc, sc.req.Now.Add(-stale))
 			}},
+		{name: "the chosen key has a record: it comes back, nothing written", balance: 10, joined: true,
+			prepare: func(t *testing.T, fx fixture, sc *slotCall) *store.Lock {
+				r := sc.created()
+				r.Kind, r.Identity, r.Owner, r.Charged, r.PermitID = store.KindClient, "", id(), false, ""
+				if _, created, err := s.Reserve(ctx(t), store.ReserveRequest{Record: r}); err != nil || !created {
+					t.Fatalf("reserve the chosen key: created %v, %v", created, err)
+				}
+				return nil
+			}},
 		{name: "charge refused: nothing written", balance: 1, want: store.ErrInsufficientFunds},
 		{name: "stale lock, charge refused: nothing written", balance: 1, want: store.ErrInsufficientFunds, held: true,
 			prepare: func(t *testing.T, fx fixture, sc *slotCall) *store.Lock {
