@@ -97,10 +97,18 @@ func refused(err error) bool {
 // written, when the key has a record, the fence is lost or the charge is
 // refused: the core's transaction form then decides, and names the refusal.
 // charge is nil or checked (For, Entry); rec is already marked charged.
-// on is the pool (the statement is its own transaction) or a transaction,
-// which a refused charge leaves failed.
-func (d coreDB) ReserveNew(ctx context.Context, on sqlstore.Querier, rec store.Record, permit *store.Permit, fence *store.Fence,
-	release bool, charge *store.ChargeRequest) (bool, error) {
+func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
+	charge *store.ChargeRequest) (bool, error) {
+	q := reserveNew(rec, permit, fence, release, charge)
+	if q == nil {
+		return false, nil
+	}
+	return one(ctx, d.read, q)
+}
+
+// reserveNew is ReserveNew's statement, which ends by counting the records
+// it created; nil when the new permit cannot pay the charge.
+func reserveNew(rec store.Record, permit *store.Permit, fence *store.Fence, release bool, charge *store.ChargeRequest) *stmt {
 	q := &stmt{}
 	q.add(`WITH `)
 	guard := ""
@@ -126,7 +134,7 @@ func (d coreDB) ReserveNew(ctx context.Context, on sqlstore.Querier, rec store.R
 			// Inserted spent: a statement's parts do not see each other's
 			// rows, so the new permit cannot be updated by a part after.
 			if nanos(charge.Now) >= nanos(p.ExpiresAt) || p.Budget-p.Spent < charge.Entry.Amount {
-				return false, nil
+				return nil
 			}
 			p.Spent += charge.Entry.Amount
 		}
@@ -136,7 +144,7 @@ func (d coreDB) ReserveNew(ctx context.Context, on sqlstore.Querier, rec store.R
 		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
 	}
 	q.add(` SELECT count(*) FROM rec`)
-	return one(ctx, on, q)
+	return q
 }
 
 // Charge tries store.Store's Charge as one statement: the record is marked

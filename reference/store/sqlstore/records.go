@@ -48,11 +48,17 @@ type FirstCall interface {
 	// ReserveNew creates a record whose key is new: the fence claim, the
 	// record, its permit, the charge (nil, or checked: ChargeRequest.For and
 	// Entry) and with release the lock row's deletion. rec is already marked
-	// charged. on is where the statement runs: Read's querier (a
-	// transaction of its own) or Write's; in Write's, false may leave the
-	// transaction unable to go on.
-	ReserveNew(ctx context.Context, on Querier, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
+	// charged.
+	ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 		charge *store.ChargeRequest) (bool, error)
+	// ReserveSlot is store.Store's ReserveSlot in two round trips: the lock
+	// row's insert with the slots' read (SlotsQuery, ScanRecords), then
+	// the reservation Choose asks for, which ready prepares, as ReserveNew's
+	// statement with the commit. It answers only a call it can decide
+	// (decided): not one that finds a lock row there, a chosen key that has
+	// a record, or a refused charge.
+	ReserveSlot(ctx context.Context, r store.SlotRequest, ready func(store.ReserveRequest) (Reservation, error)) (
+		rec store.Record, created, decided bool, err error)
 	// Charge is store.Store's Charge with e its checked entry; a charge of 0
 	// on a record not the owner's may answer store.ErrNotOwner.
 	Charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error)
@@ -85,7 +91,9 @@ func (c *Core) writeStatement(ctx context.Context, query string, args ...any) (i
 // reading a stale lock and taking it over, where another holder can slip in.
 func (c *Core) SetAfterLockRead(fn func(ctx context.Context)) { c.afterLockRead = fn }
 
-const insertLock = `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
+// InsertLock inserts a lock row ($1 identity, $2 owner, $3 acquired at)
+// at fence 1 unless the identity has one.
+const InsertLock = `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
 	ON CONFLICT (identity) DO NOTHING`
 
 // AcquireLock inserts the lock row or takes over a stale one.
@@ -94,7 +102,7 @@ func (c *Core) AcquireLock(ctx context.Context, identity, owner string, now time
 	if c.stmt != nil {
 		// No lock row: the insert alone, one statement. A row there goes on
 		// to the transaction, which decides between held and a takeover.
-		n, err := c.stmt.WriteStatement().Exec(ctx, insertLock, identity, owner, Nanos(now))
+		n, err := c.stmt.WriteStatement().Exec(ctx, InsertLock, identity, owner, Nanos(now))
 		if err != nil || n == 1 {
 			if err != nil {
 				return store.Lock{}, c.d.Wrap("acquire lock", err)
@@ -121,7 +129,7 @@ func (c *Core) acquire(ctx context.Context, q Querier, identity, owner string, n
 	for range raceRetries {
 		// An uncommitted insert or claim of the same row makes this wait
 		// (up to the store's lock timeout) for its outcome.
-		n, err := q.Exec(ctx, insertLock, identity, owner, Nanos(now))
+		n, err := q.Exec(ctx, InsertLock, identity, owner, Nanos(now))
 		if err != nil || n == 1 {
 			return lk, false, err
 		}
@@ -262,11 +270,21 @@ func (c *Core) RecordsByIdentity(ctx context.Context, identity string, since tim
 }
 
 func (c *Core) recordsByIdentity(ctx context.Context, q Querier, identity string, since time.Time) ([]store.Record, error) {
-	rows, err := q.Query(ctx, `SELECT `+RecordCols+` FROM records
-		WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`,
-		store.KindDerived, identity, Nanos(since), store.StateInProgress)
+	rows, err := q.Query(ctx, SlotsQuery, SlotsArgs(identity, since)...)
 	return Collect(rows, err, scanRecord)
 }
+
+// SlotsQuery reads RecordsByIdentity's records, with SlotsArgs.
+const SlotsQuery = `SELECT ` + RecordCols + ` FROM records
+	WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`
+
+// SlotsArgs are SlotsQuery's arguments.
+func SlotsArgs(identity string, since time.Time) []any {
+	return []any{store.KindDerived, identity, Nanos(since), store.StateInProgress}
+}
+
+// ScanRecords reads the records of a SlotsQuery.
+func ScanRecords(rows Rows) ([]store.Record, error) { return Collect(rows, nil, scanRecord) }
 
 var insertRecordSQL = `INSERT INTO records (` + RecordCols + `) VALUES (` + Placeholders(1, columns(RecordCols)) + `)
 	ON CONFLICT (key) DO NOTHING`
@@ -288,35 +306,35 @@ func deleteRecord(ctx context.Context, q Querier, rec store.Record) error {
 	return err
 }
 
-// reservation is a ReserveRequest made ready to write: its auto permit
+// Reservation is a ReserveRequest made ready to write: its auto permit
 // names the record, and with a charge the record goes in charged.
-type reservation struct {
+type Reservation struct {
 	r      store.ReserveRequest
-	rec    store.Record
-	permit *store.Permit
-	charge *store.ChargeRequest // checked: For and Entry
+	Record store.Record
+	Permit *store.Permit
+	Charge *store.ChargeRequest // checked: For and Entry
 }
 
-func (c *Core) prepare(r store.ReserveRequest) (reservation, error) {
-	v := reservation{r: r, rec: r.Record, permit: r.Permit}
-	if v.rec.Key == "" {
+func (c *Core) prepare(r store.ReserveRequest) (Reservation, error) {
+	v := Reservation{r: r, Record: r.Record, Permit: r.Permit}
+	if v.Record.Key == "" {
 		return v, errors.New("empty key")
 	}
-	if v.rec.State == "" {
-		v.rec.State = store.StateInProgress
+	if v.Record.State == "" {
+		v.Record.State = store.StateInProgress
 	}
 	if p := r.Permit; p != nil && p.Auto && p.RecordKey == "" {
 		cp := *p
-		cp.RecordKey = v.rec.Key // so Abandon and a replacement find it
-		v.permit = &cp
+		cp.RecordKey = v.Record.Key // so Abandon and a replacement find it
+		v.Permit = &cp
 	}
 	if r.Charge != nil {
-		ch := r.Charge.For(v.rec)
+		ch := r.Charge.For(v.Record)
 		var err error
 		if ch.Entry, err = Entry(ch.Entry, store.EntryDebit); err != nil {
 			return v, fmt.Errorf("charge: %w", err)
 		}
-		v.rec, v.charge = ch.Charged(v.rec), &ch
+		v.Record, v.Charge = ch.Charged(v.Record), &ch
 	}
 	return v, nil
 }
@@ -339,12 +357,12 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 		// The usual case, a key seen for the first time, in one statement
 		// (fenced and charged too); a key that has a record, a lost fence
 		// or a refused charge goes on to the transaction, which decides.
-		created, err := c.fast.ReserveNew(ctx, c.db.Read(), v.rec, v.permit, r.Fence, r.Release, v.charge)
+		created, err := c.fast.ReserveNew(ctx, v.Record, v.Permit, r.Fence, r.Release, v.Charge)
 		if err != nil {
 			return store.Record{}, false, c.d.Wrap("reserve record", err)
 		}
 		if created {
-			return v.rec, true, nil
+			return v.Record, true, nil
 		}
 	}
 	var out store.Record
@@ -386,14 +404,14 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 // reserveIn inserts v's record, its permit and its charge in q's
 // transaction, or, when its key has a record it does not replace, returns
 // that one (false) having written nothing.
-func (c *Core) reserveIn(ctx context.Context, q Querier, v reservation) (store.Record, bool, error) {
+func (c *Core) reserveIn(ctx context.Context, q Querier, v Reservation) (store.Record, bool, error) {
 	for range raceRetries {
-		inserted, err := c.insertRecord(ctx, q, v.rec)
+		inserted, err := c.insertRecord(ctx, q, v.Record)
 		if err != nil {
 			return store.Record{}, false, err
 		}
 		if !inserted {
-			existing, err := c.lockedRecord(ctx, q, v.rec.Key)
+			existing, err := c.lockedRecord(ctx, q, v.Record.Key)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // abandoned since the insert
 			}
@@ -406,58 +424,45 @@ func (c *Core) reserveIn(ctx context.Context, q Querier, v reservation) (store.R
 			if err := deleteRecord(ctx, q, existing); err != nil {
 				return store.Record{}, false, err
 			}
-			if _, err := c.insertRecord(ctx, q, v.rec); err != nil {
+			if _, err := c.insertRecord(ctx, q, v.Record); err != nil {
 				return store.Record{}, false, err
 			}
 		}
-		if v.permit != nil {
-			if err := InsertPermit(ctx, q, *v.permit); err != nil {
+		if v.Permit != nil {
+			if err := InsertPermit(ctx, q, *v.Permit); err != nil {
 				return store.Record{}, false, fmt.Errorf("permit: %w", err)
 			}
 		}
-		if v.charge != nil {
+		if v.Charge != nil {
 			// The record went in charged: a refusal here rolls it back
 			// with its permit and whatever it replaced.
-			if err := c.debit(ctx, q, *v.charge, v.charge.Entry); err != nil {
+			if err := c.debit(ctx, q, *v.Charge, v.Charge.Entry); err != nil {
 				return store.Record{}, false, fmt.Errorf("charge: %w", err)
 			}
 		}
-		return v.rec, true, nil
+		return v.Record, true, nil
 	}
 	return store.Record{}, false, store.ErrBusy
 }
-
-// errDecide ends a ReserveSlot write whose one-statement reservation
-// wrote nothing: the transaction form then decides, in a write of its own.
-var errDecide = errors.New("reserve slot: decide in the transaction form")
 
 // ReserveSlot takes the identity's lock, reads its slots, lets r.Choose
 // pick one and reserves it, in one transaction that deletes its lock row
 // before it commits. The lock row still serialises twins: where rows are
 // locked one by one, a twin's insert of the same row waits for this
 // transaction's outcome, and then reads the slot it made. A DB with
-// one-statement first calls makes the reservation, its charge and the
-// lock's deletion one statement of the transaction (the wallet, locked by
-// it, is then held only to the commit); when that writes nothing (a key
-// that has a record, a refused charge, which may have failed the
-// transaction) the whole write runs again in the transaction form.
+// one-statement first calls tries it in two round trips first.
 func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Record, bool, error) {
-	out, created, err := c.reserveSlot(ctx, r, c.fast)
-	if errors.Is(err, errDecide) {
-		out, created, err = c.reserveSlot(ctx, r, nil)
+	if c.fast != nil {
+		rec, created, decided, err := c.fast.ReserveSlot(ctx, r, c.prepare)
+		if err != nil || decided {
+			return rec, created, c.d.Wrap("reserve slot", err)
+		}
 	}
-	if err != nil {
-		return store.Record{}, false, c.d.Wrap("reserve slot", err)
-	}
-	return out, created, nil
-}
-
-func (c *Core) reserveSlot(ctx context.Context, r store.SlotRequest, fast FirstCall) (store.Record, bool, error) {
 	var out store.Record
 	var created bool
 	err := c.db.Write(ctx, func(q Querier) error {
 		out, created = store.Record{}, false
-		lk, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
+		_, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
 		if err != nil {
 			return fmt.Errorf("acquire lock: %w", err)
 		}
@@ -473,17 +478,6 @@ func (c *Core) reserveSlot(ctx context.Context, r store.SlotRequest, fast FirstC
 			if err != nil {
 				return err
 			}
-			if fast != nil {
-				own := &store.Fence{Identity: r.Identity, Owner: r.Owner, Fence: lk.Fence}
-				ok, err := fast.ReserveNew(ctx, q, v.rec, v.permit, own, true, v.charge)
-				if err == nil && !ok {
-					err = errDecide
-				}
-				if err == nil {
-					out, created = v.rec, true
-				}
-				return err
-			}
 			if out, created, err = c.reserveIn(ctx, q, v); err != nil {
 				return err
 			}
@@ -496,7 +490,10 @@ func (c *Core) reserveSlot(ctx context.Context, r store.SlotRequest, fast FirstC
 		_, err = q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
 		return err
 	})
-	return out, created, err
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve slot", err)
+	}
+	return out, created, nil
 }
 
 // Charge debits the wallet and spends the permit for a record its caller
