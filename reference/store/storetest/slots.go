@@ -219,25 +219,7 @@ func testConcurrentSlots(t *testing.T, s store.Store) {
 		for i := range calls {
 			calls[i] = fx.slotCall(identity, t0)
 		}
-		got := make([]store.Record, n)
-		created := make([]bool, n)
-		errs := together(n, func(i int) (err error) {
-			got[i], created[i], err = calls[i].run(t, s)
-			return err
-		})
-		winner := -1
-		for i, err := range errs {
-			must(t, err)
-			if created[i] {
-				if winner >= 0 {
-					t.Fatalf("twins %d and %d both reserved a slot", winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatal("no twin reserved a slot")
-		}
+		got, winner := reserveTwins(t, n, func(i int) (store.Record, bool, error) { return calls[i].run(t, s) })
 		for i := range calls {
 			if got[i].Key != got[winner].Key || got[i].Owner != calls[winner].req.Owner {
 				t.Errorf("twin %d came back with %s owned by %s, want the winner's %s", i, got[i].Key, got[i].Owner, got[winner].Key)
@@ -270,16 +252,7 @@ func testConcurrentSlots(t *testing.T, s store.Store) {
 			<-release
 			return choose(slots)
 		}
-		type outcome struct {
-			rec     store.Record
-			created bool
-			err     error
-		}
-		done := make(chan outcome, 1)
-		go func() {
-			rec, created, err := first.run(t, s)
-			done <- outcome{rec, created, err}
-		}()
+		done := reserveAsync(func() (store.Record, bool, error) { return first.run(t, s) })
 		select {
 		case <-choosing:
 		case o := <-done:
