@@ -257,7 +257,8 @@ type SlotRequest struct {
 	// record to join, or nil and the reservation to make (Fence, Release,
 	// AfterClaim and ReplaceStale unset: the lock is the store's). It runs
 	// inside the write transaction, perhaps on another goroutine, so it only
-	// computes: no I/O, no waiting.
+	// computes: no I/O, no waiting. It may run more than once (a store may
+	// try the write in two forms); its last answer is the one written.
 	Choose func(slots []Record) (join *Record, reserve ReserveRequest)
 }
 

@@ -309,7 +309,7 @@ func deleteRecord(ctx context.Context, q Querier, rec store.Record) error {
 // Reservation is a ReserveRequest made ready to write: its auto permit
 // names the record, and with a charge the record goes in charged.
 type Reservation struct {
-	r      store.ReserveRequest
+	r      store.ReserveRequest // as asked, for what it may replace
 	Record store.Record
 	Permit *store.Permit
 	Charge *store.ChargeRequest // checked: For and Entry
