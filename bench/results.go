@@ -600,7 +600,7 @@ func profileNote(pr Profiled) string {
 	for _, b := range pr.Block {
 		if strings.HasSuffix(b.Package, "/reference/store/sqlite") && b.Frac >= 0.5 {
 			return fmt.Sprintf("%s %s: %.0f%% of the gateway's waiting was for this process's one SQLite writer (the store's write queue): "+
-				"SQLite admits one writer, and a first call makes two write transactions (the reservation with its charge, then the outcome; an unkeyed one three, with its retry lock's acquire), "+
+				"SQLite admits one writer, and a first call makes two write transactions (the reservation with its charge, then the outcome, an unkeyed one too, its retry lock taken inside the first), "+
 				"which queued writes share by group commit. What would meet the target: fewer statements in each write, or a store that admits more than one writer "+
 				"(PostgreSQL, whose limit is then the wallet row).", pr.Store, pr.Phase, 100*b.Frac)
 		}

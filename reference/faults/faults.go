@@ -19,7 +19,10 @@ import (
 // Fault points, in the order a tools/call passes them. The reference
 // gateway passes reserve.done (a reservation not yet charged) only while a
 // pause is armed there; otherwise a reservation carries its charge, in one
-// commit, and there is no such moment to stop at.
+// commit, and there is no such moment to stop at. Likewise it passes
+// lock.acquired, fence.read and claim.held only while a fault is armed at
+// one of them (or a lock bug switch is on); otherwise an unkeyed call's
+// lock, slot choice and reservation are one write.
 const (
 	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
 	FenceRead      = "fence.read"      // unkeyed: slot chosen under the lock, before the fenced claim

@@ -372,13 +372,18 @@ func (g *Gateway) slots(ctx context.Context, c *callState, p keyPlan) ([]store.R
 	if err != nil {
 		return nil, g.storeErr("read slots", err)
 	}
+	return g.slotsOf(recs, p), nil
+}
+
+// slotsOf is what slot choice sees of the records the store read.
+func (g *Gateway) slotsOf(recs []store.Record, p keyPlan) []store.Record {
 	if g.bugs.On(bugs.SlotLookupByBucket) {
 		// BUG slot-lookup-by-bucket: from the previous bucket on, numbered
 		// with the window in force; a slot cut under a longer window has a
 		// smaller number and is missed.
 		recs = slices.DeleteFunc(recs, func(r store.Record) bool { return r.Bucket < p.bucket-1 })
 	}
-	return recs, nil
+	return recs
 }
 
 // peekReplay serves a completed record before any check: only the
@@ -625,7 +630,8 @@ func (g *Gateway) reserveKeyed(ctx context.Context, c *callState, p keyPlan, cha
 // the identity's lock row in the database (so the rule holds across
 // processes), and the reservation is a write conditional on still holding
 // that lock with the fence read at acquisition. charge is as for
-// reserveKeyed.
+// reserveKeyed. Unless something must be able to stop the call between
+// them (oneWrite), the lock, the choice and the reservation are one write.
 func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, charge *store.ChargeRequest) (store.Record, bool, error) {
 	owner := uuid.NewString() // the new record's id; the lock is pinned to it
 	// A live lock held by another call is answered from a plain read, so a
@@ -634,6 +640,9 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 	// case (no lock, a stale one, a race with the holder's release).
 	if held, err := g.store.LockOf(ctx, p.identity); err == nil && c.now.Sub(held.AcquiredAt) < c.set.StaleLock {
 		return g.lockHeld(ctx, c, p)
+	}
+	if g.oneWrite(c) {
+		return g.reserveSlot(ctx, c, p, owner, charge)
 	}
 	lock, err := g.store.AcquireLock(ctx, p.identity, owner, c.now, c.set.StaleLock)
 	if errors.Is(err, store.ErrLockHeld) {
@@ -662,10 +671,7 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 	if join != nil {
 		return *join, false, nil // resolved like a reservation that found a record
 	}
-	p.clientKey = slotKey(p, attempt)
-	p.key = recordKey(store.KindDerived, c.r.Caller.WalletID, c.r.Caller.APIKeyID, p.principal, c.tool.Name, p.clientKey)
-	rec := g.newRecord(c, p, owner)
-	rec.Identity, rec.Bucket, rec.Attempt = p.identity, p.bucket, attempt
+	rec, pm := g.newSlot(c, p, owner, attempt)
 
 	fenceLost := Refuse(ReasonInProgress, "the retry lock was taken over: retry")
 	var fence *store.Fence
@@ -692,8 +698,6 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 	}
 	g.hit(ctx, faults.FenceRead, c)
 
-	pm := g.autoPermit(c, rec.Key)
-	rec.PermitID = pm.ID
 	var afterClaim func(ctx context.Context) error
 	if g.faults.Armed(faults.ClaimHeld, faultMatch(c)) {
 		// Only for an armed pause point: a hook that may stall inside the
@@ -716,6 +720,63 @@ func (g *Gateway) reserveDerived(ctx context.Context, c *callState, p keyPlan, c
 		return rec, false, g.storeErr("reserve", err)
 	}
 	return got, created, nil
+}
+
+// oneWrite: the unkeyed call c takes its lock, chooses its slot and
+// reserves it in one write (reserveSlot), not two (the lock's commit, then
+// the fenced reservation that releases it). The lock row is then never
+// committed, so nothing can stop between taking it and the fenced claim:
+// the three-commit path stays for a pause or failure armed at lock.acquired,
+// fence.read or claim.held, and for the bug switches that live between
+// those commits.
+func (g *Gateway) oneWrite(c *callState) bool {
+	m := faultMatch(c)
+	for _, pt := range []string{faults.LockAcquired, faults.FenceRead, faults.ClaimHeld} {
+		if g.faults.Armed(pt, m) {
+			return false
+		}
+	}
+	return !g.bugs.On(bugs.StaleLockNoFence) && !g.bugs.On(bugs.SelectForUpdateSQLite) && !g.bugs.On(bugs.ReleaseUnpinned)
+}
+
+// reserveSlot is reserveDerived in one write: the store takes the lock and
+// reads the slots, chooseSlot picks one inside its transaction, and the
+// reservation it makes, charged when charge is set, deletes the lock row in
+// the same commit. On a refused charge the reservation it tried comes back
+// (refusedCharge names its permit).
+func (g *Gateway) reserveSlot(ctx context.Context, c *callState, p keyPlan, owner string,
+	charge *store.ChargeRequest) (store.Record, bool, error) {
+	var tried store.Record
+	got, created, err := g.store.ReserveSlot(ctx, store.SlotRequest{Identity: p.identity, Owner: owner,
+		Now: c.now, StaleAfter: c.set.StaleLock, Since: c.now.Add(-p.window),
+		Choose: func(slots []store.Record) (*store.Record, store.ReserveRequest) {
+			join, attempt := g.chooseSlot(g.slotsOf(slots, p), p, c.now)
+			if join != nil {
+				return join, store.ReserveRequest{}
+			}
+			rec, pm := g.newSlot(c, p, owner, attempt)
+			tried = rec
+			return nil, store.ReserveRequest{Record: rec, Permit: &pm, Charge: charge}
+		}})
+	if errors.Is(err, store.ErrLockHeld) {
+		return g.lockHeld(ctx, c, p)
+	}
+	if err != nil {
+		return tried, false, g.storeErr("reserve slot", err)
+	}
+	return got, created, nil
+}
+
+// newSlot is the reservation of a new slot (attempt of p's bucket) with
+// its auto permit.
+func (g *Gateway) newSlot(c *callState, p keyPlan, owner string, attempt int) (store.Record, store.Permit) {
+	p.clientKey = slotKey(p, attempt)
+	p.key = recordKey(store.KindDerived, c.r.Caller.WalletID, c.r.Caller.APIKeyID, p.principal, c.tool.Name, p.clientKey)
+	rec := g.newRecord(c, p, owner)
+	rec.Identity, rec.Bucket, rec.Attempt = p.identity, p.bucket, attempt
+	pm := g.autoPermit(c, rec.Key)
+	rec.PermitID = pm.ID
+	return rec, pm
 }
 
 // lockHeld answers an unkeyed call whose identity's lock another call

@@ -59,6 +59,23 @@ func (w *writeLog) Reserve(ctx context.Context, r store.ReserveRequest) (store.R
 	return w.Store.Reserve(ctx, r)
 }
 
+func (w *writeLog) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Record, bool, error) {
+	var charged bool
+	choose := r.Choose
+	r.Choose = func(slots []store.Record) (*store.Record, store.ReserveRequest) {
+		join, req := choose(slots)
+		charged = req.Charge != nil
+		return join, req
+	}
+	rec, created, err := w.Store.ReserveSlot(ctx, r)
+	what := "reserve slot"
+	if charged {
+		what += "+charge"
+	}
+	w.add(what + "+release lock")
+	return rec, created, err
+}
+
 func (w *writeLog) Charge(ctx context.Context, c store.ChargeRequest) error {
 	w.add("charge")
 	return w.Store.Charge(ctx, c)
@@ -80,9 +97,10 @@ func (w *writeLog) LogDispatch(ctx context.Context, d store.Dispatch) error {
 }
 
 // TestFirstCallCommits: a first call commits its reservation with its
-// charge, then its outcome (an unkeyed one takes its retry lock first, and
-// the reservation frees it); a refused charge commits nothing at all; only
-// a pause armed at reserve.done makes the gateway charge apart.
+// charge, then its outcome (an unkeyed one takes its retry lock in the same
+// commit, and frees it there); a refused charge commits nothing at all; only
+// a pause armed at reserve.done makes the gateway charge apart, and only one
+// armed at lock.acquired commits an unkeyed call's lock apart.
 func TestFirstCallCommits(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -100,6 +118,13 @@ func TestFirstCallCommits(t *testing.T) {
 				{"unkeyed", func(e *env) error {
 					_, err := e.call(req{})
 					return err
+				}, []string{"reserve slot+charge+release lock", "finish"}},
+				{"unkeyed, paused at lock.acquired", func(e *env) error {
+					id := e.arm(faults.LockAcquired, faults.Pause, e.write)
+					ch := e.async(req{})
+					e.await(id, ch)
+					e.release(id)
+					return e.wait(ch).err
 				}, []string{"acquire lock", "reserve+charge+release lock", "finish"}},
 				{"keyed, insufficient funds", func(e *env) error {
 					_, err := e.call(req{key: "k-1", caller: ptr(e.newCaller(e.newWallet(price - 1)))})

@@ -235,6 +235,33 @@ type ReserveRequest struct {
 	Charge *ChargeRequest
 }
 
+// SlotRequest reserves an unkeyed call's slot in one write transaction
+// (Store.ReserveSlot): the identity's lock taken, its slots read, the slot
+// chosen, the reservation made with its permit and charge, and the lock
+// row gone again by the commit. It is AcquireLock, RecordsByIdentity and a
+// Reserve fenced on that lock with Release, without the commits between
+// them: nothing can run while the lock is held, so nothing needs to see it.
+type SlotRequest struct {
+	Identity string
+	// Owner holds the lock for the transaction's length: the new record's
+	// owner.
+	Owner string
+	// Now and StaleAfter judge a lock row another call holds as AcquireLock
+	// does: a live one is ErrLockHeld, nothing written; a stale one is taken
+	// over, so its holder's fenced claim fails with ErrFenceLost.
+	Now        time.Time
+	StaleAfter time.Duration
+	// Since selects the slots as RecordsByIdentity's since does.
+	Since time.Time
+	// Choose is the slot choice, given the slots read under the lock: the
+	// record to join, or nil and the reservation to make (Fence, Release,
+	// AfterClaim and ReplaceStale unset: the lock is the store's). It runs
+	// inside the write transaction, perhaps on another goroutine, so it only
+	// computes: no I/O, no waiting. It may run more than once (a store may
+	// try the write in two forms); its last answer is the one written.
+	Choose func(slots []Record) (join *Record, reserve ReserveRequest)
+}
+
 // Stale names a reservation presumed abandoned: in progress, never charged,
 // owned by Owner and last written at or before Before. Charged means claimed
 // for dispatch (every dispatch is preceded by a charge, of 0 for a free
@@ -410,6 +437,13 @@ type Store interface {
 	// (unless ReplaceRefunded applies). With Charge it also charges the
 	// record it creates, all or nothing (ReserveRequest.Charge).
 	Reserve(ctx context.Context, r ReserveRequest) (Record, bool, error)
+	// ReserveSlot takes the identity's lock, chooses and reserves a slot in
+	// one write (SlotRequest). It returns the joined record (false), the
+	// created one (true), or the record a chosen key already has (false); a
+	// refused charge fails it as it fails Reserve. A reservation that
+	// creates nothing writes nothing, unless it took over a stale lock: that
+	// lock row is deleted all the same, so its holder stays fenced out.
+	ReserveSlot(ctx context.Context, r SlotRequest) (Record, bool, error)
 	// Charge debits the wallet and spends the permit, conditional on the record.
 	// ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, ErrNotOwner.
 	Charge(ctx context.Context, c ChargeRequest) error

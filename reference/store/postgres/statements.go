@@ -73,11 +73,11 @@ func (q *stmt) debit(from, wallet string, c store.ChargeRequest, e store.LedgerE
 		q.arg(e.Tool), `, `, q.arg(nanos(e.At)), ` FROM `, from, ` LEFT JOIN debit ON true RETURNING 1)`)
 }
 
-// one runs q, which ends by counting what it wrote: true for one row;
-// false, nothing written, when a check of its charge refused it.
-func (d coreDB) one(ctx context.Context, q *stmt) (bool, error) {
+// one runs q on on, and q ends by counting what it wrote: true for one
+// row; false, nothing written, when a check of its charge refused it.
+func one(ctx context.Context, on sqlstore.Querier, q *stmt) (bool, error) {
 	var n int
-	err := d.s.pool.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
+	err := on.QueryRow(ctx, q.text.String(), q.args...).Scan(&n)
 	if refused(err) {
 		return false, nil
 	}
@@ -99,6 +99,16 @@ func refused(err error) bool {
 // charge is nil or checked (For, Entry); rec is already marked charged.
 func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 	charge *store.ChargeRequest) (bool, error) {
+	q := reserveNew(rec, permit, fence, release, charge)
+	if q == nil {
+		return false, nil
+	}
+	return one(ctx, d.read, q)
+}
+
+// reserveNew is ReserveNew's statement, which ends by counting the records
+// it created; nil when the new permit cannot pay the charge.
+func reserveNew(rec store.Record, permit *store.Permit, fence *store.Fence, release bool, charge *store.ChargeRequest) *stmt {
 	q := &stmt{}
 	q.add(`WITH `)
 	guard := ""
@@ -124,7 +134,7 @@ func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.
 			// Inserted spent: a statement's parts do not see each other's
 			// rows, so the new permit cannot be updated by a part after.
 			if nanos(charge.Now) >= nanos(p.ExpiresAt) || p.Budget-p.Spent < charge.Entry.Amount {
-				return false, nil
+				return nil
 			}
 			p.Spent += charge.Entry.Amount
 		}
@@ -134,7 +144,7 @@ func (d coreDB) ReserveNew(ctx context.Context, rec store.Record, permit *store.
 		q.debit("rec", q.arg(charge.Entry.WalletID), *charge, charge.Entry, permit == nil)
 	}
 	q.add(` SELECT count(*) FROM rec`)
-	return d.one(ctx, q)
+	return q
 }
 
 // Charge tries store.Store's Charge as one statement: the record is marked
@@ -156,7 +166,7 @@ func (d coreDB) Charge(ctx context.Context, c store.ChargeRequest, e store.Ledge
 		` AND owner = `, q.arg(c.Owner), ` AND state = '`+store.StateInProgress+`' AND NOT charged RETURNING wallet_id)`)
 	q.debit("mark", `coalesce(nullif(`+q.arg(e.WalletID)+`::text, ''), (SELECT wallet_id FROM mark))`, c, e, true)
 	q.add(` SELECT count(*) FROM entry`)
-	return d.one(ctx, q)
+	return one(ctx, d.read, q)
 }
 
 // Finish stores an outcome without a refund, with its dispatch row if any,

@@ -51,6 +51,14 @@ type FirstCall interface {
 	// charged.
 	ReserveNew(ctx context.Context, rec store.Record, permit *store.Permit, fence *store.Fence, release bool,
 		charge *store.ChargeRequest) (bool, error)
+	// ReserveSlot is store.Store's ReserveSlot in two round trips: the lock
+	// row's insert with the slots' read (SlotsQuery, ScanRecords), then
+	// the reservation Choose asks for, which ready prepares, as ReserveNew's
+	// statement with the commit. It answers only a call it can decide
+	// (decided): not one that finds a lock row there, a chosen key that has
+	// a record, or a refused charge.
+	ReserveSlot(ctx context.Context, r store.SlotRequest, ready func(store.ReserveRequest) (Reservation, error)) (
+		rec store.Record, created, decided bool, err error)
 	// Charge is store.Store's Charge with e its checked entry; a charge of 0
 	// on a record not the owner's may answer store.ErrNotOwner.
 	Charge(ctx context.Context, c store.ChargeRequest, e store.LedgerEntry) (bool, error)
@@ -83,7 +91,9 @@ func (c *Core) writeStatement(ctx context.Context, query string, args ...any) (i
 // reading a stale lock and taking it over, where another holder can slip in.
 func (c *Core) SetAfterLockRead(fn func(ctx context.Context)) { c.afterLockRead = fn }
 
-const insertLock = `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
+// InsertLock inserts a lock row ($1 identity, $2 owner, $3 acquired at)
+// at fence 1 unless the identity has one.
+const InsertLock = `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
 	ON CONFLICT (identity) DO NOTHING`
 
 // AcquireLock inserts the lock row or takes over a stale one.
@@ -92,7 +102,7 @@ func (c *Core) AcquireLock(ctx context.Context, identity, owner string, now time
 	if c.stmt != nil {
 		// No lock row: the insert alone, one statement. A row there goes on
 		// to the transaction, which decides between held and a takeover.
-		n, err := c.stmt.WriteStatement().Exec(ctx, insertLock, identity, owner, Nanos(now))
+		n, err := c.stmt.WriteStatement().Exec(ctx, InsertLock, identity, owner, Nanos(now))
 		if err != nil || n == 1 {
 			if err != nil {
 				return store.Lock{}, c.d.Wrap("acquire lock", err)
@@ -101,44 +111,54 @@ func (c *Core) AcquireLock(ctx context.Context, identity, owner string, now time
 		}
 	}
 	err := c.db.Write(ctx, func(q Querier) error {
-		for range raceRetries {
-			// An uncommitted insert or claim of the same row makes this wait
-			// (up to the store's lock timeout) for its outcome.
-			n, err := q.Exec(ctx, insertLock, identity, owner, Nanos(now))
-			if err != nil || n == 1 {
-				return err
-			}
-			cur, err := lockOf(ctx, q, identity)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue // released since the insert
-			}
-			if err != nil {
-				return err
-			}
-			if Nanos(cur.AcquiredAt) > Nanos(now)-int64(staleAfter) {
-				return store.ErrLockHeld
-			}
-			if c.afterLockRead != nil {
-				c.afterLockRead(ctx)
-			}
-			// Conditional on the holding read, owner and fence; a claim
-			// holding the row makes this wait, a takeover that committed
-			// meanwhile makes it miss. The fence alone is not enough: after
-			// a release a fresh holder starts again at fence 1, and its live
-			// lock would be taken for the stale one.
-			lk.Fence = cur.Fence + 1
-			n, err = q.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5 AND owner = $6`,
-				owner, lk.Fence, Nanos(now), identity, cur.Fence, cur.Owner)
-			if err != nil || n == 1 {
-				return err
-			}
-		}
-		return store.ErrBusy
+		var err error
+		lk, _, err = c.acquire(ctx, q, identity, owner, now, staleAfter)
+		return err
 	})
 	if err != nil {
 		return store.Lock{}, c.d.Wrap("acquire lock", err)
 	}
 	return lk, nil
+}
+
+// acquire inserts the lock row or takes over a stale one, in q's
+// transaction; took says it was taken over.
+func (c *Core) acquire(ctx context.Context, q Querier, identity, owner string, now time.Time,
+	staleAfter time.Duration) (lk store.Lock, took bool, err error) {
+	lk = store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
+	for range raceRetries {
+		// An uncommitted insert or claim of the same row makes this wait
+		// (up to the store's lock timeout) for its outcome.
+		n, err := q.Exec(ctx, InsertLock, identity, owner, Nanos(now))
+		if err != nil || n == 1 {
+			return lk, false, err
+		}
+		cur, err := lockOf(ctx, q, identity)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // released since the insert
+		}
+		if err != nil {
+			return lk, false, err
+		}
+		if Nanos(cur.AcquiredAt) > Nanos(now)-int64(staleAfter) {
+			return lk, false, store.ErrLockHeld
+		}
+		if c.afterLockRead != nil {
+			c.afterLockRead(ctx)
+		}
+		// Conditional on the holding read, owner and fence; a claim
+		// holding the row makes this wait, a takeover that committed
+		// meanwhile makes it miss. The fence alone is not enough: after
+		// a release a fresh holder starts again at fence 1, and its live
+		// lock would be taken for the stale one.
+		lk.Fence = cur.Fence + 1
+		n, err = q.Exec(ctx, `UPDATE locks SET owner = $1, fence = $2, acquired_at = $3 WHERE identity = $4 AND fence = $5 AND owner = $6`,
+			owner, lk.Fence, Nanos(now), identity, cur.Fence, cur.Owner)
+		if err != nil || n == 1 {
+			return lk, err == nil, err
+		}
+	}
+	return lk, false, store.ErrBusy
 }
 
 const lockCols = `identity, owner, fence, acquired_at`
@@ -245,12 +265,26 @@ func (c *Core) ownedRecord(ctx context.Context, q Querier, key, owner string, un
 
 // RecordsByIdentity lists derived records of identity created since, or in progress.
 func (c *Core) RecordsByIdentity(ctx context.Context, identity string, since time.Time) ([]store.Record, error) {
-	rows, err := c.db.Read().Query(ctx, `SELECT `+RecordCols+` FROM records
-		WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`,
-		store.KindDerived, identity, Nanos(since), store.StateInProgress)
-	out, err := Collect(rows, err, scanRecord)
+	out, err := c.recordsByIdentity(ctx, c.db.Read(), identity, since)
 	return out, c.d.Wrap("records by identity", err)
 }
+
+func (c *Core) recordsByIdentity(ctx context.Context, q Querier, identity string, since time.Time) ([]store.Record, error) {
+	rows, err := q.Query(ctx, SlotsQuery, SlotsArgs(identity, since)...)
+	return Collect(rows, err, scanRecord)
+}
+
+// SlotsQuery reads RecordsByIdentity's records, with SlotsArgs.
+const SlotsQuery = `SELECT ` + RecordCols + ` FROM records
+	WHERE kind = $1 AND identity = $2 AND (created_at >= $3 OR state = $4) ORDER BY created_at, attempt`
+
+// SlotsArgs are SlotsQuery's arguments.
+func SlotsArgs(identity string, since time.Time) []any {
+	return []any{store.KindDerived, identity, Nanos(since), store.StateInProgress}
+}
+
+// ScanRecords reads the records of a SlotsQuery.
+func ScanRecords(rows Rows) ([]store.Record, error) { return Collect(rows, nil, scanRecord) }
 
 var insertRecordSQL = `INSERT INTO records (` + RecordCols + `) VALUES (` + Placeholders(1, columns(RecordCols)) + `)
 	ON CONFLICT (key) DO NOTHING`
@@ -272,32 +306,47 @@ func deleteRecord(ctx context.Context, q Querier, rec store.Record) error {
 	return err
 }
 
+// Reservation is a ReserveRequest made ready to write: its auto permit
+// names the record, and with a charge the record goes in charged.
+type Reservation struct {
+	r      store.ReserveRequest // as asked, for what it may replace
+	Record store.Record
+	Permit *store.Permit
+	Charge *store.ChargeRequest // checked: For and Entry
+}
+
+func (c *Core) prepare(r store.ReserveRequest) (Reservation, error) {
+	v := Reservation{r: r, Record: r.Record, Permit: r.Permit}
+	if v.Record.Key == "" {
+		return v, errors.New("empty key")
+	}
+	if v.Record.State == "" {
+		v.Record.State = store.StateInProgress
+	}
+	if p := r.Permit; p != nil && p.Auto && p.RecordKey == "" {
+		cp := *p
+		cp.RecordKey = v.Record.Key // so Abandon and a replacement find it
+		v.Permit = &cp
+	}
+	if r.Charge != nil {
+		ch := r.Charge.For(v.Record)
+		var err error
+		if ch.Entry, err = Entry(ch.Entry, store.EntryDebit); err != nil {
+			return v, fmt.Errorf("charge: %w", err)
+		}
+		v.Record, v.Charge = ch.Charged(v.Record), &ch
+	}
+	return v, nil
+}
+
 // Reserve claims the fence, runs AfterClaim, then inserts the record. The
 // claim is an UPDATE of the lock row, so the row (or, under SQLite, the
 // database) stays locked until commit: a takeover in between waits for it
 // and, past the lock timeout, gets ErrBusy.
 func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Record, bool, error) {
-	rec := r.Record
-	if rec.Key == "" {
-		return store.Record{}, false, errors.New("reserve record: empty key")
-	}
-	if rec.State == "" {
-		rec.State = store.StateInProgress
-	}
-	permit := r.Permit
-	if permit != nil && permit.Auto && permit.RecordKey == "" {
-		p := *permit
-		p.RecordKey = rec.Key // so Abandon and a replacement find it
-		permit = &p
-	}
-	var charge *store.ChargeRequest
-	if r.Charge != nil {
-		ch := r.Charge.For(rec)
-		var err error
-		if ch.Entry, err = Entry(ch.Entry, store.EntryDebit); err != nil {
-			return store.Record{}, false, c.d.Wrap("reserve record: charge", err)
-		}
-		rec, charge = ch.Charged(rec), &ch
+	v, err := c.prepare(r)
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve record", err)
 	}
 	write := c.db.Write
 	if r.AfterClaim != nil {
@@ -308,17 +357,17 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 		// The usual case, a key seen for the first time, in one statement
 		// (fenced and charged too); a key that has a record, a lost fence
 		// or a refused charge goes on to the transaction, which decides.
-		created, err := c.fast.ReserveNew(ctx, rec, permit, r.Fence, r.Release, charge)
+		created, err := c.fast.ReserveNew(ctx, v.Record, v.Permit, r.Fence, r.Release, v.Charge)
 		if err != nil {
 			return store.Record{}, false, c.d.Wrap("reserve record", err)
 		}
 		if created {
-			return rec, true, nil
+			return v.Record, true, nil
 		}
 	}
 	var out store.Record
 	var created bool
-	err := write(ctx, func(q Querier) error {
+	err = write(ctx, func(q Querier) error {
 		if f := r.Fence; f != nil {
 			if err := ExecOne(ctx, q, store.ErrFenceLost,
 				`UPDATE locks SET fence = fence WHERE identity = $1 AND owner = $2 AND fence = $3`,
@@ -331,55 +380,118 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 				return fmt.Errorf("after claim: %w", err)
 			}
 		}
-		for range raceRetries {
-			inserted, err := c.insertRecord(ctx, q, rec)
-			if err != nil {
-				return err
-			}
-			if !inserted {
-				existing, err := c.lockedRecord(ctx, q, rec.Key)
-				if errors.Is(err, sql.ErrNoRows) {
-					continue // abandoned since the insert
-				}
-				if err != nil {
-					return err
-				}
-				if !r.Replaces(existing) {
-					out = existing
-					return ErrNoop
-				}
-				if err := deleteRecord(ctx, q, existing); err != nil {
-					return err
-				}
-				if _, err := c.insertRecord(ctx, q, rec); err != nil {
-					return err
-				}
-			}
-			if permit != nil {
-				if err := InsertPermit(ctx, q, *permit); err != nil {
-					return fmt.Errorf("permit: %w", err)
-				}
-			}
-			if charge != nil {
-				// The record went in charged: a refusal here rolls it back
-				// with its permit and whatever it replaced.
-				if err := c.debit(ctx, q, *charge, charge.Entry); err != nil {
-					return fmt.Errorf("charge: %w", err)
-				}
-			}
-			if f := r.Fence; f != nil && r.Release {
-				// The claim above holds the row: this deletes it.
-				if _, err := q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
-					return fmt.Errorf("release lock: %w", err)
-				}
-			}
-			out, created = rec, true
-			return nil
+		var err error
+		out, created, err = c.reserveIn(ctx, q, v)
+		if err == nil && !created {
+			return ErrNoop
 		}
-		return store.ErrBusy
+		if err != nil || r.Fence == nil || !r.Release {
+			return err
+		}
+		// The claim above holds the row: this deletes it.
+		f := r.Fence
+		if _, err := q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
+			return fmt.Errorf("release lock: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return store.Record{}, false, c.d.Wrap("reserve record", err)
+	}
+	return out, created, nil
+}
+
+// reserveIn inserts v's record, its permit and its charge in q's
+// transaction, or, when its key has a record it does not replace, returns
+// that one (false) having written nothing.
+func (c *Core) reserveIn(ctx context.Context, q Querier, v Reservation) (store.Record, bool, error) {
+	for range raceRetries {
+		inserted, err := c.insertRecord(ctx, q, v.Record)
+		if err != nil {
+			return store.Record{}, false, err
+		}
+		if !inserted {
+			existing, err := c.lockedRecord(ctx, q, v.Record.Key)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // abandoned since the insert
+			}
+			if err != nil {
+				return store.Record{}, false, err
+			}
+			if !v.r.Replaces(existing) {
+				return existing, false, nil
+			}
+			if err := deleteRecord(ctx, q, existing); err != nil {
+				return store.Record{}, false, err
+			}
+			if _, err := c.insertRecord(ctx, q, v.Record); err != nil {
+				return store.Record{}, false, err
+			}
+		}
+		if v.Permit != nil {
+			if err := InsertPermit(ctx, q, *v.Permit); err != nil {
+				return store.Record{}, false, fmt.Errorf("permit: %w", err)
+			}
+		}
+		if v.Charge != nil {
+			// The record went in charged: a refusal here rolls it back
+			// with its permit and whatever it replaced.
+			if err := c.debit(ctx, q, *v.Charge, v.Charge.Entry); err != nil {
+				return store.Record{}, false, fmt.Errorf("charge: %w", err)
+			}
+		}
+		return v.Record, true, nil
+	}
+	return store.Record{}, false, store.ErrBusy
+}
+
+// ReserveSlot takes the identity's lock, reads its slots, lets r.Choose
+// pick one and reserves it, in one transaction that deletes its lock row
+// before it commits. The lock row still serialises twins: where rows are
+// locked one by one, a twin's insert of the same row waits for this
+// transaction's outcome, and then reads the slot it made. A DB with
+// one-statement first calls tries it in two round trips first.
+func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Record, bool, error) {
+	if c.fast != nil {
+		rec, created, decided, err := c.fast.ReserveSlot(ctx, r, c.prepare)
+		if err != nil || decided {
+			return rec, created, c.d.Wrap("reserve slot", err)
+		}
+	}
+	var out store.Record
+	var created bool
+	err := c.db.Write(ctx, func(q Querier) error {
+		out, created = store.Record{}, false
+		_, took, err := c.acquire(ctx, q, r.Identity, r.Owner, r.Now, r.StaleAfter)
+		if err != nil {
+			return fmt.Errorf("acquire lock: %w", err)
+		}
+		slots, err := c.recordsByIdentity(ctx, q, r.Identity, r.Since)
+		if err != nil {
+			return fmt.Errorf("read slots: %w", err)
+		}
+		join, req := r.Choose(slots)
+		if join != nil {
+			out = *join
+		} else {
+			v, err := c.prepare(req)
+			if err != nil {
+				return err
+			}
+			if out, created, err = c.reserveIn(ctx, q, v); err != nil {
+				return err
+			}
+		}
+		if !created && !took {
+			return ErrNoop // nothing to write: the lock row was only ever this transaction's
+		}
+		// A stale lock taken over stays taken from its holder, whatever
+		// this call then did, as a takeover and a release would leave it.
+		_, err = q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
+		return err
+	})
+	if err != nil {
+		return store.Record{}, false, c.d.Wrap("reserve slot", err)
 	}
 	return out, created, nil
 }

@@ -14,8 +14,11 @@ import (
 
 // Bench measures a store's first-call writes as the gateway makes them, one
 // wallet shared by every goroutine (the hot wallet): keyed (Reserve with its
-// permit and charge, then Finish with the dispatch row), unkeyed (a lock,
-// the fenced reservation that releases it, then Finish) and a replay's read.
+// permit and charge, then Finish with the dispatch row), unkeyed (ReserveSlot
+// with its permit and charge, then Finish), unkeyed with its lock apart (a
+// lock, the slots' read, the fenced reservation that releases it, then
+// Finish: the gateway's path while a fault is armed at the lock) and a
+// replay's read.
 // Eight goroutines, as make bench's eight clients. It asserts nothing about time: `go test -bench` prints the figures, which
 // are only comparable on one machine, before and after a change.
 func Bench(b *testing.B, s store.Store) {
@@ -33,7 +36,9 @@ func Bench(b *testing.B, s store.Store) {
 	}
 	clients := max(1, 8/runtime.GOMAXPROCS(0)) // RunParallel's goroutines per proc
 	result := json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)
-	firstCall := func(b *testing.B, fence func(rec store.Record) (*store.Fence, error)) {
+	// firstCall makes one first call, its reservation r made by reserve;
+	// derived makes r an unkeyed call's.
+	firstCall := func(b *testing.B, derived bool, reserve func(r store.ReserveRequest) (bool, error)) {
 		rec := store.Record{Key: uuid.NewString(), Kind: store.KindClient, ClientKey: uuid.NewString(), WalletID: w.ID,
 			APIKeyID: key.ID, Tool: tool.Name, Fingerprint: "5f70bf18", State: store.StateInProgress, Owner: uuid.NewString(),
 			PermitID: uuid.NewString(), CreatedAt: t0, UpdatedAt: t0}
@@ -41,16 +46,10 @@ func Bench(b *testing.B, s store.Store) {
 			ExpiresAt: t0.Add(time.Minute), Auto: true, CreatedAt: t0}
 		r := store.ReserveRequest{Record: rec, Permit: &p, Charge: &store.ChargeRequest{
 			Entry: store.LedgerEntry{Amount: tool.Price, Receipt: "rcpt-" + rec.Key, Tool: tool.Name}, Now: t0}}
-		if fence != nil {
+		if derived {
 			r.Record.Kind, r.Record.Identity, r.Record.ClientKey = store.KindDerived, w.ID+"|"+tool.Name+"|"+rec.Key, ""
-			f, err := fence(r.Record)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			r.Fence, r.Release = f, true
 		}
-		if _, created, err := s.Reserve(ctx, r); err != nil || !created {
+		if created, err := reserve(r); err != nil || !created {
 			b.Errorf("reserve: created %v, %v", created, err)
 			return
 		}
@@ -60,25 +59,45 @@ func Bench(b *testing.B, s store.Store) {
 			b.Errorf("finish: %v", err)
 		}
 	}
-	b.Run("keyed first call", func(b *testing.B) {
-		b.SetParallelism(clients)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				firstCall(b, nil)
+	since := t0.Add(-time.Minute)
+	for _, bc := range []struct {
+		name    string
+		derived bool
+		reserve func(r store.ReserveRequest) (bool, error)
+	}{
+		{"keyed first call", false, func(r store.ReserveRequest) (bool, error) {
+			_, created, err := s.Reserve(ctx, r)
+			return created, err
+		}},
+		{"unkeyed first call", true, func(r store.ReserveRequest) (bool, error) {
+			_, created, err := s.ReserveSlot(ctx, store.SlotRequest{Identity: r.Record.Identity, Owner: r.Record.Owner,
+				Now: t0, StaleAfter: time.Minute, Since: since,
+				Choose: func([]store.Record) (*store.Record, store.ReserveRequest) { return nil, r }})
+			return created, err
+		}},
+		{"unkeyed first call, lock apart", true, func(r store.ReserveRequest) (bool, error) {
+			rec := r.Record
+			lk, err := s.AcquireLock(ctx, rec.Identity, rec.Owner, t0, time.Minute)
+			if err != nil {
+				return false, err
 			}
-		})
-	})
-	b.Run("unkeyed first call", func(b *testing.B) {
-		b.SetParallelism(clients)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				firstCall(b, func(rec store.Record) (*store.Fence, error) {
-					lk, err := s.AcquireLock(ctx, rec.Identity, rec.Owner, t0, time.Minute)
-					return &store.Fence{Identity: lk.Identity, Owner: lk.Owner, Fence: lk.Fence}, err
-				})
+			if _, err := s.RecordsByIdentity(ctx, rec.Identity, since); err != nil {
+				return false, err
 			}
+			r.Fence, r.Release = &store.Fence{Identity: lk.Identity, Owner: lk.Owner, Fence: lk.Fence}, true
+			_, created, err := s.Reserve(ctx, r)
+			return created, err
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetParallelism(clients)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					firstCall(b, bc.derived, bc.reserve)
+				}
+			})
 		})
-	})
+	}
 	b.Run("replay read", func(b *testing.B) {
 		rec := store.Record{Key: uuid.NewString(), Kind: store.KindClient, WalletID: w.ID, APIKeyID: key.ID, Tool: tool.Name,
 			State: store.StateCompleted, Result: result, CreatedAt: t0, UpdatedAt: t0}

@@ -95,25 +95,7 @@ func testConcurrentTwins(t *testing.T, s store.Store) {
 		p.RecordKey = first.Key
 		twins[i] = store.ReserveRequest{Record: rec, Permit: &p}
 	}
-	got := make([]store.Record, n)
-	created := make([]bool, n)
-	errs := together(n, func(i int) (err error) {
-		got[i], created[i], err = s.Reserve(ctx(t), twins[i])
-		return err
-	})
-	winner := -1
-	for i, err := range errs {
-		must(t, err)
-		if created[i] {
-			if winner >= 0 {
-				t.Fatalf("twins %d and %d both created the record", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no twin created the record")
-	}
+	got, winner := reserveTwins(t, n, func(i int) (store.Record, bool, error) { return s.Reserve(ctx(t), twins[i]) })
 	for i := range twins {
 		diff(t, "record seen by a twin", twins[winner].Record, got[i])
 		_, err := s.Permit(ctx(t), twins[i].Permit.ID)
@@ -123,6 +105,49 @@ func testConcurrentTwins(t *testing.T, s store.Store) {
 			wantErr(t, "loser's permit", err, store.ErrNotFound)
 		}
 	}
+}
+
+// reserveTwins runs reserve(i) for n twins at once: none may fail and
+// exactly one, the winner, may create. It returns what each came back with.
+func reserveTwins(t *testing.T, n int, reserve func(i int) (store.Record, bool, error)) (got []store.Record, winner int) {
+	t.Helper()
+	got = make([]store.Record, n)
+	created := make([]bool, n)
+	errs := together(n, func(i int) (err error) {
+		got[i], created[i], err = reserve(i)
+		return err
+	})
+	winner = -1
+	for i, err := range errs {
+		must(t, err)
+		if created[i] {
+			if winner >= 0 {
+				t.Fatalf("twins %d and %d both created a record", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no twin created a record")
+	}
+	return got, winner
+}
+
+// reserved is what a reservation made in the background came back with.
+type reserved struct {
+	rec     store.Record
+	created bool
+	err     error
+}
+
+// reserveAsync runs reserve in the background; its outcome comes on the channel.
+func reserveAsync(reserve func() (store.Record, bool, error)) <-chan reserved {
+	done := make(chan reserved, 1)
+	go func() {
+		rec, created, err := reserve()
+		done <- reserved{rec, created, err}
+	}()
+	return done
 }
 
 // testConcurrentAcquire: one fresh lock and one stale lock, each wanted by

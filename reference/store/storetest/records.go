@@ -173,14 +173,8 @@ func testTakeoverDuringClaim(t *testing.T, s store.Store) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	defer unblock()
-	type outcome struct {
-		rec     store.Record
-		created bool
-		err     error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		got, created, err := s.Reserve(ctx(t), store.ReserveRequest{Record: rec, Permit: &p, Fence: fenceOf(lk),
+	done := reserveAsync(func() (store.Record, bool, error) {
+		return s.Reserve(ctx(t), store.ReserveRequest{Record: rec, Permit: &p, Fence: fenceOf(lk),
 			AfterClaim: func(ctx context.Context) error {
 				close(claimed)
 				select {
@@ -190,8 +184,7 @@ func testTakeoverDuringClaim(t *testing.T, s store.Store) {
 					return ctx.Err()
 				}
 			}})
-		done <- outcome{got, created, err}
-	}()
+	})
 	select {
 	case <-claimed:
 	case o := <-done:

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"charge", false, testCharge},
 		{"reserve charged", false, testReserveCharged},
 		{"reserve releases the lock", false, testReserveRelease},
+		{"reserve slot", false, testReserveSlot},
 		{"finish", false, testFinish},
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
@@ -67,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent charged reservations", false, testConcurrentChargedReserves},
 		{"concurrent twins", false, testConcurrentTwins},
 		{"concurrent acquire", false, testConcurrentAcquire},
+		{"concurrent slots", false, testConcurrentSlots},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
