@@ -12,6 +12,9 @@ import (
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 )
 
+// TestMain removes the PostgreSQL container pgtest may have started.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 func TestWithDatabase(t *testing.T) {
 	for _, tc := range []struct{ dsn, want, err string }{
 		{dsn: "postgres://u:p@127.0.0.1:5432/mcpconform?sslmode=disable", want: "postgres://u:p@127.0.0.1:5432/b_1?sslmode=disable"},
