@@ -7,10 +7,10 @@
 // Every server listens on 127.0.0.1. The reference gateway runs in process
 // (reference/server.Run) on SQLite in a temporary directory and, when
 // DATABASE_URL is set, on PostgreSQL, in a database of the bench's own
-// (mcpconform_bench_<pid>) created on that server and dropped at the end,
-// so nothing earlier runs left weighs on the figures; the harness runs as `make run` does,
-// starting the gateway from an mcpconform binary built into a temporary
-// directory.
+// (mcpconform_bench_<pid>) created on that server and dropped at the end, so
+// nothing earlier runs left there weighs on the figures; the harness runs as
+// `make run` does, starting the gateway from an mcpconform binary built into
+// a temporary directory.
 package main
 
 import (
