@@ -145,7 +145,8 @@ func sample() Results {
 	}
 	return Results{
 		Date: time.Date(2026, 12, 2, 18, 0, 0, 0, time.UTC), Wall: 200 * time.Second,
-		Machine:      Machine{GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, CPU: "Some | CPU"},
+		Machine: Machine{GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, CPU: "Some | CPU",
+			PostgreSQL: "none: DATABASE_URL is not set"},
 		Setup:        Setup{Concurrency: 8, Warmup: 300 * time.Millisecond, Duration: 3 * time.Second, StormN: 256},
 		Baseline:     st(PhaseBaseline, 1800, 3900, 12300),
 		BaselineRuns: []Stats{st(PhaseBaseline, 1700, 4000, 13000), st(PhaseBaseline, 1800, 3900, 12300)},

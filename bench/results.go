@@ -18,6 +18,9 @@ type Machine struct {
 	NumCPU     int    `json:"nproc"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	CPU        string `json:"cpu,omitempty"`
+	// PostgreSQL is the database the PostgreSQL figures come from, or why
+	// there is none.
+	PostgreSQL string `json:"postgresql,omitempty"`
 }
 
 // Setup is how the figures were measured.
@@ -345,6 +348,9 @@ func Render(w io.Writer, r Results) error {
 	p("| nproc | %d (GOMAXPROCS %d) |\n", r.Machine.NumCPU, r.Machine.GOMAXPROCS)
 	if r.Machine.CPU != "" {
 		p("| cpu | %s |\n", cell(r.Machine.CPU))
+	}
+	if r.Machine.PostgreSQL != "" {
+		p("| PostgreSQL database | %s |\n", cell(r.Machine.PostgreSQL))
 	}
 	p("| client | %d goroutines, closed loop, %s warm-up then %s per phase; stateless MCP 2026-07-28 over HTTP/1.1 keep-alive on 127.0.0.1, the same client for every figure |\n",
 		r.Setup.Concurrency, fmtDur(r.Setup.Warmup), fmtDur(r.Setup.Duration))

@@ -6,9 +6,11 @@
 //
 // Every server listens on 127.0.0.1. The reference gateway runs in process
 // (reference/server.Run) on SQLite in a temporary directory and, when
-// DATABASE_URL is set, on PostgreSQL; the harness runs as `make run` does,
-// starting the gateway from an mcpconform binary built into a temporary
-// directory.
+// DATABASE_URL is set, on PostgreSQL, in a database of the bench's own
+// (mcpconform_bench_<pid>) created on that server and dropped at the end, so
+// nothing earlier runs left there weighs on the figures; the harness runs as
+// `make run` does, starting the gateway from an mcpconform binary built into
+// a temporary directory.
 package main
 
 import (
@@ -146,10 +148,34 @@ func run(ctx context.Context, cfg config) error {
 
 	stores := []struct{ name, arg, reason string }{
 		{bench.SQLite, "sqlite:" + filepath.Join(tmp, "state", "gw.db"), ""},
-		{bench.PostgreSQL, withApp(dsn, benchApp), ""},
+		{bench.PostgreSQL, "", ""},
 	}
 	if dsn == "" {
 		stores[1].reason = "DATABASE_URL is not set"
+		res.Machine.PostgreSQL = "none: DATABASE_URL is not set"
+	} else {
+		// Every PostgreSQL figure (the harness's too) comes from a database
+		// of the bench's own, not from DATABASE_URL's and what tests left
+		// in it.
+		db, err := ownDatabase(ctx, dsn)
+		if err != nil {
+			stores[1].reason = err.Error()
+			res.Machine.PostgreSQL = "none: " + err.Error()
+			dsn = ""
+		} else {
+			defer func() {
+				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := db.Drop(dctx); err != nil {
+					logf("%v", err)
+				} else {
+					logf("dropped database %s", db.Name)
+				}
+			}()
+			dsn = db.DSN
+			stores[1].arg = withApp(dsn, benchApp)
+			res.Machine.PostgreSQL = db.Describe()
+		}
 	}
 	for _, s := range stores {
 		sr := bench.StoreResults{Store: s.name, Reason: s.reason}
@@ -305,6 +331,21 @@ func measureProcesses(ctx context.Context, cfg config, sr *bench.StoreResults, d
 			return
 		}
 	}
+}
+
+// ownDatabase creates, on DATABASE_URL's server, the migrated database
+// every PostgreSQL phase of this run uses, named for this process.
+func ownDatabase(ctx context.Context, dsn string) (*bench.Database, error) {
+	if left, err := bench.LeftDatabases(ctx, dsn); err == nil && len(left) > 0 {
+		// Not dropped here: one may be another machine's run going on now.
+		logf("databases of earlier bench runs still on the server (drop those of killed runs): %s", strings.Join(left, ", "))
+	}
+	db, err := bench.CreateDatabase(ctx, dsn, bench.DatabasePrefix+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	logf("created database %s on %s", db.Name, db.Server)
+	return db, nil
 }
 
 // benchApp is the application_name of the in-process gateway's PostgreSQL

@@ -7,3 +7,9 @@ func (s *Store) PendingWrites() int {
 	defer s.mu.Unlock()
 	return len(s.pending)
 }
+
+// SetCheckpointEvery sets the checkpoint cadence in writes (background,
+// held), before the store's first write, so a test sees many cycles.
+func (s *Store) SetCheckpointEvery(kick, full int) {
+	s.kickEvery, s.fullEvery = kick, full
+}

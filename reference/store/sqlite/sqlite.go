@@ -51,6 +51,11 @@ type Store struct {
 
 	mu      sync.Mutex
 	pending []*writeReq // writes waiting for the writer (see write)
+
+	ckpt *checkpointer
+	// Touched only by the writer's holder (see committed).
+	sinceFull            int // writes committed since a held checkpoint copied the whole WAL
+	kickEvery, fullEvery int
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,8 +82,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// and a first call makes several.
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// No automatic checkpoint: it runs in the connection that has just
+	// committed, while this process's writer is still held, and under NORMAL
+	// its fsync flushes every WAL page written since the last one. The
+	// checkpointer runs them instead.
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	dsn := path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -97,7 +108,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// the pragmas, and its prepared statements would go with it.
 	db.SetMaxIdleConns(maxConns)
 	db.SetMaxOpenConns(maxConns)
-	s := &Store{db: db, writer: make(chan struct{}, 1), lockTimeout: timeout, stmts: newStmtCache(db)}
+	ck, err := startCheckpointer(dsn)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, writer: make(chan struct{}, 1), lockTimeout: timeout, stmts: newStmtCache(db), ckpt: ck,
+		kickEvery: kickEvery, fullEvery: fullEvery}
 	s.Core = sqlstore.New(dialect, coreDB{s: s, read: connQuerier{s.read()}})
 	return s, nil
 }
@@ -109,10 +126,12 @@ const maxConns = 16
 // read runs statements on the pool, outside any transaction.
 func (s *Store) read() conn { return conn{c: s.stmts} }
 
-// Close closes the database.
+// Close closes the database. The last connection to close checkpoints the
+// whole WAL into the database file, as SQLite does on every close.
 func (s *Store) Close() error {
+	cerr := s.ckpt.close()
 	s.stmts.close()
-	if err := s.db.Close(); err != nil {
+	if err := errors.Join(cerr, s.db.Close()); err != nil {
 		return fmt.Errorf("close sqlite: %w", err)
 	}
 	return nil
@@ -311,5 +330,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 			return
 		}
 	}
-	answer(tx.Commit())
+	err = tx.Commit()
+	answer(err)
+	if err == nil {
+		s.committed(len(batch))
+	}
 }
