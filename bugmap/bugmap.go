@@ -208,6 +208,11 @@ var Collateral = map[string][]string{
 	// do refuse-13's and rounds-02's, and rounds-03's first round.
 	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "lost-07", "rounds-01", "twins-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03"},
 	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
+	// On PostgreSQL A's claim held open at claim.held does not hold B, who
+	// took the stale lock without a fence: B is answered with a result of a
+	// second dispatch, not in progress. On SQLite A's open transaction holds
+	// the store's write lock, so B is in progress either way.
+	"stale-lock-no-fence": {"lock-04"},
 	// Their refusal checks see the flag, but not the harm each names (a
 	// batch run, an unknown tool dispatched, an oversized body read, a
 	// forged token accepted), which has no switch yet: they stay uncaught.
