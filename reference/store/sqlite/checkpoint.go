@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 )
 
 // Checkpoint cadence, in committed writes (a keyed first call is two, of
@@ -29,6 +30,9 @@ type checkpointer struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+
+	closeOnce sync.Once // a Store may be closed twice (sql.DB allows it)
+	closeErr  error
 }
 
 func startCheckpointer(dsn string) (*checkpointer, error) {
@@ -102,10 +106,12 @@ func (c *checkpointer) run(ctx context.Context) bool {
 
 // close stops the background checkpoints and closes their connection.
 func (c *checkpointer) close() error {
-	close(c.stop)
-	<-c.done
-	if err := c.db.Close(); err != nil {
-		return fmt.Errorf("checkpointer: %w", err)
-	}
-	return nil
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+		if err := c.db.Close(); err != nil {
+			c.closeErr = fmt.Errorf("checkpointer: %w", err)
+		}
+	})
+	return c.closeErr
 }

@@ -182,3 +182,18 @@ func BenchmarkStore(b *testing.B) {
 	defer s.Close()
 	storetest.Bench(b, s)
 }
+
+// A store may be closed twice (a test's cleanup after the code under test
+// closed it): the second Close must not panic.
+func TestCloseTwice(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Logf("second Close: %v", err)
+	}
+}
