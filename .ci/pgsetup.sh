@@ -32,15 +32,29 @@ if [ "$status" != online ]; then
 fi
 pg_port=$(pg_lsclusters --no-header | awk -v v="$pg_version" -v c="$pg_cluster" '$1 == v && $2 == c { print $3 }')
 
-for _ in $(seq 1 30); do
-	if pg_isready -q -h 127.0.0.1 -p "$pg_port"; then
-		break
-	fi
-	sleep 1
-done
-pg_isready -h 127.0.0.1 -p "$pg_port" >/dev/null
+wait_ready() {
+	for _ in $(seq 1 30); do
+		if pg_isready -q -h 127.0.0.1 -p "$pg_port"; then
+			break
+		fi
+		sleep 1
+	done
+	pg_isready -h 127.0.0.1 -p "$pg_port" >/dev/null
+}
+wait_ready
 
 psql_pg() { as_postgres psql -X -q -v ON_ERROR_STOP=1 -p "$pg_port" -d postgres "$@"; }
+
+# make test runs its packages side by side, and each gateway they start
+# keeps a pool of up to 16 connections (two processes a target): the
+# default 100 can run out ("too many clients already"). The setting takes a
+# restart, made only when it is below the wanted value.
+max_conns=${PG_MAX_CONNECTIONS:-400}
+if [ "$(psql_pg -tAc "SHOW max_connections")" -lt "$max_conns" ]; then
+	psql_pg -c "ALTER SYSTEM SET max_connections = $max_conns"
+	pg_ctlcluster "$pg_version" "$pg_cluster" restart
+	wait_ready
+fi
 
 if [ "$(psql_pg -tAc "SELECT 1 FROM pg_roles WHERE rolname = '$pg_role'")" != 1 ]; then
 	psql_pg -c "CREATE ROLE \"$pg_role\" LOGIN SUPERUSER PASSWORD '$pg_password'"
