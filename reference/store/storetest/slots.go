@@ -243,12 +243,12 @@ func testConcurrentSlots(t *testing.T, s store.Store) {
 		taker := reopen(t, s, ShortLockTimeout)
 
 		choosing, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
+		var once, chose sync.Once
 		unblock := func() { once.Do(func() { close(release) }) }
 		defer unblock()
 		choose := first.req.Choose
 		first.req.Choose = func(slots []store.Record) (*store.Record, store.ReserveRequest) {
-			close(choosing)
+			chose.Do(func() { close(choosing) }) // the rule may run twice (SlotRequest.Choose)
 			<-release
 			return choose(slots)
 		}
