@@ -128,9 +128,25 @@ func TestReserveSlotWritesTheLastChoice(t *testing.T) {
 // for that lock before it reads the slots, so it joins the slot the other
 // made. A twin that read first and waited after would reserve a second one.
 // The twin is seen waiting in pg_stat_activity, by its application_name,
-// before the holder goes on.
+// before the holder goes on. With no lock row both take the batches; with
+// a stale one (taken over by the first) both take the core's transaction.
 func TestReserveSlotTwinReadsAfterTheLock(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		name := "no lock row"
+		if stale {
+			name = "a stale lock row"
+		}
+		t.Run(name, func(t *testing.T) { testTwinReadsAfterTheLock(t, stale) })
+	}
+}
+
+func testTwinReadsAfterTheLock(t *testing.T, stale bool) {
 	e := newSlotEnv(t)
+	if stale {
+		if _, err := e.h.AcquireLock(t.Context(), e.identity, "stalled", e.now.Add(-2*time.Minute), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	app := "reserveslot-" + uuid.NewString()[:8]
 	dsn, err := withAppName(e.h.dsn, app)
 	if err != nil {
