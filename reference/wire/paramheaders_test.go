@@ -186,9 +186,11 @@ func TestParamHeadersFollowTheTool(t *testing.T) {
 		{"refused again", invalid, nil, "", 3},
 		{"annotated override bytes", raw, nil, ReasonProtocolHeadersMissing, 4},
 		{"the same bytes again", raw, map[string]string{"Mcp-Param-Region": "eu"}, "", 4},
-		{"removed", nil, nil, "", 5},
-		{"still removed", nil, nil, "", 5},
-		{"listed again", same(region), nil, ReasonProtocolHeadersMissing, 6},
+		{"annotated as at first", same(region), map[string]string{"Mcp-Param-Region": "eu"}, "", 5},
+		{"removed", nil, nil, "", 6},
+		{"still removed", nil, nil, "", 6},
+		// The schema it had when removed: its removal was forgotten with it.
+		{"listed again as before", same(region), nil, ReasonProtocolHeadersMissing, 7},
 	}
 	lister := &changingTools{}
 	hd := Handler(&fakeCore{}, fakeVerifier{}, lister, Options{})

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -243,12 +244,12 @@ func testConcurrentSlots(t *testing.T, s store.Store) {
 		taker := reopen(t, s, ShortLockTimeout)
 
 		choosing, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
+		var once, chose sync.Once
 		unblock := func() { once.Do(func() { close(release) }) }
 		defer unblock()
 		choose := first.req.Choose
 		first.req.Choose = func(slots []store.Record) (*store.Record, store.ReserveRequest) {
-			close(choosing)
+			chose.Do(func() { close(choosing) }) // the rule may run twice (SlotRequest.Choose)
 			<-release
 			return choose(slots)
 		}
@@ -282,4 +283,48 @@ func testConcurrentSlots(t *testing.T, s store.Store) {
 		}
 		wantNoLock(t, s, identity)
 	})
+}
+
+// testReserveSlotCancelled: a ReserveSlot whose context ends while its slot
+// rule runs (the lock taken, nothing reserved yet) either fails having
+// written nothing (no slot, permit or debit), or, in a store that finishes
+// a write it began, reserves as if it had not ended. Either way it leaves
+// no lock row, so an identical call right after does not wait for one: it
+// reserves, or joins the slot made.
+func testReserveSlotCancelled(t *testing.T, s store.Store) {
+	fx := newFixture(t, s, 100)
+	identity := fx.wallet.ID + "|" + fx.tool.Name + "|" + id()
+	gone, again := fx.slotCall(identity, t0), fx.slotCall(identity, t0)
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	choose := gone.req.Choose
+	gone.req.Choose = func(slots []store.Record) (*store.Record, store.ReserveRequest) {
+		cancel() // the caller's context ends mid-transaction
+		return choose(slots)
+	}
+	got, created, err := s.ReserveSlot(c, gone.req)
+	want, spent := again.created(), int64(0)
+	switch {
+	case err != nil:
+		if created {
+			t.Errorf("a failed reservation says it created %s", got.Key)
+		}
+		wantNothingWritten(t, s, gone.created(), gone.perm)
+	case created:
+		want, spent = got, fx.tool.Price
+		stored, err := s.Record(ctx(t), got.Key)
+		must(t, err)
+		diff(t, "the slot reserved as the context ended", got, stored)
+	default:
+		t.Fatalf("a reservation whose context ended came back with %s, not created, and no error", got.Key)
+	}
+	wantNoLock(t, s, identity)
+	if b := balance(t, s, fx.wallet.ID); b != 100-spent {
+		t.Errorf("balance = %d, want %d", b, 100-spent)
+	}
+	got, _, err = again.run(t, s)
+	must(t, err)
+	if got.Key != want.Key {
+		t.Errorf("the identical call after: slot %s, want %s", got.Key, want.Key)
+	}
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"reserve charged", false, testReserveCharged},
 		{"reserve releases the lock", false, testReserveRelease},
 		{"reserve slot", false, testReserveSlot},
+		{"reserve slot cancelled", false, testReserveSlotCancelled},
 		{"finish", false, testFinish},
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
