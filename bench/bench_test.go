@@ -311,22 +311,29 @@ func TestProfileNote(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pr   Profiled
-		want string // a part of the note; "" for none
+		hot  float64 // the store's median hot-wallet ratio
+		want string  // a part of the note; "" for none
 	}{
 		{"postgres row locks and WAL flushes", Profiled{Store: PostgreSQL, Phase: PhaseKeyedFirst,
 			DBWaits: []Share{{"active Lock:transactionid", 40, 0.4}, {"active LWLock:WALWrite", 20, 0.2}, {"active", 40, 0.4}}},
-			"row lock in 40% of the samples and on the WAL flush of a commit in 20%"},
+			0.5, "row lock in 40% of the samples and on the WAL flush of a commit in 20%"},
+		{"postgres row locks, the wallet split first", Profiled{Store: PostgreSQL, Phase: PhaseKeyedFirst,
+			DBWaits: []Share{{"active Lock:transactionid", 40, 0.4}, {"active LWLock:WALWrite", 20, 0.2}, {"active", 40, 0.4}}},
+			0.5, "its balance split over a few rows"},
+		{"postgres row locks, one wallet as fast as many", Profiled{Store: PostgreSQL, Phase: PhaseKeyedFirst,
+			DBWaits: []Share{{"active Lock:transactionid", 40, 0.4}, {"active LWLock:WALWrite", 20, 0.2}, {"active", 40, 0.4}}},
+			0.9, "one wallet runs at 0.90× the rate of a wallet per client, so the wallet's row is not what bounds the calls"},
 		{"postgres mostly running", Profiled{Store: PostgreSQL, Phase: PhaseUnkeyed,
-			DBWaits: []Share{{"active", 80, 0.8}, {"active Client:ClientRead", 20, 0.2}}}, ""},
+			DBWaits: []Share{{"active", 80, 0.8}, {"active Client:ClientRead", 20, 0.2}}}, 0, ""},
 		{"replays: reads and the MCP stack", Profiled{Store: PostgreSQL, Phase: PhaseKeyedReplay,
 			CPUCum: []Share{{"github.com/modelcontextprotocol/go-sdk/mcp", 1, 0.42}, {"github.com/mcpconform/mcpconform/reference/wire", 1, 0.45}}},
-			"two store round trips. go-sdk's server and the gateway's wire layer are on 45% of the CPU samples' stacks"},
+			0, "two store round trips. go-sdk's server and the gateway's wire layer are on 45% of the CPU samples' stacks"},
 		{"sqlite writer queue", Profiled{Store: SQLite, Phase: PhaseUnkeyed,
-			Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 3, 0.75}}}, "75% of the gateway's waiting"},
+			Block: []Share{{"github.com/mcpconform/mcpconform/reference/store/sqlite", 3, 0.75}}}, 0, "75% of the gateway's waiting"},
 		{"sqlite waits elsewhere", Profiled{Store: SQLite, Phase: PhaseUnkeyed,
-			Block: []Share{{"modernc.org/sqlite", 3, 0.75}}}, ""},
+			Block: []Share{{"modernc.org/sqlite", 3, 0.75}}}, 0, ""},
 	} {
-		got := profileNote(tc.pr)
+		got := profileNote(tc.pr, tc.hot)
 		if (tc.want == "") != (got == "") || !bytes.Contains([]byte(got), []byte(tc.want)) {
 			t.Errorf("%s: profileNote = %q, want it to say %q", tc.name, got, tc.want)
 		}

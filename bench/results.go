@@ -561,8 +561,20 @@ func Notes(r Results) []string {
 		}
 	}
 	for _, st := range r.Stores {
+		// A wallet per client removes the one row every charge updates: when
+		// that buys little, the row is not what bounds first calls, whatever
+		// share of the waits its lock has.
+		if med, each := medianOf(st.Rounds, Round.hotRatio); st.Store == PostgreSQL && len(each) > 0 && med >= HotWalletMin {
+			out = append(out, fmt.Sprintf("%s keyed first calls: with a wallet of its own for every client they run at %s the rate of all clients on one wallet "+
+				"(median of %d rounds): splitting the wallet's row would buy at most that. The rest of a first call's cost is its two commits and the CPU "+
+				"the gateway, the store and the load client share on this machine's %d cores.",
+				st.Store, fmtRatio(1/med), len(each), r.Machine.NumCPU))
+		}
+	}
+	for _, st := range r.Stores {
+		hot, _ := medianOf(st.Rounds, Round.hotRatio)
 		for _, pr := range st.Profiles {
-			if n := profileNote(pr); n != "" {
+			if n := profileNote(pr, hot); n != "" {
 				out = append(out, n)
 			}
 		}
@@ -573,7 +585,10 @@ func Notes(r Results) []string {
 // profileNote says what a profile shows, when it shows one cause clearly:
 // on PostgreSQL the sessions' row-lock and WAL-flush waits, on SQLite the
 // wait for this process's one writer.
-func profileNote(pr Profiled) string {
+// hot is the store's median hot-wallet ratio (0 when not measured): once
+// one wallet runs nearly as fast as a wallet per client, the wallet's row
+// is not what would meet a target.
+func profileNote(pr Profiled, hot float64) string {
 	if strings.Contains(pr.Phase, "replays") {
 		var mcp float64
 		for _, c := range pr.CPUCum {
@@ -595,6 +610,14 @@ func profileNote(pr Profiled) string {
 			wal += w.Frac
 		}
 	}
+	if lock+wal >= 0.3 && hot >= HotWalletMin {
+		return fmt.Sprintf("%s %s: the gateway's sessions were waiting on a row lock in %.0f%% of the samples and on the WAL flush of a commit in %.0f%%. "+
+			"A row stays locked until its commit is flushed to disk, so the waits on a lock are also waits on a flush; yet one wallet runs at %s the rate of a wallet per client, "+
+			"so the wallet's row is not what bounds the calls: a first call's two commits and their WAL flushes are, with the CPU the gateway, the server and the load client share. "+
+			"What would meet the target: a faster WAL flush (the server's disk, or its commit_delay grouping flushes), or a first call with fewer commits, "+
+			"which its reservation before the dispatch and its outcome after rule out.",
+			pr.Store, pr.Phase, 100*lock, 100*wal, fmtRatio(hot))
+	}
 	if lock+wal >= 0.3 {
 		return fmt.Sprintf("%s %s: the gateway's sessions were waiting on a row lock in %.0f%% of the samples and on the WAL flush of a commit in %.0f%%. "+
 			"Every charge of a wallet updates its row, which stays locked until the commit is flushed to disk, so the charges of one wallet run one flush after another: "+
@@ -607,7 +630,9 @@ func profileNote(pr Profiled) string {
 		if strings.HasSuffix(b.Package, "/reference/store/sqlite") && b.Frac >= 0.5 {
 			return fmt.Sprintf("%s %s: %.0f%% of the gateway's waiting was for this process's one SQLite writer (the store's write queue): "+
 				"SQLite admits one writer, and a first call makes two write transactions (the reservation with its charge, then the outcome, an unkeyed one too, its retry lock taken inside the first), "+
-				"which queued writes share by group commit. What would meet the target: fewer statements in each write, or a store that admits more than one writer "+
+				"which queued writes share by group commit; no commit waits for a checkpoint (they run off the commit path), but each appends every page it changed to the WAL "+
+				"(the record and its indexes, the permit, the ledger entry, the wallet), two writes a page, all on the one writer. "+
+				"What would meet the target: fewer pages changed per call, or a store that admits more than one writer "+
 				"(PostgreSQL, whose limit is then the wallet row).", pr.Store, pr.Phase, 100*b.Frac)
 		}
 	}
