@@ -32,7 +32,10 @@ type Profiled struct {
 	Block  []Share `json:"block,omitempty"`
 	// DBWaits are the gateway's PostgreSQL sessions by state and wait
 	// event, sampled during the phase (SampleWaits).
-	DBWaits    []Share `json:"db_waits,omitempty"`
+	DBWaits []Share `json:"db_waits,omitempty"`
+	// Cores is the CPU the bench process and the PostgreSQL server used
+	// during the phase, in cores of the machine's.
+	Cores      CPUUse  `json:"cores"`
 	CPUTotal   float64 `json:"cpu_total_s"`   // seconds of CPU sampled
 	BlockTotal float64 `json:"block_total_s"` // seconds waited, summed over goroutines
 	Err        string  `json:"err,omitempty"`

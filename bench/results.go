@@ -589,6 +589,9 @@ func Notes(r Results) []string {
 // one wallet runs nearly as fast as a wallet per client, the wallet's row
 // is not what would meet a target.
 func profileNote(pr Profiled, hot float64) string {
+	if n := saturatedNote(pr); n != "" {
+		return n
+	}
 	if strings.Contains(pr.Phase, "replays") {
 		var mcp float64
 		for _, c := range pr.CPUCum {
@@ -639,6 +642,39 @@ func profileNote(pr Profiled, hot float64) string {
 	return ""
 }
 
+// saturatedNote: when the bench process and the PostgreSQL server kept
+// the machine's cores busy, a wait on a lock or a flush is partly a wait
+// for a core, so the waits do not say what would meet the target; less CPU
+// per call would, on the side that used most.
+func saturatedNote(pr Profiled) string {
+	u := pr.Cores
+	if !u.Saturated() {
+		return ""
+	}
+	in := "the load client and the gateway"
+	if !u.DB {
+		in += ", SQLite in it"
+	}
+	used := fmt.Sprintf("the bench process (%s) used %.2f cores", in, u.Self)
+	switch {
+	case u.DB && u.DBUnmeasured != "":
+		used += " (PostgreSQL's server processes not measured: " + u.DBUnmeasured + ")"
+	case u.DB:
+		used += fmt.Sprintf(" and PostgreSQL's server processes %.2f", u.DBCores)
+	}
+	most := "in the bench process, which used the most: the gateway's work per call (the CPU profile above says where; the load client's share is the bench's own)"
+	switch {
+	case !u.DB:
+		most = "in the bench process, where the gateway and SQLite run: their work per call (the CPU profile above says where; the load client's share is the bench's own)"
+	case u.DBUnmeasured == "" && u.DBCores > u.Self:
+		most = "in PostgreSQL's server processes, which used the most: fewer or cheaper statements and commits per call"
+	}
+	return fmt.Sprintf("%s %s: the machine's cores were saturated: %s, %.2f of %d (%.0f%% or more counts as saturated). "+
+		"The phase was CPU-bound, whatever its waits show (whoever holds a lock or flushes a commit waits for a core too): "+
+		"what would meet the target is less CPU per call, first %s.",
+		pr.Store, pr.Phase, used, u.Self+u.dbCores(), u.Of, 100*SaturatedFrac, most)
+}
+
 func (s StoreResults) scaleAt(procs, clients int) (ScalePoint, bool) {
 	for _, sp := range s.Scale {
 		if sp.Processes == procs && sp.Clients == clients {
@@ -686,18 +722,20 @@ func renderProfiles(p func(string, ...any), r Results) {
 		"Network reads (a PostgreSQL round trip) are not blocking in this sense: they show as the gap between the wall time and the CPU time.\n\n", BlockRate/1000)
 	p("*PostgreSQL sessions*: the gateway's sessions sampled every %s during the phase (pg_stat_activity, idle ones left out), by state and wait event: "+
 		"`Lock:transactionid` or `Lock:tuple` is a queue on a row lock, `Client:ClientRead` inside a transaction a session waiting for the gateway's next statement.\n\n", fmtDur(WaitEvery))
-	p("| store | phase | calls/s profiled | CPU, flat | CPU, cumulative | waited | PostgreSQL sessions | files |\n|---|---|---:|---|---|---|---|---|\n")
+	p("*Cores used*: CPU time during the phase over its wall time, of the bench process (getrusage; the load client, the gateway and the profilers) and of every `postgres` process of a server on this machine (/proc/<pid>/stat, all its sessions, other databases' too), out of nproc; "+
+		"a process that ended during the phase is left out, so the figure can fall short, never overstate. At %.0f%% of nproc or more the cores were saturated.\n\n", 100*SaturatedFrac)
+	p("| store | phase | calls/s profiled | cores used | CPU, flat | CPU, cumulative | waited | PostgreSQL sessions | files |\n|---|---|---:|---|---|---|---|---|---|\n")
 	for _, st := range r.Stores {
 		for _, pr := range st.Profiles {
 			if pr.Err != "" {
-				p("| %s | %s | | error: %s | | | | |\n", st.Store, pr.Phase, cell(pr.Err))
+				p("| %s | %s | | | error: %s | | | | |\n", st.Store, pr.Phase, cell(pr.Err))
 				continue
 			}
 			db := "–"
 			if len(pr.DBWaits) > 0 {
 				db = shareList(pr.DBWaits)
 			}
-			p("| %s | %s | %s | %.1f s: %s | %s | %.1f s: %s | %s | `%s`, `%s` |\n", st.Store, pr.Phase, fmtRate(pr.Rate),
+			p("| %s | %s | %s | %s | %.1f s: %s | %s | %.1f s: %s | %s | `%s`, `%s` |\n", st.Store, pr.Phase, fmtRate(pr.Rate), cell(pr.Cores.cores()),
 				pr.CPUTotal, shareList(pr.CPU), shareList(pr.CPUCum), pr.BlockTotal, shareList(pr.Block), db,
 				filepath.Base(pr.CPUFile), filepath.Base(pr.BlockFile))
 		}

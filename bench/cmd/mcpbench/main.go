@@ -272,10 +272,18 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 	// The phases of missed targets once more, under the profilers (and, on
 	// PostgreSQL, with the gateway's sessions sampled): the results say why,
 	// not a guess.
+	// The server's processes share this machine's cores; "" when the
+	// store is SQLite, in this process.
+	dbDSN := ""
+	if sr.Store == bench.PostgreSQL {
+		dbDSN = store
+	}
+	meter := bench.NewCPUMeter(dbDSN)
 	for _, name := range bench.MissedPhases(*sr, cfg.stormN) {
 		var st bench.Stats
 		var perr, werr error
 		var waits []bench.Share
+		var cores bench.CPUUse
 		pr, err := bench.ProfilePhase(cfg.profiles, slug(sr.Store+"-"+name), func() {
 			sctx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
@@ -284,16 +292,18 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 			} else {
 				close(done)
 			}
+			began := meter.Read()
 			st, perr = ph.Phase(ctx, name)
+			cores = meter.Since(began)
 			stop()
 			<-done
 		})
-		pr.Store, pr.Phase, pr.Rate, pr.DBWaits = sr.Store, name, st.Rate, waits
+		pr.Store, pr.Phase, pr.Rate, pr.DBWaits, pr.Cores = sr.Store, name, st.Rate, waits, cores
 		if err = errors.Join(err, perr, werr); err != nil {
 			pr.Err = err.Error()
 		}
 		sr.Profiles = append(sr.Profiles, pr)
-		logf("%s: profiled %s: %.0f calls/s; cpu %v; waited %v", sr.Store, name, st.Rate, pr.CPU, pr.Block)
+		logf("%s: profiled %s: %.0f calls/s; cores used %+v; cpu %v; waited %v", sr.Store, name, st.Rate, cores, pr.CPU, pr.Block)
 		loadHTTP.CloseIdleConnections()
 	}
 }
