@@ -63,7 +63,12 @@ type Phases struct {
 	spread []*Client // one per worker, each its own wallet; made by Spread
 	done   []keyedOp // the last first-call phase's operations, for Replays
 	seq    int
+	meter  *CPUMeter // the cores the last round's phases use; nil: not metered
 }
+
+// MeterCPU has MeasureRounds say how many cores each phase of its last
+// round used, by m's reckoning.
+func (p *Phases) MeterCPU(m CPUMeter) { p.meter = &m }
 
 // NewPhases makes the hot wallet and its API key.
 func NewPhases(ctx context.Context, e Endpoint, hc *http.Client, l Load) (*Phases, error) {
@@ -231,16 +236,35 @@ func MeasureRounds(ctx context.Context, baselineURL string, p *Phases, n int) ([
 			return rounds, ctx.Err()
 		}
 		var r Round
-		r.Baseline = MeasureBaseline(ctx, baselineURL, p.hc, p.l)
+		// Only the last round is metered: the rounds are alike, and a
+		// reader wants one figure a phase.
+		metered := func(f func() Stats) Stats {
+			if p.meter == nil || i < n-1 {
+				return f()
+			}
+			began := p.meter.Read()
+			st := f()
+			if r.Cores == nil {
+				r.Cores = map[string]CPUUse{}
+			}
+			r.Cores[st.Name] = p.meter.Since(began)
+			return st
+		}
+		r.Baseline = metered(func() Stats { return MeasureBaseline(ctx, baselineURL, p.hc, p.l) })
 		p.hc.CloseIdleConnections()
-		r.First = p.KeyedFirst(ctx)
+		r.First = metered(func() Stats { return p.KeyedFirst(ctx) })
 		if len(p.done) == 0 {
 			return rounds, fmt.Errorf("round %d: no keyed first call succeeded: %s", i+1, r.First.FirstError)
 		}
-		r.Replay = p.Replays(ctx)
-		r.Unkeyed = p.Unkeyed(ctx)
+		r.Replay = metered(func() Stats { return p.Replays(ctx) })
+		r.Unkeyed = metered(func() Stats { return p.Unkeyed(ctx) })
 		var err error
-		if r.Spread, err = p.Spread(ctx); err != nil {
+		r.Spread = metered(func() Stats {
+			var st Stats
+			st, err = p.Spread(ctx)
+			return st
+		})
+		if err != nil {
 			return rounds, fmt.Errorf("round %d: %w", i+1, err)
 		}
 		p.hc.CloseIdleConnections()

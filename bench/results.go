@@ -53,6 +53,9 @@ type Round struct {
 	Replay   Stats `json:"replay"`
 	Unkeyed  Stats `json:"unkeyed"`
 	Spread   Stats `json:"spread"` // keyed first calls, one wallet per client
+	// Cores are the cores each phase used, by phase name (the bare
+	// server's too); the last round's only.
+	Cores map[string]CPUUse `json:"cores,omitempty"`
 }
 
 // phase is the round's figures of the named gateway phase.
@@ -390,6 +393,8 @@ func Render(w io.Writer, r Results) error {
 		}
 	}
 
+	renderRoundCores(p, r)
+
 	p("\n## Calls per second and latency\n\n")
 	p("The rounds' phases (last round) and the phases measured once, against the bare go-sdk server: calls/s × bare (higher is better), latency × bare (lower is better); " +
 		"a round's phase against that round's bare figure, a phase measured once against the fastest bare run. " +
@@ -709,6 +714,28 @@ func renderScale(p func(string, ...any), r Results) {
 	}
 }
 
+// renderRoundCores writes how many cores each phase of a store's last
+// round used.
+func renderRoundCores(p func(string, ...any), r Results) {
+	if !r.any(func(st StoreResults) bool { return len(st.Rounds) > 0 && len(st.Rounds[len(st.Rounds)-1].Cores) > 0 }) {
+		return
+	}
+	p("\n## Cores used in the last round\n\n")
+	p("CPU time during each phase of the last round over its wall time, of the bench process (the load client, the bare server and the gateway) and of the PostgreSQL server's processes, out of nproc, as in the profiles' table (below).\n\n")
+	p("| store | phase | calls/s | cores used |\n|---|---|---:|---|\n")
+	for _, st := range r.Stores {
+		if len(st.Rounds) == 0 {
+			continue
+		}
+		rd := st.Rounds[len(st.Rounds)-1]
+		for _, ph := range []Stats{rd.Baseline, rd.First, rd.Replay, rd.Unkeyed, rd.Spread} {
+			if u, ok := rd.Cores[ph.Name]; ok {
+				p("| %s | round %d: %s | %s | %s |\n", st.Store, len(st.Rounds), ph.Name, fmtRate(ph.Rate), cell(u.cores()))
+			}
+		}
+	}
+}
+
 // renderProfiles writes the profiles of the missed targets' phases.
 func renderProfiles(p func(string, ...any), r Results) {
 	if !r.any(func(st StoreResults) bool { return len(st.Profiles) > 0 }) {
@@ -723,7 +750,7 @@ func renderProfiles(p func(string, ...any), r Results) {
 	p("*PostgreSQL sessions*: the gateway's sessions sampled every %s during the phase (pg_stat_activity, idle ones left out), by state and wait event: "+
 		"`Lock:transactionid` or `Lock:tuple` is a queue on a row lock, `Client:ClientRead` inside a transaction a session waiting for the gateway's next statement.\n\n", fmtDur(WaitEvery))
 	p("*Cores used*: CPU time during the phase over its wall time, of the bench process (getrusage; the load client, the gateway and the profilers) and of every `postgres` process of a server on this machine (/proc/<pid>/stat, all its sessions, other databases' too), out of nproc; "+
-		"a process that ended during the phase is left out, so the figure can fall short, never overstate. At %.0f%% of nproc or more the cores were saturated.\n\n", 100*SaturatedFrac)
+		"a process that ended during the phase is left out, so the figure can fall short, never overstate; a server not on this machine is not measured. At %.0f%% of nproc or more the cores were saturated.\n\n", 100*SaturatedFrac)
 	p("| store | phase | calls/s profiled | cores used | CPU, flat | CPU, cumulative | waited | PostgreSQL sessions | files |\n|---|---|---:|---|---|---|---|---|---|\n")
 	for _, st := range r.Stores {
 		for _, pr := range st.Profiles {

@@ -229,6 +229,14 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 		fail(err)
 		return
 	}
+	// The server's processes share this machine's cores; "" when the
+	// store is SQLite, in this process.
+	dbDSN := ""
+	if sr.Store == bench.PostgreSQL {
+		dbDSN = store
+	}
+	meter := bench.NewCPUMeter(dbDSN)
+	ph.MeterCPU(meter)
 	rs, err := bench.MeasureRounds(ctx, baselineURL, ph, cfg.rounds)
 	sr.Rounds = rs
 	for i, r := range rs {
@@ -272,13 +280,6 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 	// The phases of missed targets once more, under the profilers (and, on
 	// PostgreSQL, with the gateway's sessions sampled): the results say why,
 	// not a guess.
-	// The server's processes share this machine's cores; "" when the
-	// store is SQLite, in this process.
-	dbDSN := ""
-	if sr.Store == bench.PostgreSQL {
-		dbDSN = store
-	}
-	meter := bench.NewCPUMeter(dbDSN)
 	for _, name := range bench.MissedPhases(*sr, cfg.stormN) {
 		var st bench.Stats
 		var perr, werr error
