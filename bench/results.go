@@ -750,7 +750,7 @@ func renderProfiles(p func(string, ...any), r Results) {
 	p("*PostgreSQL sessions*: the gateway's sessions sampled every %s during the phase (pg_stat_activity, idle ones left out), by state and wait event: "+
 		"`Lock:transactionid` or `Lock:tuple` is a queue on a row lock, `Client:ClientRead` inside a transaction a session waiting for the gateway's next statement.\n\n", fmtDur(WaitEvery))
 	p("*Cores used*: CPU time during the phase over its wall time, of the bench process (getrusage; the load client, the gateway and the profilers) and of every `postgres` process of a server on this machine (/proc/<pid>/stat, all its sessions, other databases' too), out of nproc; "+
-		"a process that ended during the phase is left out, so the figure can fall short, never overstate; a server not on this machine is not measured. At %.0f%% of nproc or more the cores were saturated.\n\n", 100*SaturatedFrac)
+		"a process that ended during the phase is left out, so the figure can fall short, never overstate; a server not on this machine is not measured, nor are other programs sharing the cores. At %.0f%% of nproc or more the cores were saturated.\n\n", 100*SaturatedFrac)
 	p("| store | phase | calls/s profiled | cores used | CPU, flat | CPU, cumulative | waited | PostgreSQL sessions | files |\n|---|---|---:|---|---|---|---|---|---|\n")
 	for _, st := range r.Stores {
 		for _, pr := range st.Profiles {
