@@ -594,20 +594,30 @@ func Notes(r Results) []string {
 // one wallet runs nearly as fast as a wallet per client, the wallet's row
 // is not what would meet a target.
 func profileNote(pr Profiled, hot float64) string {
-	if n := saturatedNote(pr); n != "" {
-		return n
+	sat := saturatedNote(pr)
+	if sat != "" && !strings.Contains(pr.Phase, "replays") {
+		return sat
 	}
 	if strings.Contains(pr.Phase, "replays") {
+		// A replay's cost is all CPU: the saturation note says whose, the
+		// breakdown below what it is spent on; both stay.
+		if sat != "" {
+			sat += " "
+		}
 		var mcp float64
 		for _, c := range pr.CPUCum {
 			if strings.HasSuffix(c.Package, "go-sdk/mcp") || strings.HasSuffix(c.Package, "/reference/wire") {
 				mcp = max(mcp, c.Frac)
 			}
 		}
-		return fmt.Sprintf("%s %s: a replay writes nothing; it costs its reads and the MCP stack. It reads the API key from the process's cache, "+
+		head := fmt.Sprintf("%s %s: a replay", pr.Store, pr.Phase)
+		if sat != "" {
+			head = sat + "A replay"
+		}
+		return head + fmt.Sprintf(" writes nothing; it costs its reads and the MCP stack. It reads the API key from the process's cache, "+
 			"then the tool once (the Mcp-Param header check's read, which the call reuses) and the stored record: two store round trips. "+
 			"go-sdk's server and the gateway's wire layer are on %.0f%% of the CPU samples' stacks (HTTP, JSON-RPC, the stored result written into the answer). "+
-			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read, and a cheaper MCP stack.", pr.Store, pr.Phase, 100*mcp)
+			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read, and a cheaper MCP stack.", 100*mcp)
 	}
 	var lock, wal float64
 	for _, w := range pr.DBWaits {
