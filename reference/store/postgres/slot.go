@@ -60,7 +60,7 @@ func (d coreDB) ReserveSlot(ctx context.Context, r store.SlotRequest,
 	b = &pgx.Batch{}
 	b.Queue(q.text.String(), q.args...)
 	// Unconditional: a reservation that wrote nothing commits nothing.
-	b.Queue(`DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
+	b.Queue(sqlstore.DeleteLock, r.Identity, r.Owner)
 	b.Queue("commit")
 	n, err := reserveAndCommit(conn.SendBatch(ctx, b))
 	if refused(err) || err == nil && n != 1 {

@@ -96,6 +96,9 @@ func (c *Core) SetAfterLockRead(fn func(ctx context.Context)) { c.afterLockRead 
 const InsertLock = `INSERT INTO locks (identity, owner, fence, acquired_at) VALUES ($1, $2, 1, $3)
 	ON CONFLICT (identity) DO NOTHING`
 
+// DeleteLock deletes the lock row ($1 identity) if $2 owns it.
+const DeleteLock = `DELETE FROM locks WHERE identity = $1 AND owner = $2`
+
 // AcquireLock inserts the lock row or takes over a stale one.
 func (c *Core) AcquireLock(ctx context.Context, identity, owner string, now time.Time, staleAfter time.Duration) (store.Lock, error) {
 	lk := store.Lock{Identity: identity, Owner: owner, Fence: 1, AcquiredAt: now}
@@ -191,7 +194,7 @@ func (c *Core) Locks(ctx context.Context, prefix string) ([]store.Lock, error) {
 
 // ReleaseLock deletes the lock row if owner holds it.
 func (c *Core) ReleaseLock(ctx context.Context, identity, owner string) (bool, error) {
-	n, err := c.writeStatement(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, identity, owner)
+	n, err := c.writeStatement(ctx, DeleteLock, identity, owner)
 	return err == nil && n == 1, c.d.Wrap("release lock", err)
 }
 
@@ -390,7 +393,7 @@ func (c *Core) Reserve(ctx context.Context, r store.ReserveRequest) (store.Recor
 		}
 		// The claim above holds the row: this deletes it.
 		f := r.Fence
-		if _, err := q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, f.Identity, f.Owner); err != nil {
+		if _, err := q.Exec(ctx, DeleteLock, f.Identity, f.Owner); err != nil {
 			return fmt.Errorf("release lock: %w", err)
 		}
 		return nil
@@ -487,7 +490,7 @@ func (c *Core) ReserveSlot(ctx context.Context, r store.SlotRequest) (store.Reco
 		}
 		// A stale lock taken over stays taken from its holder, whatever
 		// this call then did, as a takeover and a release would leave it.
-		_, err = q.Exec(ctx, `DELETE FROM locks WHERE identity = $1 AND owner = $2`, r.Identity, r.Owner)
+		_, err = q.Exec(ctx, DeleteLock, r.Identity, r.Owner)
 		return err
 	})
 	if err != nil {
