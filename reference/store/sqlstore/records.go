@@ -300,9 +300,12 @@ func (c *Core) insertRecord(ctx context.Context, q Querier, r store.Record) (boo
 	return n == 1, err
 }
 
-// deleteRecord removes rec and the auto permit minted under it.
+// deleteRecord removes rec and the auto permit minted under it, which the
+// record names (PermitID): a permit and its record are written in one
+// transaction, and a replacement deletes the record it replaces this way, so
+// no other auto permit of the key outlives its record.
 func deleteRecord(ctx context.Context, q Querier, rec store.Record) error {
-	if _, err := q.Exec(ctx, `DELETE FROM permits WHERE auto AND (record_key = $1 OR id = $2)`, rec.Key, rec.PermitID); err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM permits WHERE auto AND id = $1`, rec.PermitID); err != nil {
 		return err
 	}
 	_, err := q.Exec(ctx, `DELETE FROM records WHERE key = $1`, rec.Key)
@@ -328,7 +331,7 @@ func (c *Core) prepare(r store.ReserveRequest) (Reservation, error) {
 	}
 	if p := r.Permit; p != nil && p.Auto && p.RecordKey == "" {
 		cp := *p
-		cp.RecordKey = v.Record.Key // so Abandon and a replacement find it
+		cp.RecordKey = v.Record.Key // the record it was minted for (the record names it: PermitID)
 		v.Permit = &cp
 	}
 	if r.Charge != nil {
