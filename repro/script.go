@@ -255,21 +255,33 @@ func (g *gen) bindFresh(acts []action) {
 const crowdGap = 10 * time.Millisecond
 
 // crowdAt is how many MCP requests from acts[i] on go out together: each
-// started within crowdGap of the one before, on a lane of its own with
-// nothing in flight (so no member waits for another's session).
+// started within crowdGap of the one before and while one before it was
+// still in flight, on a lane of its own with nothing else in flight (so no
+// member waits for another's session). A request that started after all
+// the ones before it had their answers followed them, however soon: on an
+// idle machine a call and the next step's call start within a millisecond
+// or two, and sending them together would reorder the run.
 func (g *gen) crowdAt(acts []action, i int) int {
 	busy := map[string]bool{}
 	for _, r := range g.running {
 		busy[r.ex.Lane] = true
 	}
 	n := 0
+	var last time.Time // the latest answer among the crowd so far
+	open := false      // one of them had no answer at all
 	for j := i; j < len(acts) && acts[j].mcp; j++ {
 		ex := acts[j].ex
-		if busy[ex.Lane] || (j > i && ex.Started.Sub(acts[j-1].ex.Started) > crowdGap) {
+		followed := j > i && !open && !ex.Started.Before(last)
+		if busy[ex.Lane] || followed || (j > i && ex.Started.Sub(acts[j-1].ex.Started) > crowdGap) {
 			break
 		}
 		busy[ex.Lane] = true
 		n++
+		if ex.Finished.IsZero() {
+			open = true
+		} else if ex.Finished.After(last) {
+			last = ex.Finished
+		}
 	}
 	return n
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -356,4 +357,42 @@ func TestReplayedKeyHeader(t *testing.T) {
 // sfString writes a key as the harness sends it: a Structured Field string.
 func sfString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// TestScriptCrowdOnlyWhenOverlapping: two principals' calls that started
+// within crowdGap of each other go out together only if the second started
+// before the first had its answer; one that followed an answer, however
+// soon (an idle machine runs the next step within a millisecond), is sent
+// after it, or the replay reorders the run.
+func TestScriptCrowdOnlyWhenOverlapping(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		bobAfter  time.Duration // bob's first request's start after alice's write's start
+		wantCrowd bool
+	}{
+		{"bob after alice's answer", 3 * time.Millisecond, false},
+		{"bob before alice's answer", time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := load(t, "iga-01")
+			ex := in.Scenario.Exchanges
+			w := slices.IndexFunc(ex, func(e reports.Exchange) bool { return e.Label == "alice: write" })
+			if w < 0 || w+1 >= len(ex) || ex[w+1].Lane != "bob" {
+				t.Fatalf("iga-01's record changed: no alice write followed by bob's requests")
+			}
+			start := ex[w].Started
+			ex[w].Finished = start.Add(2 * time.Millisecond)
+			shift := start.Add(tc.bobAfter).Sub(ex[w+1].Started)
+			for i := w + 1; i < len(ex); i++ {
+				ex[i].Started, ex[i].Finished = ex[i].Started.Add(shift), ex[i].Finished.Add(shift)
+			}
+			res, err := Script(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(res.Script), "mkfifo"); got != tc.wantCrowd {
+				t.Errorf("sent together: %v, want %v:\n%s", got, tc.wantCrowd, res.Script)
+			}
+		})
+	}
 }
