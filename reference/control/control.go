@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/faults"
@@ -340,8 +338,6 @@ func decode(r *http.Request, v any) error {
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func newID(prefix string) string { return prefix + uuid.NewString() }
-
 // ---- capabilities -----------------------------------------------------------
 
 func (a *api) capabilities(w http.ResponseWriter, r *http.Request, _ []string) error {
@@ -375,7 +371,7 @@ func (a *api) createWallet(w http.ResponseWriter, r *http.Request, _ []string) e
 		return err
 	}
 	ctx := r.Context()
-	id := newID("w-")
+	id := store.NewRowID("w-")
 	if _, _, err := fixtures.OpenWallet(ctx, a.c.Store, id, req.Balance, a.c.Clock.Now()); err != nil {
 		return err
 	}
@@ -414,7 +410,7 @@ func (a *api) credit(w http.ResponseWriter, r *http.Request, args []string) erro
 	if cur.Balance > MaxBalance-req.Amount {
 		return badRequest("a balance of %d plus %d would exceed %d", cur.Balance, req.Amount, int64(MaxBalance))
 	}
-	if err := a.c.Store.Credit(ctx, store.LedgerEntry{ID: newID("le-"), WalletID: args[0], Kind: store.EntryCredit, Amount: req.Amount, At: a.c.Clock.Now()}); err != nil {
+	if err := a.c.Store.Credit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: args[0], Kind: store.EntryCredit, Amount: req.Amount, At: a.c.Clock.Now()}); err != nil {
 		return err
 	}
 	wl, err := a.c.Store.Wallet(ctx, args[0])
@@ -653,7 +649,7 @@ func (a *api) createPermit(w http.ResponseWriter, r *http.Request, _ []string) e
 		ttl = a.c.Gateway.Settings().PermitTTL
 	}
 	now := a.c.Clock.Now()
-	p := store.Permit{ID: newID("pmt-"), WalletID: req.WalletID, APIKeyID: req.KeyID, Tool: req.Tool, Budget: budget,
+	p := store.Permit{ID: store.NewRowID("pmt-"), WalletID: req.WalletID, APIKeyID: req.KeyID, Tool: req.Tool, Budget: budget,
 		ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := a.c.Store.CreatePermit(ctx, p); err != nil {
 		return err

@@ -234,7 +234,7 @@ func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest
 		return nil
 	}
 	now := g.clock.Now()
-	return &store.ChargeRequest{Now: now, Entry: store.LedgerEntry{ID: rowID("le-"), Kind: store.EntryDebit,
+	return &store.ChargeRequest{Now: now, Entry: store.LedgerEntry{ID: store.NewRowID("le-"), Kind: store.EntryDebit,
 		Amount: c.tool.Price, Receipt: receipt, Tool: c.tool.Name, At: now}}
 }
 
@@ -556,7 +556,7 @@ func (g *Gateway) runUnreserved(ctx context.Context, c *callState, rec store.Rec
 		if w.Balance < price {
 			return nil, "", Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
 		}
-		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
 			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
 		if err != nil {
 			return nil, "", g.storeErr("append debit", err)
@@ -583,7 +583,7 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 	}
 	if g.bugs.On(bugs.ReplayDebits) && rc.Charged > 0 {
 		// BUG replay-debits: a replay is billed again.
-		err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID,
+		err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
 			Kind: store.EntryDebit, Amount: rc.Charged, RecordKey: rec.Key, Receipt: rec.Receipt, Tool: rec.Tool, At: g.clock.Now()})
 		if err != nil {
 			return CallResponse{}, g.storeErr("append debit", err)
@@ -966,7 +966,7 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 		payer = g.firstPayer(rec) // BUG key-scope-billing
 	}
 	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: rowID("le-"), WalletID: payer, Kind: store.EntryDebit,
+		Entry: store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
 			Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
 		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
 	})
@@ -1002,7 +1002,7 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice
 	}
 	if refund > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
-		o.Refund = &store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
+		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
 			Amount: refund, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
@@ -1035,7 +1035,7 @@ func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, re
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
 	if charged > 0 {
-		o.Refund = &store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
+		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
 			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	g.logDispatch(ctx, rec, d)
@@ -1053,7 +1053,7 @@ func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
 	go func() {
 		defer g.late.Done()
 		time.Sleep(300 * time.Millisecond)
-		e := store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID,
+		e := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
 			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
 		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
 		if err != nil {
@@ -1128,7 +1128,7 @@ func (g *Gateway) firstPayer(rec store.Record) string {
 
 // chargeFee is the refusal-fee bug: a refusal billed a flat fee.
 func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
-	err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: rowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
+	err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
 		Amount: 5, RecordKey: rec.Key, Tool: rec.Tool, At: g.clock.Now()})
 	if err != nil {
 		g.log.Warn("refusal fee", "record", rec.Key, "err", err)
@@ -1137,7 +1137,7 @@ func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
 
 // dispatchRow is the dispatch log row of a call that just reached its tool.
 func (g *Gateway) dispatchRow(c *callState, rec store.Record) store.Dispatch {
-	return store.Dispatch{ID: rowID("d-"), Tool: c.tool.Name, RecordKey: rec.Key, Fingerprint: c.fp,
+	return store.Dispatch{ID: store.NewRowID("d-"), Tool: c.tool.Name, RecordKey: rec.Key, Fingerprint: c.fp,
 		WalletID: rec.WalletID, At: g.clock.Now()}
 }
 

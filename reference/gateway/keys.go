@@ -296,7 +296,7 @@ func (g *Gateway) newRecord(c *callState, p keyPlan, owner string) store.Record 
 func (g *Gateway) autoPermit(c *callState, recKey string) store.Permit {
 	r := c.r
 	return store.Permit{
-		ID:        rowID("pmt-"),
+		ID:        store.NewRowID("pmt-"),
 		WalletID:  r.Caller.WalletID,
 		APIKeyID:  r.Caller.APIKeyID,
 		Tool:      c.tool.Name,
@@ -307,10 +307,3 @@ func (g *Gateway) autoPermit(c *callState, recKey string) store.Permit {
 		CreatedAt: c.now,
 	}
 }
-
-// rowID is a fresh id for a row the store indexes by it (a permit, a ledger
-// entry, a dispatch): a time-ordered UUID (version 7), so that each insert
-// lands at the right edge of the id's index, on the page the previous one
-// changed, instead of dirtying a page at random (a page more in every
-// commit's WAL, and in PostgreSQL a full page image after each checkpoint).
-func rowID(prefix string) string { return prefix + uuid.Must(uuid.NewV7()).String() }

@@ -40,7 +40,7 @@ func (g *Gateway) inputRequired(ctx context.Context, c *callState, rec store.Rec
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
 	if charged > 0 && !g.bugs.On(bugs.RoundsCharged) { // BUG rounds-charged: every round is paid for
-		o.Refund = &store.LedgerEntry{ID: "le-" + uuid.NewString(), WalletID: rec.WalletID, Kind: store.EntryRefund,
+		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
 			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {

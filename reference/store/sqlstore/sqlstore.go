@@ -27,8 +27,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -148,10 +146,10 @@ func FromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// NewID returns id, or a fresh UUID when id is empty.
+// NewID returns id, or a fresh row id (store.NewRowID) when id is empty.
 func NewID(id string) string {
 	if id == "" {
-		return uuid.NewString()
+		return store.NewRowID("")
 	}
 	return id
 }
