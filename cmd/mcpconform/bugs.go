@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcpconform/mcpconform/bugmap"
+	"github.com/mcpconform/mcpconform/internal/bugmap"
 	"github.com/mcpconform/mcpconform/reference/bugs"
 )
 

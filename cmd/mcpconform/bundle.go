@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcpconform/mcpconform/bundle"
+	"github.com/mcpconform/mcpconform/internal/bundle"
 	"github.com/mcpconform/mcpconform/reports"
 )
 

@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // The test binary doubles as the mcpconform binary: the runner starts the

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mcpconform/mcpconform/runner"
+	"github.com/mcpconform/mcpconform/internal/runner"
 )
 
 const doctorUsage = `Usage: mcpconform doctor --target URL --profile FILE [flags]

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // A known bug listed as expected failures keeps the run green; an expected

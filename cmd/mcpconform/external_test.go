@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpconform/mcpconform/bugmap"
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // startGateway runs the reference gateway as an external target would be:

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcpconform/mcpconform/catalog"
-	"github.com/mcpconform/mcpconform/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/features"
+	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/catalog/tagexpr"
 )
 
 func listCmd(args []string, stdout, stderr io.Writer) int {

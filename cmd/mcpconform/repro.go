@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcpconform/mcpconform/catalog"
 	"github.com/mcpconform/mcpconform/features"
-	"github.com/mcpconform/mcpconform/repro"
-	"github.com/mcpconform/mcpconform/runner"
+	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/repro"
+	"github.com/mcpconform/mcpconform/internal/runner"
 )
 
 // reproCmd runs one scenario, writes its report into --out and beside it

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // stringList is a repeatable flag.

@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mcpconform/mcpconform/bugmap"
+	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // TestSelfTestCatchesEveryBug turns each bug switch on in turn and holds the

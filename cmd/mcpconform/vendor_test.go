@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/internal/vendorgw"
 	"github.com/mcpconform/mcpconform/reports"
-	"github.com/mcpconform/mcpconform/runner"
 )
 
 // vendorRun runs the suite against internal/vendorgw, a gateway the harness

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcpconform/mcpconform/buildinfo"
+	"github.com/mcpconform/mcpconform/internal/buildinfo"
 )
 
 const versionUsage = `Usage: mcpconform version [--json]
