@@ -17,7 +17,8 @@ func TestRecheckRefusesAForgedPass(t *testing.T) {
 		t.Fatalf("recheck exit %d, want 1\n%s%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{
-		"retry-01 (passed): the ledger has 1 debits and 0 refunds (recomputed from history): ok=false",
+		"retry-01 (passed): the ledger has 1 debits and 0 refunds (recomputed from history): violated",
+		"retry-01 (passed): the wallet's ledger holds one debit of its price for each operation that ran, and nothing else (recomputed from history): violated",
 		"2 debit(s), 0 refund(s)",
 		"1 scenarios contradicted by their history",
 	} {
