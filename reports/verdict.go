@@ -19,8 +19,8 @@ const (
 //
 //   - FAIL when a scenario failed, is an unexpected pass (an expected
 //     failure that passed), has an undefined step (a harness defect), or
-//     claims a verdict its checks contradict (passed with a check not held,
-//     or with no check at all);
+//     claims a verdict its record contradicts (passed with a check not
+//     held, with no check at all, or with a step that did not pass);
 //   - INCOMPLETE when nothing failed but a @must scenario within the level
 //     was skipped, or left a check of the level unobserved (a scenario
 //     without a level tag counts as @must: a missing tag must not soften
@@ -105,6 +105,13 @@ func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 		for _, c := range s.Checks {
 			if c.Status() != Held {
 				return fmt.Sprintf("%s: verdict %q but check %q was %s", name, Passed, firstLine(c.Step), c.Status()), true
+			}
+		}
+		// The runner passes a scenario only when every step passed; older
+		// files have no steps.
+		for _, st := range s.Steps {
+			if st.Status != "passed" {
+				return fmt.Sprintf("%s: verdict %q but step %q was %s", name, Passed, firstLine(st.Text), st.Status), true
 			}
 		}
 		return "", false
