@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,122 +15,302 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
+	"pgregory.net/rapid"
 )
 
 // The CI numbers every output gives for a run, read back from the bytes as
 // its consumer reads them, never from the model.
 type ciView struct {
-	total, passed, failed, skipped int
+	total, passed, failed, skipped int // passed is -1 when the output has no totals
 	result                         string
 	counts                         map[string]int // per verdict; nil when the output has none
 	line                           string         // the verdict line, "" when the output has none
+	// keeping is how many scenarios the output says keep the run from a
+	// PASS (the verdict line's "N of M", or the scenarios marked as
+	// failing the run); -1 when the output does not say.
+	keeping int
 }
 
-// Scenarios of every kind, as a run records them.
-func mixScenario(id, kind string) Scenario {
-	held := judge.Check{Step: "A gets a result", State: judge.Held, Capability: judge.CapWire, StepIndex: 0, Expected: "a result", Actual: "a result"}
-	violated := judge.Check{Step: "the probe saw op1 dispatched 1 times", State: judge.Violated, Capability: judge.CapUpstream, StepIndex: 1, Expected: "1 dispatch", Actual: "2 dispatches"}
-	steps := func(second string) []StepResult {
-		return []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}, {Keyword: "And ", Text: "the probe saw op1 dispatched 1 times", Status: second}}
+// recorded is a scenario as steps/world.go records it: a passed Given step,
+// one Then step per check in the given states (a violated check fails its
+// step), then the steps after the checks, by godog status.
+func recorded(id, verdict string, states []string, tail ...string) Scenario {
+	s := Scenario{ID: id, Title: "a " + verdict + " scenario", Feature: "Mix", File: "mix.feature", Line: 3, Level: "must",
+		Tags: []string{"@" + id, "@must"}, Verdict: verdict, Steps: []StepResult{{Keyword: "Given ", Text: "a wallet", Status: "passed"}}}
+	if verdict != judge.Passed {
+		s.Reason = "why " + id + "\nin detail"
 	}
-	s := Scenario{ID: id, Title: kind, Feature: "Mix", File: "mix.feature", Line: 3, Level: "must", Tags: []string{"@" + id, "@must"}}
-	switch kind {
-	case "passed":
-		s.Verdict, s.Checks, s.Steps = judge.Passed, []judge.Check{held, {Step: violated.Step, State: judge.Held, Capability: judge.CapUpstream, StepIndex: 1}}, steps("passed")
-	case "failed":
-		s.Verdict, s.Reason, s.Checks, s.Steps = judge.Failed, "the probe saw op1 dispatched 2 times", []judge.Check{held, violated}, steps("failed")
-	case "incomplete":
-		s.Verdict, s.Reason = judge.Incomplete, "ledger not observed"
-		s.Checks = []judge.Check{held, {Step: "the ledger has 1 debits and 0 refunds", State: judge.NotObserved, Capability: judge.CapLedger, StepIndex: 1, Actual: "no ledger"}}
-		s.Steps = steps("passed")
-	case "skipped":
-		s.Verdict, s.Missing, s.Reason, s.Steps = judge.Skipped, judge.CapClock, "no clock", []StepResult{{Keyword: "Given ", Text: "the clock is frozen", Status: "skipped"}, {Text: "A calls", Status: "not run"}}
-		s.Tags = append(s.Tags, "@needs-clock")
-	case "interrupted":
-		// godog fails the step the stop cut short.
-		s.Verdict, s.Reason = judge.Interrupted, "the run was interrupted"
-		s.Checks, s.Steps = []judge.Check{held}, []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}, {Text: "B calls", Status: "failed", Error: "context canceled"}}
-	case "waived":
-		s.Verdict, s.Reason, s.Checks, s.Steps = judge.ExpectedFailure, "known: no body limit", []judge.Check{held, violated}, steps("failed")
-	case "unexpected-pass":
-		s.Verdict, s.Reason, s.Checks, s.Steps = judge.UnexpectedPass, "listed as an expected failure", []judge.Check{held}, steps("passed")[:1]
-	case "undefined":
-		s.Verdict, s.Reason, s.Steps = judge.Undefined, "undefined step: B does a thing", []StepResult{{Text: "B does a thing", Status: "undefined"}}
-	case "contradicted":
-		// A report edited to say passed: the violated check is still there.
-		s.Verdict, s.Checks, s.Steps = judge.Passed, []judge.Check{held, violated}, steps("passed")
-	case "no-check-pass":
-		s.Verdict, s.Steps = judge.Passed, []StepResult{{Keyword: "Given ", Text: "a wallet", Status: "passed"}}
-	case "not-applicable":
-		s.Verdict, s.Reason, s.Steps = judge.NotApplicable, "written for the refuse policy", []StepResult{{Text: "A calls", Status: "skipped"}}
-	default:
-		panic(kind)
+	for _, st := range states {
+		step := StepResult{Keyword: "Then ", Text: fmt.Sprintf("the probe saw op%d dispatched 1 times", len(s.Checks)+1), Status: "passed"}
+		c := judge.Check{Step: step.Text, State: st, Capability: judge.CapWire, StepIndex: len(s.Steps), Expected: "1 dispatch", Actual: "1 dispatch"}
+		switch st {
+		case judge.Violated:
+			step.Status, c.Actual = "failed", "2 dispatches"
+		case judge.NotObserved:
+			c.Actual = "no probe"
+		}
+		s.Checks, s.Steps = append(s.Checks, c), append(s.Steps, step)
+	}
+	for _, st := range tail {
+		step := StepResult{Keyword: "And ", Text: "B calls", Status: st}
+		if st == "failed" {
+			step.Error = "context canceled"
+		}
+		s.Steps = append(s.Steps, step)
 	}
 	return s
 }
 
-func mixRun(level string, interrupted bool, kinds ...string) Run {
+func runOf(level string, interrupted bool, scenarios ...Scenario) Run {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	run := Run{Tool: "mcpconform", Version: "0.1.0", Level: level, Interrupted: interrupted, Started: at, Finished: at.Add(time.Second),
-		Target: Target{Kind: "url", URLs: []string{"http://gw.example/mcp"}, ServerName: "acme", ServerVersion: "1"}}
-	for i, k := range kinds {
-		run.Scenarios = append(run.Scenarios, mixScenario(fmt.Sprintf("mix-%02d", i+1), k))
+	return Run{Tool: "mcpconform", Version: "0.1.0", Level: level, Interrupted: interrupted, Started: at, Finished: at.Add(time.Second),
+		Target:    Target{Kind: "url", URLs: []string{"http://gw.example/mcp"}, ServerName: "acme", ServerVersion: "1"},
+		Scenarios: scenarios}
+}
+
+// What the generators draw from. "" is a level, verdict or capability an
+// older or hand-written file leaves out: a run level "" is judged as full,
+// a check that names no capability as needing everything.
+var (
+	runLevels = []string{LevelWire, LevelMetered, LevelFull, ""}
+	capNames  = []string{"", judge.CapWire, judge.CapUpstream, judge.CapPrincipalTokens, judge.CapSecondKey, judge.CapToolApproval, judge.CapLedger,
+		judge.CapFixtures, judge.CapClock, judge.CapFaults, judge.CapSettings, judge.CapPrincipals, judge.CapTwoURLs}
+	// What an editor may claim: the field's contradictions (a passed or a
+	// not-applicable scenario beside a violated check) come first, as
+	// often as all the rest; then any verdict, or one the model does not know.
+	claimedVerdicts = rapid.OneOf(rapid.Just(judge.Passed), rapid.Just(judge.NotApplicable),
+		rapid.SampledFrom(append(slices.Clone(knownVerdicts), "", "PASSED")))
+)
+
+// drawRun draws a run of up to 12 scenarios at a random claimed level,
+// interrupted (one in four) or not, with the scenarios of a few verdicts,
+// so that a run without a failure (a PASS, an INCOMPLETE) is as common as
+// one with. Half the runs hold hand-edited scenarios (drawScenario).
+func drawRun(t *rapid.T) Run {
+	level := rapid.SampledFrom(runLevels).Draw(t, "run level")
+	// Small integers and false are what rapid shrinks to: a counterexample
+	// is interrupted or edited only when it must be.
+	interrupted := rapid.IntRange(0, 3).Draw(t, "interrupted") == 3
+	edited := rapid.Bool().Draw(t, "edited")
+	verdicts := rapid.SliceOfNDistinct(rapid.SampledFrom(knownVerdicts), 1, 4, rapid.ID[string]).Draw(t, "verdicts")
+	// A slice, not a loop: rapid shrinks a slice by dropping elements.
+	ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Scenario { return drawScenario(t, verdicts, edited) }), 0, 12).Draw(t, "scenarios")
+	for i := range ss {
+		id := fmt.Sprintf("s-%02d", i+1)
+		ss[i].ID, ss[i].Tags[0] = id, "@"+id
 	}
-	return run
+	return runOf(level, interrupted, ss...)
+}
+
+// drawScenario draws a scenario of one of verdicts as a run records it
+// (drawRecord), at a random level, its checks of random capabilities, maybe
+// needing one. When edited, one in three is then changed as a hand-edited
+// or buggy file holds it: another verdict claimed over the same evidence,
+// checks whose state changed or went missing (older files have only OK).
+// That makes a not-applicable or a passed scenario beside a violated check,
+// a pass with a check not observed or with none, a pass whose steps did not.
+func drawScenario(t *rapid.T, verdicts []string, edited bool) Scenario {
+	verdict := rapid.SampledFrom(verdicts).Draw(t, "verdict")
+	states, tail := drawRecord(t, verdict)
+	s := recorded("s", verdict, states, tail...) // drawRun numbers it
+	s.Level = rapid.SampledFrom([]string{"must", "should", ""}).Draw(t, "level")
+	s.Tags = []string{"@" + s.ID}
+	if s.Level != "" {
+		s.Tags = append(s.Tags, "@"+s.Level)
+	}
+	if need := rapid.SampledFrom(capNames).Draw(t, "needs"); need != "" {
+		s.Missing, s.Tags = need, append(s.Tags, "@needs-"+need)
+	}
+	for i := range s.Checks {
+		s.Checks[i].Capability = rapid.SampledFrom(capNames).Draw(t, "capability")
+	}
+	if !edited || rapid.IntRange(0, 2).Draw(t, "edit") < 2 {
+		return s
+	}
+	s.Verdict = claimedVerdicts.Draw(t, "claimed verdict")
+	for i := range s.Checks {
+		c := &s.Checks[i]
+		switch st := rapid.SampledFrom([]string{"kept", judge.Held, judge.Violated, judge.NotObserved, "no state"}).Draw(t, "check edit"); st {
+		case "kept":
+		case "no state":
+			c.State = ""
+		default:
+			c.State = st
+		}
+	}
+	return s
+}
+
+// drawRecord draws the check states and the steps after them that
+// steps/world.go's decide gives the verdict.
+func drawRecord(t *rapid.T, verdict string) (states, tail []string) {
+	checks := func(min int, states ...string) []string {
+		return rapid.SliceOfN(rapid.SampledFrom(states), min, 3).Draw(t, "check states")
+	}
+	switch verdict {
+	case judge.Passed, judge.UnexpectedPass:
+		return checks(1, judge.Held), nil
+	case judge.Failed:
+		// The first violated check fails its step, or a step fails on an
+		// error of its own; godog skips the rest.
+		if rapid.Bool().Draw(t, "a step error") {
+			return checks(0, judge.Held, judge.NotObserved), []string{"failed", "skipped"}
+		}
+		return append(checks(0, judge.Held, judge.NotObserved), judge.Violated), []string{"skipped"}
+	case judge.Incomplete:
+		if rapid.Bool().Draw(t, "a later step skipped") {
+			return checks(1, judge.Held, judge.NotObserved), []string{"skipped", "not run"}
+		}
+		return append(checks(0, judge.Held, judge.NotObserved), judge.NotObserved), nil
+	case judge.Skipped:
+		return nil, []string{"skipped", "not run"}
+	case judge.Undefined:
+		return checks(0, judge.Held), []string{"undefined", "skipped"}
+	case judge.NotApplicable:
+		// decide keeps not-applicable whatever the checks before the step
+		// that found it saw, a violated one too (as seen in the field).
+		return checks(0, judge.Held, judge.NotObserved, judge.Violated), []string{"skipped"}
+	case judge.Interrupted:
+		// decide puts the stop before whatever the steps saw; the stop
+		// failed the step it cut short, or came between two steps.
+		if rapid.Bool().Draw(t, "between steps") {
+			return checks(0, judge.Held, judge.NotObserved, judge.Violated), nil
+		}
+		return checks(0, judge.Held, judge.NotObserved, judge.Violated), []string{"failed", "not run"}
+	case judge.ExpectedFailure:
+		// runner.applyExpected waives failed, skipped and incomplete ones.
+		return drawRecord(t, rapid.SampledFrom([]string{judge.Failed, judge.Skipped, judge.Incomplete}).Draw(t, "waived"))
+	}
+	panic("no record for verdict " + verdict)
+}
+
+// judged is what every output must say of run: Judge's verdict, the
+// scenarios Judge lists, one count per verdict, and the totals of Outcomes.
+func judged(run Run) ciView {
+	result, _ := Judge(run)
+	v := ciView{total: len(run.Scenarios), result: result, counts: map[string]int{}, keeping: len(problems(run))}
+	for _, k := range knownVerdicts {
+		v.counts[k] = 0
+	}
+	for _, s := range run.Scenarios {
+		v.counts[verdictKey(s.Verdict)]++
+	}
+	n := map[Outcome]int{}
+	for _, o := range Outcomes(run) {
+		n[o]++
+	}
+	v.passed, v.failed = n[OutcomePassed], n[OutcomeFailed]+n[OutcomeError]
+	v.skipped = v.total - v.passed - v.failed
+	return v
 }
 
 // Console, summary.json, JSON lines, GitHub annotations, JUnit, Cucumber
-// JSON and HTML give the same counts and verdict for every mix of verdicts.
+// JSON and HTML give the same verdict, counts and totals for any mix of
+// verdicts, levels and check states, the contradictory ones included, and
+// these agree with Judge and Outcomes and with each other: a FAIL has a
+// failure in its totals, a PASS none and no scenario that keeps it from one.
 func TestEveryOutputCountsTheSame(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		run  Run
-		want ciView // total, passed, failed, skipped, result
-	}{
-		{"all passed", mixRun(LevelWire, false, "passed", "passed"), ciView{2, 2, 0, 0, RunPass, nil, ""}},
-		{"a failure", mixRun(LevelWire, false, "passed", "failed"), ciView{2, 1, 1, 0, RunFail, nil, ""}},
-		{"a skipped must", mixRun(LevelFull, false, "passed", "skipped"), ciView{2, 1, 0, 1, RunIncomplete, nil, ""}},
-		{"a check not observed", mixRun(LevelMetered, false, "passed", "incomplete"), ciView{2, 1, 0, 1, RunIncomplete, nil, ""}},
-		{"skips beyond the level", mixRun(LevelWire, false, "passed", "skipped", "not-applicable"), ciView{3, 1, 0, 2, RunPass, nil, ""}},
-		{"interrupted", mixRun(LevelWire, true, "passed", "failed", "interrupted"), ciView{3, 1, 1, 1, RunInterrupted, nil, ""}},
-		{"waivers", mixRun(LevelWire, false, "passed", "waived", "unexpected-pass"), ciView{3, 1, 1, 1, RunFail, nil, ""}},
-		{"an undefined step", mixRun(LevelWire, false, "passed", "undefined"), ciView{2, 1, 1, 0, RunFail, nil, ""}},
-		{"a contradicted pass", mixRun(LevelWire, false, "passed", "contradicted", "no-check-pass"), ciView{3, 1, 2, 0, RunFail, nil, ""}},
-		{"everything", mixRun(LevelMetered, false, "passed", "failed", "incomplete", "skipped", "waived", "unexpected-pass",
-			"undefined", "contradicted", "not-applicable"), ciView{9, 1, 4, 4, RunFail, nil, ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "out")
-			if err := Write(dir, tc.run); err != nil {
-				t.Fatal(err)
+	rapid.Check(t, func(t *rapid.T) {
+		run := drawRun(t)
+		file := written(t, run)
+		views := map[string]ciView{
+			"console":       consoleView(t, run),
+			"summary.json":  summaryView(t, file(SummaryFile)),
+			"jsonl":         jsonlView(t, run),
+			"github":        githubView(t, run),
+			"junit.xml":     junitView(t, file(JUnitFile)),
+			"cucumber.json": cucumberView(t, file(CucumberFile)),
+			"report.html":   htmlPageView(t, file(ReportFile)),
+		}
+		want := judged(run)
+		for _, name := range slices.Sorted(maps.Keys(views)) {
+			v := views[name]
+			if v.total != want.total || v.result != want.result && v.result != "" {
+				t.Errorf("%s: %d scenarios, verdict %q; want %d, %q", name, v.total, v.result, want.total, want.result)
 			}
-			views := map[string]ciView{
-				"console":       consoleView(t, tc.run),
-				"summary.json":  summaryView(t, readFile(t, filepath.Join(dir, SummaryFile))),
-				"jsonl":         jsonlView(t, tc.run),
-				"github":        githubView(t, tc.run),
-				"junit.xml":     junitView(t, readFile(t, filepath.Join(dir, JUnitFile))),
-				"cucumber.json": cucumberView(t, readFile(t, filepath.Join(dir, CucumberFile))),
-				"report.html":   htmlPageView(t, readFile(t, filepath.Join(dir, ReportFile))),
+			if v.passed >= 0 && (v.passed != want.passed || v.failed != want.failed || v.skipped != want.skipped) {
+				t.Errorf("%s: %d passed, %d failed, %d skipped; want %d, %d, %d", name, v.passed, v.failed, v.skipped, want.passed, want.failed, want.skipped)
 			}
-			want := tc.want
-			want.counts = countVerdicts(tc.run.Scenarios)
-			for name, v := range views {
-				if v.total != want.total || v.result != want.result && v.result != "" {
-					t.Errorf("%s: %d scenarios, verdict %q; want %d, %q", name, v.total, v.result, want.total, want.result)
-				}
-				if v.passed >= 0 && (v.passed != want.passed || v.failed != want.failed || v.skipped != want.skipped) {
-					t.Errorf("%s: %d passed, %d failed, %d skipped; want %d, %d, %d", name, v.passed, v.failed, v.skipped, want.passed, want.failed, want.skipped)
-				}
-				if v.counts != nil && !equalCounts(v.counts, want.counts) {
-					t.Errorf("%s: counts %v, want %v", name, v.counts, want.counts)
-				}
-				if console := views["console"].line; v.line != "" && v.line != console {
-					t.Errorf("%s: verdict line %q, the console's %q", name, v.line, console)
-				}
+			if v.counts != nil && !equalCounts(v.counts, want.counts) {
+				t.Errorf("%s: counts %v, want %v", name, v.counts, want.counts)
 			}
-		})
+			if v.keeping >= 0 && v.keeping != want.keeping {
+				t.Errorf("%s: %d scenarios keep the run from a PASS, want %d", name, v.keeping, want.keeping)
+			}
+			if console := views["console"].line; v.line != "" && v.line != console {
+				t.Errorf("%s: verdict line %q, the console's %q", name, v.line, console)
+			}
+		}
+		// The verdict line and the totals line under it tell one story: a
+		// run that was not stopped FAILs exactly when something failed, and
+		// PASSes exactly when nothing keeps it from a PASS.
+		switch {
+		case (want.result == RunInterrupted) != run.Interrupted:
+			t.Errorf("verdict %s of a run interrupted=%v", want.result, run.Interrupted)
+		case !run.Interrupted && (want.result == RunFail) != (want.failed > 0):
+			t.Errorf("verdict %s beside %d failed", want.result, want.failed)
+		case !run.Interrupted && (want.result == RunPass) != (want.keeping == 0):
+			t.Errorf("verdict %s with %d scenarios keeping the run from a PASS", want.result, want.keeping)
+		}
+		// Each failed scenario is one of those that keep the run from a
+		// PASS, the rest of which are skipped; only a passed verdict
+		// passes, and every failing verdict fails (a contradicted one may
+		// fail beside them: failed counts at least those).
+		failing := want.counts[judge.Failed] + want.counts[judge.Undefined] + want.counts[judge.UnexpectedPass]
+		for k, n := range want.counts {
+			if !isKnownVerdict(k) {
+				failing += n
+			}
+		}
+		if want.failed > want.keeping || want.keeping-want.failed > want.skipped || want.passed > want.counts[judge.Passed] || want.failed < failing {
+			t.Errorf("%d passed, %d failed, %d skipped, with %d scenarios keeping the run from a PASS, %d passed and %d failing verdicts",
+				want.passed, want.failed, want.skipped, want.keeping, want.counts[judge.Passed], failing)
+		}
+		if t.Failed() {
+			t.Logf("the run:\n%s", describe(run))
+		}
+	})
+}
+
+// written returns the files Write makes of run, by name, rendered as Write
+// renders them but kept in memory: publishing them, with an fsync of every
+// file, made each check 20 times slower.
+func written(t rapid.TB, run Run) func(name string) []byte {
+	t.Helper()
+	run = prepare(run)
+	files, summary, err := render(run, fileNames(run.Scenarios))
+	if err != nil {
+		t.Fatal(err)
 	}
+	byName := map[string][]byte{SummaryFile: summary}
+	for _, f := range files {
+		byName[f.path] = f.data
+	}
+	return func(name string) []byte {
+		b, ok := byName[name]
+		if !ok {
+			t.Fatalf("Write makes no %s", name)
+		}
+		return b
+	}
+}
+
+// describe is a run in a few lines, for a counterexample.
+func describe(run Run) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "level %q interrupted=%v\n", run.Level, run.Interrupted)
+	for _, s := range run.Scenarios {
+		fmt.Fprintf(&b, "  %s %q level %q missing %q checks", s.ID, s.Verdict, s.Level, s.Missing)
+		for _, c := range s.Checks {
+			fmt.Fprintf(&b, " %s/%s", c.Status(), c.Capability)
+		}
+		b.WriteString(" steps")
+		for _, st := range s.Steps {
+			fmt.Fprintf(&b, " %s", st.Status)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func equalCounts(a, b map[string]int) bool {
@@ -151,15 +331,26 @@ var (
 	countsLine   = regexp.MustCompile(`^(\d+) scenarios: (.*)$`)
 	ciTotalsLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed, (\d+) skipped$`)
 	resultWord   = regexp.MustCompile(`^(PASS|FAIL|INCOMPLETE|INTERRUPTED) \(level `)
+	tableHeader  = regexp.MustCompile(`^ID +LEVEL +VERDICT +REASON$`)
 )
 
 // parseConsole reads PrintSummary's text as a CI log parser would.
-func parseConsole(t *testing.T, text string) ciView {
+func parseConsole(t rapid.TB, text string) ciView {
 	t.Helper()
 	v := ciView{passed: -1, counts: map[string]int{}}
+	table := map[string]int{} // the VERDICT column of the table
+	inTable := false
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		line := sc.Text()
+		switch f := strings.Fields(line); {
+		case tableHeader.MatchString(line):
+			inTable = true
+		case line == "":
+			inTable = false
+		case inTable && len(f) >= 3:
+			table[f[2]]++
+		}
 		if m := countsLine.FindStringSubmatch(line); m != nil {
 			v.total, _ = strconv.Atoi(m[1])
 			for _, part := range strings.Split(m[2], ", ") {
@@ -178,34 +369,100 @@ func parseConsole(t *testing.T, text string) ciView {
 			v.skipped, _ = strconv.Atoi(m[3])
 		}
 	}
-	if v.passed < 0 {
-		t.Fatalf("no totals line in:\n%s", text)
+	if v.passed < 0 || v.result == "" {
+		t.Fatalf("no verdict or totals line in:\n%s", text)
 	}
+	for k, n := range v.counts {
+		if table[k] != n {
+			t.Errorf("console: the table shows %d %s, the counts line %d", table[k], k, n)
+		}
+	}
+	v.keeping = lineKeeping(t, v.line, v.total)
 	return v
 }
 
-func consoleView(t *testing.T, run Run) ciView {
+var keepingPhrase = regexp.MustCompile(`: (\d+) of (\d+) scenarios keep the run from a PASS$`)
+
+// lineKeeping reads how many scenarios a verdict line says keep the run
+// from a PASS ("N of M scenarios ..."); a PASS has none.
+func lineKeeping(t rapid.TB, line string, total int) int {
+	t.Helper()
+	if strings.HasPrefix(line, RunPass+" ") {
+		return 0
+	}
+	m := keepingPhrase.FindStringSubmatch(line)
+	if m == nil {
+		t.Errorf("verdict line %q does not say how many scenarios keep the run from a PASS", line)
+		return -1
+	}
+	if atoi(m[2]) != total {
+		t.Errorf("verdict line %q: the run has %d scenarios", line, total)
+	}
+	return atoi(m[1])
+}
+
+func consoleView(t rapid.TB, run Run) ciView {
 	var buf bytes.Buffer
 	PrintSummary(&buf, run)
 	return parseConsole(t, buf.String())
 }
 
-func summaryView(t *testing.T, b []byte) ciView {
+func summaryView(t rapid.TB, b []byte) ciView {
 	var sum Summary
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
 	// summary.json has no passed/failed/skipped of its own: its verdicts'
 	// fails_run say which scenarios fail the run or leave it incomplete.
-	return ciView{total: sum.Total, passed: -1, result: sum.Result, counts: sum.Counts}
+	v := ciView{total: sum.Total, passed: -1, result: sum.Result, counts: sum.Counts}
+	v.keeping = tallyScenarios(t, "summary.json", sum.Scenarios, sum.Counts)
+	// by_level splits the counts: each verdict's levels add up to it.
+	for verdict, n := range sum.Counts {
+		sumLevels := 0
+		for _, counts := range sum.ByLevel {
+			sumLevels += counts[verdict]
+		}
+		if sumLevels != n {
+			t.Errorf("summary.json: %d %s, by_level gives %d", n, verdict, sumLevels)
+		}
+	}
+	return v
 }
 
-func jsonlView(t *testing.T, run Run) ciView {
+// tallyScenarios checks the scenarios' own lines against the counts and
+// returns how many are marked fails_run.
+func tallyScenarios(t rapid.TB, name string, ss []SummaryScenario, counts map[string]int) int {
+	t.Helper()
+	tally := map[string]int{}
+	failsRun := 0
+	for _, s := range ss {
+		tally[verdictKey(s.Verdict)]++
+		if s.FailsRun {
+			failsRun++
+		}
+	}
+	for k, n := range counts {
+		if tally[k] != n {
+			t.Errorf("%s: %d scenarios say %s, the counts %d", name, tally[k], k, n)
+		}
+	}
+	return failsRun
+}
+
+func jsonlView(t rapid.TB, run Run) ciView {
 	var buf bytes.Buffer
 	if err := PrintJSONL(&buf, run); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var scenarios []SummaryScenario
+	for _, line := range lines[:len(lines)-1] {
+		var s SummaryScenario
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("JSON line %q: %v", line, err)
+		}
+		scenarios = append(scenarios, s)
+	}
 	var last struct {
 		Type                    string
 		Total                   int
@@ -219,12 +476,13 @@ func jsonlView(t *testing.T, run Run) ciView {
 	if len(lines)-1 != last.Total {
 		t.Errorf("jsonl: %d scenario lines, summary says %d", len(lines)-1, last.Total)
 	}
-	return ciView{last.Total, last.Passed, last.Failed, last.Skipped, last.Result, last.Counts, ""}
+	return ciView{total: last.Total, passed: last.Passed, failed: last.Failed, skipped: last.Skipped, result: last.Result,
+		counts: last.Counts, keeping: tallyScenarios(t, "jsonl", scenarios, last.Counts)}
 }
 
 // githubView: the text after the annotations, and one ::error annotation
 // per scenario that fails the run.
-func githubView(t *testing.T, run Run) ciView {
+func githubView(t rapid.TB, run Run) ciView {
 	var buf bytes.Buffer
 	PrintGitHub(&buf, run, "features")
 	v := parseConsole(t, buf.String())
@@ -286,7 +544,7 @@ var junitSchema = map[string]struct{ children, attrs, required []string }{
 	"system-err": {nil, nil, nil},
 }
 
-func checkSchema(t *testing.T, n xmlNode, path string) {
+func checkSchema(t rapid.TB, n xmlNode, path string) {
 	t.Helper()
 	rule, ok := junitSchema[n.XMLName.Local]
 	if !ok {
@@ -332,7 +590,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // junitView checks junit.xml against the schema and reads its counts: each
 // suite's attributes must be its test cases' outcomes, the root's their sum.
-func junitView(t *testing.T, b []byte) ciView {
+func junitView(t rapid.TB, b []byte) ciView {
 	t.Helper()
 	var root xmlNode
 	if err := xml.Unmarshal(b, &root); err != nil {
@@ -342,7 +600,7 @@ func junitView(t *testing.T, b []byte) ciView {
 		t.Fatalf("junit: root is %s, want testsuites", root.XMLName.Local)
 	}
 	checkSchema(t, root, "")
-	v := ciView{}
+	v := ciView{keeping: -1}
 	names := map[string]bool{}
 	for _, suite := range root.all("testsuite") {
 		var tests, failures, errors, skipped int
@@ -398,13 +656,16 @@ func junitView(t *testing.T, b []byte) ciView {
 		t.Errorf("junit: testsuites failures+errors=%d, the suites give %d", atoi(f)+atoi(e), v.failed)
 	}
 	v.passed = v.total - v.failed - v.skipped
+	if v.line != "" {
+		v.keeping = lineKeeping(t, v.line, v.total)
+	}
 	return v
 }
 
 // cucumberView counts scenarios as Cucumber reporters do: failed when a
 // step or hook failed (or is undefined), passed when every step passed,
 // skipped otherwise.
-func cucumberView(t *testing.T, b []byte) ciView {
+func cucumberView(t rapid.TB, b []byte) ciView {
 	var feats []struct {
 		Elements []struct {
 			Steps []struct {
@@ -418,7 +679,7 @@ func cucumberView(t *testing.T, b []byte) ciView {
 	if err := json.Unmarshal(b, &feats); err != nil {
 		t.Fatal(err)
 	}
-	v := ciView{}
+	v := ciView{keeping: -1}
 	for _, f := range feats {
 		for _, el := range f.Elements {
 			v.total++
@@ -450,7 +711,7 @@ var (
 	htmlNum     = regexp.MustCompile(`<td class="num">(\d+)</td>`)
 )
 
-func htmlPageView(t *testing.T, b []byte) ciView {
+func htmlPageView(t rapid.TB, b []byte) ciView {
 	t.Helper()
 	page := string(b)
 	m := htmlTotals.FindStringSubmatch(page)
@@ -459,7 +720,8 @@ func htmlPageView(t *testing.T, b []byte) ciView {
 	if m == nil || o == nil || c == nil {
 		t.Fatalf("report.html: no totals, verdict or counts table")
 	}
-	v := ciView{passed: atoi(m[1]), failed: atoi(m[2]), skipped: atoi(m[3]), total: atoi(m[4]), result: o[1], counts: map[string]int{}}
+	v := ciView{passed: atoi(m[1]), failed: atoi(m[2]), skipped: atoi(m[3]), total: atoi(m[4]), result: o[1], counts: map[string]int{},
+		keeping: strings.Count(page, `<span class="fails-run">fails the run</span></td>`)}
 	verdicts, nums := htmlBadge.FindAllStringSubmatch(c[1], -1), htmlNum.FindAllStringSubmatch(c[2], -1)
 	if len(verdicts) != len(nums) {
 		t.Fatalf("report.html: %d verdict columns, %d counts", len(verdicts), len(nums))
@@ -489,9 +751,9 @@ func TestJUnitAndCucumberGolden(t *testing.T) {
 // A PASS resting on waivers says so in its verdict line, which the console,
 // the JUnit verdict property and the GitHub notice all carry.
 func TestRunLineNamesWaivers(t *testing.T) {
-	run := mixRun(LevelWire, false, "passed", "waived")
-	result, why := Judge(run)
-	if got := RunLine(run, result, len(why)); got != "PASS (level wire; 1 waived as expected failures)" {
+	run := runOf(LevelWire, false, recorded("a", judge.Passed, []string{judge.Held}), recorded("b", judge.ExpectedFailure, []string{judge.Held, judge.Violated}, "skipped"))
+	result, _ := Judge(run)
+	if got := RunLine(run, result); got != "PASS (level wire; 1 waived as expected failures)" {
 		t.Errorf("RunLine = %q", got)
 	}
 }
@@ -499,7 +761,8 @@ func TestRunLineNamesWaivers(t *testing.T) {
 // A target's answers end up in reasons; whatever they hold, junit.xml stays
 // a document the consumers parse, with the counts the run has.
 func TestJUnitSurvivesHostileReasons(t *testing.T) {
-	run := mixRun(LevelWire, false, "passed", "failed", "skipped")
+	run := runOf(LevelWire, false, recorded("a", judge.Passed, []string{judge.Held}), recorded("b", judge.Failed, []string{judge.Held, judge.Violated}, "skipped"),
+		recorded("c", judge.Skipped, nil, "skipped", "not run"))
 	run.Scenarios[1].Reason = "got \x00\x1b[2J</failure>]]><!-- \xff\ufffe"
 	run.Scenarios[1].Checks[1].Actual = "</testcase><testcase name=\"forged\"/>"
 	run.Scenarios[2].Reason = "\x07 & <skipped/>"

@@ -31,7 +31,8 @@ type cucumberElement struct {
 	Tags    []cucumberTag  `json:"tags"`
 	Steps   []cucumberStep `json:"steps"`
 	// After carries the run's judgment when no step shows it: a scenario
-	// that fails the run with every step passed (an unexpected pass).
+	// that fails the run with every step passed (an unexpected pass), or
+	// one that does not count with every step passed (see verdictHook).
 	After []cucumberHook `json:"after,omitempty"`
 }
 
@@ -67,8 +68,9 @@ type cucumberResult struct {
 // reason, and one whose check was violated "failed", whatever godog made of
 // the step: a report reader must never see an unobserved check as passed.
 // A scenario counts as its Outcome, as in JUnit: one that does not fail
-// the run (waived, interrupted) shows no failed step, and one that fails
-// it with none gets a failed after hook saying why.
+// the run (waived, interrupted) shows no failed step, one that fails it
+// with none gets a failed after hook saying why, and one that does not count
+// with every step passed a skipped one.
 func Cucumber(run Run) ([]byte, error) {
 	var features []*cucumberFeature
 	byName := map[string]*cucumberFeature{}
@@ -111,14 +113,12 @@ func Cucumber(run Run) ([]byte, error) {
 			}
 			el.Steps = append(el.Steps, cucumberStep{Keyword: st.Keyword, Name: st.Text, Line: st.Line, Result: r})
 		}
-		if o := outcomes[i]; o == OutcomeFailed || o == OutcomeError {
-			shown := false
-			for _, st := range el.Steps {
-				shown = shown || failing(st.Result.Status)
+		if status := verdictHook(outcomes[i], el.Steps); status != "" {
+			msg := why[i]
+			if msg == "" {
+				msg = withReason(displayID(s.ID)+": "+verdictKey(s.Verdict), s.Reason)
 			}
-			if !shown {
-				el.After = []cucumberHook{{Match: cucumberMatch{Location: "mcpconform verdict"}, Result: cucumberResult{Status: "failed", Error: why[i]}}}
-			}
+			el.After = []cucumberHook{{Match: cucumberMatch{Location: "mcpconform verdict"}, Result: cucumberResult{Status: status, Error: msg}}}
 		}
 		if len(el.Steps) > 0 && s.Duration > 0 {
 			el.Steps[0].Result.Duration = int64(time.Duration(s.Duration))
@@ -136,6 +136,27 @@ func Cucumber(run Run) ([]byte, error) {
 		return nil, fmt.Errorf("cucumber: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// verdictHook is the status of the after hook a scenario needs when its
+// steps do not show its Outcome to a reader, who counts a scenario by its
+// worst step or hook (failed, else passed when every one passed, else
+// skipped): "failed" when it fails the run with no failing step, "skipped"
+// when it does not count but every step passed (an interrupted scenario
+// stopped between two steps), "" when the steps say it.
+func verdictHook(o Outcome, steps []cucumberStep) string {
+	anyFailing, allPassed := false, true
+	for _, st := range steps {
+		anyFailing = anyFailing || failing(st.Result.Status)
+		allPassed = allPassed && st.Result.Status == "passed"
+	}
+	switch {
+	case (o == OutcomeFailed || o == OutcomeError) && !anyFailing:
+		return "failed"
+	case o == OutcomeSkipped && len(steps) > 0 && allPassed:
+		return "skipped"
+	}
+	return ""
 }
 
 // cucumberStatus maps godog's step statuses onto Cucumber's.

@@ -66,13 +66,13 @@ type junitMessage struct {
 // checks not observed). Suite properties name the target, the harness and
 // the seed.
 func JUnit(run Run) ([]byte, error) {
-	result, why := Judge(run)
+	result, _ := Judge(run)
 	suite := junitSuite{
 		Name:  "mcpconform",
 		Tests: len(run.Scenarios),
 		Time:  seconds(run.Finished.Sub(run.Started)),
 		Properties: []junitProperty{
-			{"verdict", strings.TrimSuffix(RunLine(run, result, len(why)), ":")},
+			{"verdict", strings.TrimSuffix(RunLine(run, result), ":")},
 			{"level", ClaimedLevel(run)},
 			{"target.kind", run.Target.Kind},
 			{"target.urls", strings.Join(run.Target.URLs, " ")},

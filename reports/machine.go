@@ -96,12 +96,12 @@ func PrintGitHub(w io.Writer, run Run, dir string) {
 		props = append(props, "title="+ghProperty(displayID(s.ID)+": "+s.Title))
 		fmt.Fprintf(w, "::%s %s::%s\n", cmd, strings.Join(props, ","), ghData(msg))
 	}
-	result, problems := Judge(run)
+	result, _ := Judge(run)
 	cmd := "notice"
 	if result != RunPass {
 		cmd = "error"
 	}
-	fmt.Fprintf(w, "::%s title=mcpconform %s::%s\n", cmd, ghProperty(result), ghData(RunLine(run, result, len(problems))+" "+Subject(run)))
+	fmt.Fprintf(w, "::%s title=mcpconform %s::%s\n", cmd, ghProperty(result), ghData(RunLine(run, result)+" "+Subject(run)))
 	PrintSummary(w, run)
 }
 

@@ -76,7 +76,7 @@ func PrintSummary(w io.Writer, run Run) {
 	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
 
 	result, why := Judge(run)
-	fmt.Fprintf(w, "%s\n", RunLine(run, result, len(why)))
+	fmt.Fprintf(w, "%s\n", RunLine(run, result))
 	for _, y := range why {
 		fmt.Fprintf(w, "  %s\n", termText(y, 0))
 	}
@@ -116,9 +116,11 @@ func termText(s string, max int) string {
 	return b.String()
 }
 
-// RunLine is the run's verdict in one line: "PASS (level wire)", or the
-// verdict with how many scenarios keep it from a PASS.
-func RunLine(run Run, result string, problems int) string {
+// RunLine is the run's verdict (Judge's result) in one line: "PASS (level
+// wire)", or the verdict with how many scenarios keep it from a PASS. It
+// counts them itself: Judge's why has a line more on an interrupted run,
+// one that is not a scenario.
+func RunLine(run Run, result string) string {
 	level := ClaimedLevel(run)
 	if result == RunPass {
 		// A PASS at a level says what it leaves out, so nobody reads a
@@ -153,7 +155,7 @@ func RunLine(run Run, result string, problems int) string {
 		}
 		return fmt.Sprintf("%s (level %s)", RunPass, level)
 	}
-	return fmt.Sprintf("%s (level %s): %d of %d scenarios keep the run from a PASS:", result, level, problems, len(run.Scenarios))
+	return fmt.Sprintf("%s (level %s): %d of %d scenarios keep the run from a PASS:", result, level, len(problems(run)), len(run.Scenarios))
 }
 
 // PrintLine writes one scenario's line as it finishes: ID, verdict and

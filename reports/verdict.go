@@ -21,13 +21,15 @@ const (
 //
 //   - FAIL when a scenario failed, is an unexpected pass (an expected
 //     failure that passed), has an undefined step (a harness defect), or
-//     claims a verdict its checks contradict (passed with a check not held,
-//     or with no check at all);
+//     claims a verdict its record contradicts (passed with a check not
+//     held, with no check at all, or with a step that did not pass);
 //   - INCOMPLETE when nothing failed but a @must scenario within the level
 //     was skipped, or left a check of the level unobserved (a scenario
 //     without a level tag counts as @must: a missing tag must not soften
 //     the verdict);
-//   - INTERRUPTED when the run was stopped before it finished;
+//   - INTERRUPTED when the run was stopped before it finished (an
+//     interrupted scenario, whatever its checks saw, only keeps a run that
+//     was not stopped from a PASS: INCOMPLETE);
 //   - PASS otherwise. Checks beyond the claimed level are shown but do not
 //     make the run incomplete; a violated one still fails it.
 //
@@ -90,7 +92,10 @@ func problems(run Run) []problem {
 func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 	name := fmt.Sprintf("%s [%s]", displayID(s.ID), displayLevel(s.Level))
 	for _, c := range s.Checks {
-		if c.Status() == judge.Violated && s.Verdict != judge.Failed && s.Verdict != judge.ExpectedFailure {
+		// An interrupted scenario's violated check is no contradiction: the
+		// runner puts the stop first, as what the steps saw after it is not
+		// the target's doing, and it counts as skipped (Outcomes).
+		if c.Status() == judge.Violated && s.Verdict != judge.Failed && s.Verdict != judge.ExpectedFailure && s.Verdict != judge.Interrupted {
 			return fmt.Sprintf("%s: verdict %q but check %q was violated", name, s.Verdict, firstLine(c.Step)), true
 		}
 	}
@@ -102,6 +107,13 @@ func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 		for _, c := range s.Checks {
 			if c.Status() != judge.Held {
 				return fmt.Sprintf("%s: verdict %q but check %q was %s", name, judge.Passed, firstLine(c.Step), c.Status()), true
+			}
+		}
+		// The runner passes a scenario only when every step passed; older
+		// files have no steps.
+		for _, st := range s.Steps {
+			if st.Status != "passed" {
+				return fmt.Sprintf("%s: verdict %q but step %q was %s", name, judge.Passed, firstLine(st.Text), st.Status), true
 			}
 		}
 		return "", false
@@ -133,6 +145,11 @@ func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 			if c.Status() == judge.NotObserved && WithinLevel(capOf(c), level) {
 				gaps = append(gaps, fmt.Sprintf("%q (needs %s)", firstLine(c.Step), capOf(c)))
 			}
+		}
+		// A later step skipped for a capability of the level left the
+		// scenario's checks of it unmade, as a skipped scenario's are.
+		if s.Missing != "" && WithinLevel(s.Missing, level) {
+			gaps = append(gaps, fmt.Sprintf("the steps after one that needs %s", s.Missing))
 		}
 		if len(gaps) == 0 {
 			return "", false
