@@ -143,7 +143,7 @@ func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
 	}
 	t.Setenv(beMain, "1")
 	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse} {
-		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode,
+		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode, nil,
 			func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })
 		if err != nil {
 			t.Fatal(err)
