@@ -213,6 +213,9 @@ var Catchers = map[string][]Check{
 		at(`"B" is refused with "unknown_tool"`, "lost-05"),
 		at(`"alice" is refused with "principal_denied"`, wired("iga-02", "iga-03", "iga-04")...),
 	),
+	// Harms that live in a dimension only the crossed scenarios vary: the
+	// protocol version, the process a call reaches, real time passing.
+	"principal-unbound-stateless": at(`the probe saw "$op1" dispatched 2 times`, "iga-01-stateless"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -57,9 +57,12 @@ var External = map[string]map[string][]Check{
 		),
 	},
 	// Only what the identity provider adds: the other switches are the
-	// wire mode's.
+	// wire mode's. The run's own wire is the one negotiation picks, the
+	// stateless 2026-07-28 here, so the scenarios that leave it to the run
+	// see the stateless-only bugs too.
 	ModeWirePrincipals: {
-		"principal-unbound": at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
+		"principal-unbound":           at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
+		"principal-unbound-stateless": at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
 	},
 	ModeWireRefuse: {
 		"no-idempotency": join(

@@ -58,6 +58,9 @@ const (
 	RoundsToLegacyClient    = "rounds-to-legacy-client"
 	RoundsFingerprinted     = "rounds-fingerprinted"
 	RefusalsRetryable       = "refusals-retryable"
+	// Harms that show only in a dimension most scenarios do not vary: the
+	// protocol version, the process a call reaches, real time passing.
+	PrincipalUnboundStateless = "principal-unbound-stateless"
 )
 
 // Bug describes one switch.
@@ -119,6 +122,7 @@ var All = []Bug{
 	{Name: RoundsToLegacyClient, Layer: "wire", Description: "every caller is taken for a 2026-07-28 one that answers input requests in a next round: a 2025-11-25 client that declared neither sampling nor elicitation is handed an upstream's input-required result, which its protocol does not have, as an empty success of a tool that never ran"},
 	{Name: RefusalsRetryable, Layer: "wire", Description: "every refusal the wire writes is marked data.retryable true, the final ones too (idempotency_key_required, insufficient_funds, unknown_tool...): a client that trusts the flag sends the same refused call again, forever"},
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
+	{Name: PrincipalUnboundStateless, Description: "on the stateless 2026-07-28 wire only, the derived key leaves out the verified principal and a replay does not compare it (the session wire binds it): another principal on the same API key gets the first one's result"},
 }
 
 // Set is the switches a gateway runs with.

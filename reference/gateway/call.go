@@ -447,7 +447,7 @@ func (g *Gateway) authoriseReplay(ctx context.Context, c *callState, rec store.R
 	// With principal-unbound the record's principal is not compared either:
 	// the seed's records did not keep it, which is what let the wrong
 	// principal read the result.
-	if rec.Principal != c.principal && !g.bugs.On(bugs.PrincipalUnbound) {
+	if rec.Principal != c.principal && !g.principalUnbound(c) { // BUG principal-unbound, principal-unbound-stateless
 		return Refuse(ReasonPrincipalDenied, "the stored outcome was produced for another principal")
 	}
 	return g.entitled(ctx, c.r.Caller, rec.Tool)

@@ -284,11 +284,13 @@ type req struct {
 	// round marks a multi-round call's later round: it carries the
 	// client's answers, as the wire layer puts them in the context.
 	round bool
+	// stateless: the call came on the stateless 2026-07-28 wire.
+	stateless bool
 }
 
 func (e *env) call(r req) (gateway.CallResponse, error) {
 	cr := gateway.CallRequest{Caller: e.caller, Tool: r.tool, Arguments: json.RawMessage(r.args), ClientKey: r.key, PermitID: r.permit,
-		ClientDone: r.clientDone}
+		ClientDone: r.clientDone, Stateless: r.stateless}
 	if r.caller != nil {
 		cr.Caller = *r.caller
 	}

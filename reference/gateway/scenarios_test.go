@@ -65,23 +65,12 @@ var scenarios = []scenario{
 	{
 		name:    "another principal on the same key gets its own result",
 		catches: []string{bugs.PrincipalUnbound},
-		run: func(e *env) error {
-			alice, _ := e.principal("alice")
-			bob, _ := e.principal("bob")
-			a, err := ok(run(e.call(req{caller: &alice})))
-			if err != nil {
-				return err
-			}
-			b, err := ok(run(e.call(req{caller: &bob})))
-			if err != nil {
-				return err
-			}
-			n, err := e.dispatches(e.write)
-			if a.ID == b.ID {
-				return fmt.Errorf("bob got alice's receipt %s (replayed %v)", a.ID, b.Replayed)
-			}
-			return first(err, want("dispatches", n, 2), want("bob replayed", b.Replayed, false))
-		},
+		run:     func(e *env) error { return e.ownResults(false) },
+	},
+	{
+		name:    "another principal on the same key gets its own result on the stateless wire",
+		catches: []string{bugs.PrincipalUnbound, bugs.PrincipalUnboundStateless},
+		run:     func(e *env) error { return e.ownResults(true) },
 	},
 	{
 		name:    "a revoked principal's retry is denied, not replayed",
@@ -498,6 +487,27 @@ var scenarios = []scenario{
 				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
 		},
 	},
+}
+
+// ownResults makes alice's unkeyed call, then bob's with the same arguments
+// on the same API key, both on the stateless wire or not: bob must get an
+// operation of his own.
+func (e *env) ownResults(stateless bool) error {
+	alice, _ := e.principal("alice")
+	bob, _ := e.principal("bob")
+	a, err := ok(run(e.call(req{caller: &alice, stateless: stateless})))
+	if err != nil {
+		return err
+	}
+	b, err := ok(run(e.call(req{caller: &bob, stateless: stateless})))
+	if err != nil {
+		return err
+	}
+	n, err := e.dispatches(e.write)
+	if a.ID == b.ID {
+		return fmt.Errorf("bob got alice's receipt %s (replayed %v)", a.ID, b.Replayed)
+	}
+	return first(err, want("dispatches", n, 2), want("bob replayed", b.Replayed, false))
 }
 
 // replays makes call a, then (after between) call b, which must replay a's
