@@ -215,7 +215,8 @@ var Catchers = map[string][]Check{
 	),
 	// Harms that live in a dimension only the crossed scenarios vary: the
 	// protocol version, the process a call reaches, real time passing.
-	"principal-unbound-stateless": at(`the probe saw "$op1" dispatched 2 times`, "iga-01-stateless"),
+	"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01-stateless"),
+	"principal-fail-open-stateless": at(neverDispatched, "iga-05-stateless"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -61,8 +61,9 @@ var External = map[string]map[string][]Check{
 	// stateless 2026-07-28 here, so the scenarios that leave it to the run
 	// see the stateless-only bugs too.
 	ModeWirePrincipals: {
-		"principal-unbound":           at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
-		"principal-unbound-stateless": at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
+		"principal-unbound":             at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
+		"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
+		"principal-fail-open-stateless": at(neverDispatched, "iga-05", "iga-05-stateless"),
 	},
 	ModeWireRefuse: {
 		"no-idempotency": join(

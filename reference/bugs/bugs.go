@@ -60,7 +60,8 @@ const (
 	RefusalsRetryable       = "refusals-retryable"
 	// Harms that show only in a dimension most scenarios do not vary: the
 	// protocol version, the process a call reaches, real time passing.
-	PrincipalUnboundStateless = "principal-unbound-stateless"
+	PrincipalUnboundStateless  = "principal-unbound-stateless"
+	PrincipalFailOpenStateless = "principal-fail-open-stateless"
 )
 
 // Bug describes one switch.
@@ -123,6 +124,7 @@ var All = []Bug{
 	{Name: RefusalsRetryable, Layer: "wire", Description: "every refusal the wire writes is marked data.retryable true, the final ones too (idempotency_key_required, insufficient_funds, unknown_tool...): a client that trusts the flag sends the same refused call again, forever"},
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
 	{Name: PrincipalUnboundStateless, Description: "on the stateless 2026-07-28 wire only, the derived key leaves out the verified principal and a replay does not compare it (the session wire binds it): another principal on the same API key gets the first one's result"},
+	{Name: PrincipalFailOpenStateless, Layer: "wire", Description: "on the stateless 2026-07-28 wire only, a principal token that fails verification (signed by an untrusted key, say) is dropped and the call runs under the API key alone, where the session wire refuses it principal_invalid: a forged principal's call is dispatched and charged"},
 }
 
 // Set is the switches a gateway runs with.

@@ -186,6 +186,9 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 			return cr, gateway.Refuse(gateway.ReasonPrincipalInvalid, "this gateway trusts no principal token issuer")
 		}
 		ref, err := h.verifier.Verify(ctx, vs[0])
+		if err != nil && cr.Stateless && h.opts.Bugs.On(bugs.PrincipalFailOpenStateless) {
+			return cr, nil // BUG principal-fail-open-stateless: the token is dropped, not refused
+		}
 		if err != nil {
 			var refusal *gateway.Refusal
 			if asRefusal(err, &refusal) {
