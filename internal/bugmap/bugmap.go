@@ -217,6 +217,12 @@ var Catchers = map[string][]Check{
 	// protocol version, the process a call reaches, real time passing.
 	"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01-stateless"),
 	"principal-fail-open-stateless": at(neverDispatched, "iga-05-stateless"),
+	// The stale holder charges and dispatches after the takeover; in lost-05
+	// the retry dropped its reservation, so it is the only dispatch.
+	"keyed-takeover-unfenced": join(
+		at(dispatchedOnce, "lock-01-keyed", "lock-03-keyed"),
+		at(neverDispatched, "lost-05"),
+	),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

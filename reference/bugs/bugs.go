@@ -62,6 +62,7 @@ const (
 	// protocol version, the process a call reaches, real time passing.
 	PrincipalUnboundStateless  = "principal-unbound-stateless"
 	PrincipalFailOpenStateless = "principal-fail-open-stateless"
+	KeyedTakeoverUnfenced      = "keyed-takeover-unfenced"
 )
 
 // Bug describes one switch.
@@ -125,6 +126,7 @@ var All = []Bug{
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
 	{Name: PrincipalUnboundStateless, Description: "on the stateless 2026-07-28 wire only, the derived key leaves out the verified principal and a replay does not compare it (the session wire binds it): another principal on the same API key gets the first one's result"},
 	{Name: PrincipalFailOpenStateless, Layer: "wire", Description: "on the stateless 2026-07-28 wire only, a principal token that fails verification (signed by an untrusted key, say) is dropped and the call runs under the API key alone, where the session wire refuses it principal_invalid: a forged principal's call is dispatched and charged"},
+	{Name: KeyedTakeoverUnfenced, Description: "a keyed holder that stalled before its charge charges and dispatches when it resumes, though a retry took its stale reservation over and ran it: the charge is not conditional on still owning the reservation (no fence on the keyed path)"},
 }
 
 // Set is the switches a gateway runs with.

@@ -965,11 +965,14 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
 		payer = g.firstPayer(rec) // BUG key-scope-billing
 	}
-	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
-			Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
-		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
-	})
+	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
+		Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+	err := g.store.Charge(ctx, store.ChargeRequest{Entry: debit, RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now})
+	if errors.Is(err, store.ErrNotOwner) && g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived {
+		// BUG keyed-takeover-unfenced: the debit is written whoever owns the
+		// reservation now, and the dispatch follows it.
+		return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+	}
 	if errors.Is(err, store.ErrNotOwner) {
 		// A retry took the reservation over while this call stalled before
 		// its charge: that retry runs the operation.
