@@ -223,6 +223,7 @@ var Catchers = map[string][]Check{
 		at(dispatchedOnce, "lock-01-keyed", "lock-03-keyed"),
 		at(neverDispatched, "lost-05"),
 	),
+	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -87,6 +87,9 @@ func (g *Gateway) clientRecordKey(c *callState, key string) string {
 	if g.bugs.On(bugs.KeyScopeTool) {
 		tool = "" // BUG key-scope-tool: the same key on every tool is one record
 	}
+	if g.bugs.On(bugs.KeyedRecordsPerProcess) {
+		key = g.instance + "/" + key // BUG keyed-records-per-process: a keyspace of this process's own, as an in-memory cache has
+	}
 	return recordKey(store.KindClient, wallet, apiKey, c.principalKey, tool, key)
 }
 

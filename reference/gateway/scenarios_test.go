@@ -485,6 +485,14 @@ var scenarios = []scenario{
 				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
 		},
 	},
+	{
+		name:    "a keyed retry that reaches another gateway process replays",
+		catches: []string{bugs.KeyedRecordsPerProcess},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			return e.replays(req{key: key}, func() {}, req{key: key, gw: e.process()})
+		},
+	},
 }
 
 // ownResults makes alice's unkeyed call, then bob's with the same arguments
