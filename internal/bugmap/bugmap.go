@@ -224,6 +224,7 @@ var Catchers = map[string][]Check{
 		at(neverDispatched, "lost-05"),
 	),
 	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
+	"finished-key-expires":      at(dispatchedOnce, "retry-01-later"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

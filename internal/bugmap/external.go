@@ -55,6 +55,8 @@ var External = map[string]map[string][]Check{
 			at(`"A" is refused with "parse_error"`, "refuse-07"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		),
+		// Real time passing needs nothing but the wire and the probe.
+		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's. The run's own wire is the one negotiation picks, the
@@ -80,6 +82,7 @@ var External = map[string]map[string][]Check{
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 		),
+		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
 	},
 }
 

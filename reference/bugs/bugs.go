@@ -64,6 +64,7 @@ const (
 	PrincipalFailOpenStateless = "principal-fail-open-stateless"
 	KeyedTakeoverUnfenced      = "keyed-takeover-unfenced"
 	KeyedRecordsPerProcess     = "keyed-records-per-process"
+	FinishedKeyExpires         = "finished-key-expires"
 )
 
 // Bug describes one switch.
@@ -129,6 +130,7 @@ var All = []Bug{
 	{Name: PrincipalFailOpenStateless, Layer: "wire", Description: "on the stateless 2026-07-28 wire only, a principal token that fails verification (signed by an untrusted key, say) is dropped and the call runs under the API key alone, where the session wire refuses it principal_invalid: a forged principal's call is dispatched and charged"},
 	{Name: KeyedTakeoverUnfenced, Description: "a keyed holder that stalled before its charge charges and dispatches when it resumes, though a retry took its stale reservation over and ran it: the charge is not conditional on still owning the reservation (no fence on the keyed path)"},
 	{Name: KeyedRecordsPerProcess, Description: "a client key's record is kept per gateway process (an in-memory idempotency cache, not the store): a retry or twin that reaches another process of the same gateway is a new operation, dispatched and charged again"},
+	{Name: FinishedKeyExpires, Description: "a finished operation is kept 1 s of real time: a retry with the same key and arguments after that is taken for new work, dispatched and charged again under a new receipt"},
 }
 
 // Set is the switches a gateway runs with.

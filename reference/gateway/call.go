@@ -469,6 +469,9 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	case store.StateCompleted:
+		if g.bugs.On(bugs.FinishedKeyExpires) && time.Since(rec.UpdatedAt) > bugLease {
+			return g.dispatchUnreserved(ctx, c, rec) // BUG finished-key-expires: the key was forgotten, so this is new work
+		}
 		if err := g.authoriseReplay(ctx, c, rec); err != nil {
 			return CallResponse{}, err
 		}
@@ -479,6 +482,13 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		return CallResponse{}, Refuse(ReasonInProgress, "the previous attempt was refunded and is being retried: retry")
 	}
 }
+
+// bugLease is how long finished-key-expires keeps a finished key, in real
+// time: a record's stamps are the gateway clock's, which is real time unless
+// the control API moved it, and a moved clock only ever runs ahead, so only
+// real time passing lapses them. A variable only so that this package's
+// tests wait less.
+var bugLease = time.Second
 
 // stale: the record was last written at least the stale-lock threshold ago,
 // so its owner is presumed gone (killed, or stalled as long as a lock holder

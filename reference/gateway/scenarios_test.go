@@ -493,6 +493,15 @@ var scenarios = []scenario{
 			return e.replays(req{key: key}, func() {}, req{key: key, gw: e.process()})
 		},
 	},
+	{
+		name:    "a finished keyed operation still replays once real time has passed",
+		catches: []string{bugs.FinishedKeyExpires},
+		run: func(e *env) error {
+			e.clk.Unfreeze() // the switch's lease is real time
+			key := "k-" + uuid.NewString()
+			return e.replays(req{key: key}, func() { time.Sleep(2 * gateway.BugLeaseForTest()) }, req{key: key})
+		},
+	},
 }
 
 // ownResults makes alice's unkeyed call, then bob's with the same arguments
