@@ -225,6 +225,7 @@ var Catchers = map[string][]Check{
 	),
 	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
 	"finished-key-expires":      at(dispatchedOnce, "retry-01-later"),
+	"claim-lapses":              at(dispatchedOnce, "twins-03-later"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

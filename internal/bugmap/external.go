@@ -57,6 +57,7 @@ var External = map[string]map[string][]Check{
 		),
 		// Real time passing needs nothing but the wire and the probe.
 		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
+		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's. The run's own wire is the one negotiation picks, the
@@ -83,6 +84,7 @@ var External = map[string]map[string][]Check{
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 		),
 		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
+		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
 	},
 }
 

@@ -65,6 +65,7 @@ const (
 	KeyedTakeoverUnfenced      = "keyed-takeover-unfenced"
 	KeyedRecordsPerProcess     = "keyed-records-per-process"
 	FinishedKeyExpires         = "finished-key-expires"
+	ClaimLapses                = "claim-lapses"
 )
 
 // Bug describes one switch.
@@ -131,6 +132,7 @@ var All = []Bug{
 	{Name: KeyedTakeoverUnfenced, Description: "a keyed holder that stalled before its charge charges and dispatches when it resumes, though a retry took its stale reservation over and ran it: the charge is not conditional on still owning the reservation (no fence on the keyed path)"},
 	{Name: KeyedRecordsPerProcess, Description: "a client key's record is kept per gateway process (an in-memory idempotency cache, not the store): a retry or twin that reaches another process of the same gateway is a new operation, dispatched and charged again"},
 	{Name: FinishedKeyExpires, Description: "a finished operation is kept 1 s of real time: a retry with the same key and arguments after that is taken for new work, dispatched and charged again under a new receipt"},
+	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 
 // Set is the switches a gateway runs with.

@@ -464,6 +464,9 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if g.bugs.On(bugs.TakeoverCharged) && g.stale(c, rec) {
 			return g.dispatchUnreserved(ctx, c, rec) // BUG takeover-charged
 		}
+		if g.bugs.On(bugs.ClaimLapses) && time.Since(rec.UpdatedAt) > bugLease {
+			return g.dispatchUnreserved(ctx, c, rec) // BUG claim-lapses: a lease, not the reservation, keeps duplicates out
+		}
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
@@ -483,11 +486,11 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 	}
 }
 
-// bugLease is how long finished-key-expires keeps a finished key, in real
-// time: a record's stamps are the gateway clock's, which is real time unless
-// the control API moved it, and a moved clock only ever runs ahead, so only
-// real time passing lapses them. A variable only so that this package's
-// tests wait less.
+// bugLease is how long claim-lapses keeps an in-flight claim and
+// finished-key-expires a finished key, in real time: a record's stamps are
+// the gateway clock's, which is real time unless the control API moved it,
+// and a moved clock only ever runs ahead, so only real time passing lapses
+// them. A variable only so that this package's tests wait less.
 var bugLease = time.Second
 
 // stale: the record was last written at least the stale-lock threshold ago,

@@ -26,5 +26,5 @@ func (g *Gateway) WaitLateForTest() { g.late.Wait() }
 // The bug switches' real-time lease is short in tests, which wait it out.
 func init() { bugLease = 50 * time.Millisecond }
 
-// BugLeaseForTest is the finished-key-expires lease.
+// BugLeaseForTest is the claim-lapses and finished-key-expires lease.
 func BugLeaseForTest() time.Duration { return bugLease }

@@ -502,6 +502,24 @@ var scenarios = []scenario{
 			return e.replays(req{key: key}, func() { time.Sleep(2 * gateway.BugLeaseForTest()) }, req{key: key})
 		},
 	},
+	{
+		name:    "a duplicate is in progress however long the first call's dispatch has run",
+		catches: []string{bugs.ClaimLapses},
+		run: func(e *env) error {
+			e.clk.Unfreeze() // the switch's lease is real time
+			key := "k-" + uuid.NewString()
+			h := e.hold(e.write)
+			a := e.async(req{key: key})
+			e.started(h, a)
+			time.Sleep(2 * gateway.BugLeaseForTest())
+			_, errB := e.call(req{key: key})
+			h.Release()
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+				want("dispatches", n, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
 }
 
 // ownResults makes alice's unkeyed call, then bob's with the same arguments
