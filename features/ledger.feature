@@ -7,12 +7,12 @@ Feature: The wallet is charged exactly once per operation
     Given a wallet with 1000 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @ledger-01 @must @unkeyed-derived @needs-upstream @needs-faults
-  Scenario: A failure before dispatch nets to zero; the retry is charged once; the replay adds nothing
-    Requirement: Zero net change after a failure before dispatch, one debit after the successful retry, no new entry on replay.
+  @must @needs-upstream @needs-faults
+  Scenario Outline: A failure before dispatch nets to zero; the retry is charged once; the replay adds nothing<on>
+    Requirement: Zero net change after a failure before dispatch, one debit after the successful retry, no new entry on replay, keyed or unkeyed.
     Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "assert zero net charge after the failure, one charge after the success, and no extra charge on replay, using wallet/ledger totals")
     Given a failure is armed at "dispatch.before" for "write"
-    When "A" calls "write" with {"token":"$op1"} without a key
+    When "A" calls "write" with {"token":"$op1"} <keying>
     Then "A" is refused with retryable "dispatch_failed"
     And the wallet balance changed by 0
     When "A" retries its last call with a new JSON-RPC id
@@ -22,6 +22,16 @@ Feature: The wallet is charged exactly once per operation
     Then the last answer of "A" replays its second answer
     And the wallet balance changed by -3
     And the probe saw "$op1" dispatched 1 time
+
+    @ledger-01 @unkeyed-derived
+    Examples: unkeyed
+      | on | keying        |
+      |    | without a key |
+
+    @ledger-01-keyed
+    Examples: keyed
+      | on                 | keying          |
+      | , for a keyed call | using key "$k1" |
 
   @ledger-02 @must @needs-upstream
   Scenario: The bank invariant holds over a random mixed workload

@@ -1,29 +1,41 @@
 @locks
 Feature: A stalled lock holder is fenced
-  A lock older than the stale threshold may be taken over. Every later write of
-  the old holder is conditional on its fence, so it writes nothing; release is
-  pinned to the owner; a lock timeout is a retryable in-progress answer.
+  A lock older than the stale threshold may be taken over, and so may a keyed
+  reservation never charged. Every later write of the old holder is
+  conditional on its fence (keyed: on still owning the reservation), so it
+  writes nothing; release is pinned to the owner; a lock timeout is a
+  retryable in-progress answer.
 
   Background:
     Given a wallet with 100 credits and an API key
     And an upstream tool "write" priced 3 credits
     And the gateway clock is frozen 1ms before a window boundary
 
-  @lock-01 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
-  Scenario: A holder paused between the fence read and the claim writes nothing after a takeover
-    Requirement: A takeover forced after the ownership read and before the claim makes the stale holder write nothing; one dispatch in all.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: SELECT ... FOR UPDATE is ignored by SQLite; "Needs ... a test that takes the lock over after the ownership read")
+  @must @needs-upstream @needs-clock @needs-faults @needs-settings
+  Scenario Outline: A holder paused <where> writes nothing after a takeover
+    Requirement: A takeover forced after the holder's ownership read and before its claim (unkeyed: between its fence read and the claim; keyed: between its reservation, never charged, and its charge) makes the stale holder write nothing; one dispatch in all.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: SELECT ... FOR UPDATE is ignored by SQLite; "Needs ... a test that takes the lock over after the ownership read"); docs/wire.md (An operation in progress: "the old owner, if it resumes, finds the reservation no longer its own and writes nothing")
     Given the stale-lock threshold is 10 seconds
-    And a pause is armed at "fence.read" for "write"
-    When "A" starts calling "write" with {"token":"$op1"} without a key
-    And "A" waits at "fence.read"
+    And a pause is armed at "<pause>" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} <keying>
+    And "A" waits at "<pause>"
     And the gateway clock advances past the stale-lock threshold
-    And "B" calls "write" with {"token":"$op1"} without a key
+    And "B" calls "write" with {"token":"$op1"} <keying>
     Then "B" gets a result
-    When the pause at "fence.read" is released
+    When the pause at "<pause>" is released
     Then "A" is refused with retryable "idempotency_in_progress"
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+    @lock-01 @unkeyed-derived
+    Examples: unkeyed, between the fence read and the claim
+      | where                                | pause      | keying        |
+      | between the fence read and the claim | fence.read | without a key |
+
+    @lock-01-keyed
+    Examples: keyed, between the reservation and its charge
+      | where                                  | pause        | keying          |
+      | between its reservation and its charge | reserve.done | using key "$k1" |
 
   @lock-02 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A holder paused before it reads its fence writes nothing after a takeover
@@ -44,26 +56,36 @@ Feature: A stalled lock holder is fenced
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @lock-03 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
-  Scenario: The fenced-out holder's release does not free the new holder's lock
-    Requirement: Release is pinned to the owner's record id, so a stalled holder cannot delete a newer lock.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "its release isn't pinned to the holder ... A's finally can also delete the lock B ... currently holds")
+  @must @needs-upstream @needs-clock @needs-faults @needs-settings
+  Scenario Outline: The fenced-out holder's release does not free the new holder's <what>
+    Requirement: Release is pinned to the owner's record id, so a stalled holder cannot delete a newer lock (unkeyed), nor, fenced out of a reservation taken over (keyed), drop the new holder's: a third caller is still answered in progress.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "its release isn't pinned to the holder ... A's finally can also delete the lock B ... currently holds"); docs/wire.md (An operation in progress: "the old owner, if it resumes, finds the reservation no longer its own and writes nothing")
     Given the stale-lock threshold is 10 seconds
-    And a pause is armed at "fence.read" for "write"
-    When "A" starts calling "write" with {"token":"$op1"} without a key
-    And "A" waits at "fence.read"
+    And a pause is armed at "<pause>" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} <keying>
+    And "A" waits at "<pause>"
     And the gateway clock advances past the stale-lock threshold
-    And a pause is armed at "lock.acquired" for "write"
-    And "B" starts calling "write" with {"token":"$op1"} without a key
-    And "B" waits at "lock.acquired"
-    And the pause at "fence.read" is released
+    And a pause is armed at "<then>" for "write"
+    And "B" starts calling "write" with {"token":"$op1"} <keying>
+    And "B" waits at "<then>"
+    And the pause at "<pause>" is released
     Then "A" is refused with retryable "idempotency_in_progress"
-    When "C" calls "write" with {"token":"$op1"} without a key
+    When "C" calls "write" with {"token":"$op1"} <keying>
     Then "C" is refused with retryable "idempotency_in_progress"
-    When the pause at "lock.acquired" is released
+    When the pause at "<then>" is released
     Then "B" gets a result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+    @lock-03 @unkeyed-derived
+    Examples: unkeyed, the lock
+      | what | pause      | then          | keying        |
+      | lock | fence.read | lock.acquired | without a key |
+
+    @lock-03-keyed
+    Examples: keyed, the reservation taken over
+      | what        | pause        | then            | keying          |
+      | reservation | reserve.done | dispatch.before | using key "$k1" |
 
   @lock-04 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A lock timeout is answered as retryable in-progress

@@ -1,7 +1,9 @@
 @principals
 Feature: One principal's cached result never reaches another
   The verified enterprise principal is part of every key's scope, and before any
-  stored result is served the principal's entitlement is checked again.
+  stored result is served the principal's entitlement is checked again. The
+  stateless 2026-07-28 wire has no session to carry anything between requests:
+  every request brings its principal token, and the rules hold on both wires.
 
   Background:
     Given a wallet with 100 credits and an API key
@@ -9,10 +11,11 @@ Feature: One principal's cached result never reaches another
     And client "alice" acts as principal "alice"
     And client "bob" acts as principal "bob"
 
-  @iga-01 @must @unkeyed-derived @needs-upstream @needs-principal-tokens
-  Scenario: Another principal on the same API key gets its own operation
-    Requirement: The derived key binds the verified principal, so a second principal on the same API key with identical arguments gets its own operation, not the first one's result.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Cross-principal replay")
+  @must @needs-upstream @needs-principal-tokens
+  Scenario Outline: Another principal on the same API key gets its own operation<on>
+    Requirement: The derived key binds the verified principal, so a second principal on the same API key with identical arguments gets its own operation, not the first one's result, on every MCP version the gateway serves.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Cross-principal replay"); MCP specification 2026-07-28 (stateless requests: no session carries the caller between requests)
+    Given the clients speak <protocol>
     When "alice" calls "write" with {"token":"$op1"} without a key
     Then "alice" gets a result
     When "bob" calls "write" with {"token":"$op1"} without a key
@@ -20,10 +23,26 @@ Feature: One principal's cached result never reaches another
     And the probe saw "$op1" dispatched 2 times
     And the ledger has 2 debits and 0 refunds
 
-  @iga-02 @must @needs-upstream @needs-principals
-  Scenario: A revoked principal cannot replay its stored result
-    Requirement: Before any stored result is served the principal's entitlement is checked again; a revoked principal never gets the stored result.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" ("IGA is re-checked before any stored-result replay")
+    @iga-01 @unkeyed-derived
+    Examples: the run's wire
+      | on | protocol                   |
+      |    | the run's protocol version |
+
+    @iga-01-stateless @unkeyed-derived
+    Examples: stateless
+      | on                      | protocol            |
+      | , on the stateless wire | protocol 2026-07-28 |
+
+    @iga-01-session @unkeyed-derived
+    Examples: session
+      | on                    | protocol            |
+      | , on the session wire | protocol 2025-11-25 |
+
+  @must @needs-upstream @needs-principals
+  Scenario Outline: A revoked principal cannot replay its stored result<on>
+    Requirement: Before any stored result is served the principal's entitlement is checked again; a revoked principal never gets the stored result, on every MCP version the gateway serves.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" ("IGA is re-checked before any stored-result replay"); MCP specification 2026-07-28 (stateless requests)
+    Given the clients speak <protocol>
     When "alice" calls "write" with {"token":"$op1"} using key "$k1"
     Then "alice" gets a result
     When principal "alice" is revoked
@@ -31,10 +50,26 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-03 @must @needs-upstream @needs-principals @needs-fixtures
-  Scenario: A revoked principal cannot replay the stored result of a removed tool
-    Requirement: The replay check runs on every replay path, including a tool that was removed since.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Should fix: "the legacy replay return skips the IGA check ... after a tool is removed a retry ... can still return the stored result")
+    @iga-02
+    Examples: the run's wire
+      | on | protocol                   |
+      |    | the run's protocol version |
+
+    @iga-02-stateless
+    Examples: stateless
+      | on                      | protocol            |
+      | , on the stateless wire | protocol 2026-07-28 |
+
+    @iga-02-session
+    Examples: session
+      | on                    | protocol            |
+      | , on the session wire | protocol 2025-11-25 |
+
+  @must @needs-upstream @needs-principals @needs-fixtures
+  Scenario Outline: A revoked principal cannot replay the stored result of a removed tool<on>
+    Requirement: The replay check runs on every replay path, including a tool that was removed since, on every MCP version the gateway serves.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Should fix: "the legacy replay return skips the IGA check ... after a tool is removed a retry ... can still return the stored result"); MCP specification 2026-07-28 (stateless requests)
+    Given the clients speak <protocol>
     When "alice" calls "write" with {"token":"$op1"} using key "$k1"
     Then "alice" gets a result
     When the tool "write" is removed
@@ -43,10 +78,26 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-04 @must @unkeyed-derived @needs-upstream @needs-principals
-  Scenario: A revoked principal cannot replay an unkeyed call
-    Requirement: A revoked principal cannot read a cached outcome through the derived-key replay either.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Overview: "so revoked principals cannot read another principal's cached outcome")
+    @iga-03
+    Examples: the run's wire
+      | on | protocol                   |
+      |    | the run's protocol version |
+
+    @iga-03-stateless
+    Examples: stateless
+      | on                      | protocol            |
+      | , on the stateless wire | protocol 2026-07-28 |
+
+    @iga-03-session
+    Examples: session
+      | on                    | protocol            |
+      | , on the session wire | protocol 2025-11-25 |
+
+  @must @needs-upstream @needs-principals
+  Scenario Outline: A revoked principal cannot replay an unkeyed call<on>
+    Requirement: A revoked principal cannot read a cached outcome through the derived-key replay either, on every MCP version the gateway serves.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Overview: "so revoked principals cannot read another principal's cached outcome"); MCP specification 2026-07-28 (stateless requests)
+    Given the clients speak <protocol>
     When "alice" calls "write" with {"token":"$op1"} without a key
     Then "alice" gets a result
     When principal "alice" is revoked
@@ -54,11 +105,42 @@ Feature: One principal's cached result never reaches another
     Then "alice" is refused with "principal_denied"
     And the probe saw "$op1" dispatched 1 time
 
-  @iga-05 @should @needs-upstream @needs-principal-tokens
-  Scenario: A principal token signed by an untrusted key is refused
-    Requirement: A principal token is verified against the configured JWKS, issuer and audience; a forged one is refused before anything runs.
-    Source: issue "Reference gateway" (Tenancy: enterprise principal token)
+    @iga-04 @unkeyed-derived
+    Examples: the run's wire
+      | on | protocol                   |
+      |    | the run's protocol version |
+
+    @iga-04-stateless @unkeyed-derived
+    Examples: stateless
+      | on                      | protocol            |
+      | , on the stateless wire | protocol 2026-07-28 |
+
+    @iga-04-session @unkeyed-derived
+    Examples: session
+      | on                    | protocol            |
+      | , on the session wire | protocol 2025-11-25 |
+
+  @should @needs-upstream @needs-principal-tokens
+  Scenario Outline: A principal token signed by an untrusted key is refused<on>
+    Requirement: A principal token is verified against the configured JWKS, issuer and audience; a forged one is refused before anything runs, on every MCP version the gateway serves.
+    Source: issue "Reference gateway" (Tenancy: enterprise principal token); MCP specification 2026-07-28 (stateless requests: every request is authorised on its own)
     Given client "mallory" presents a forged principal token
+    And the clients speak <protocol>
     When "mallory" calls "write" with {"token":"$op1"} using key "$k1"
     Then "mallory" is refused with "principal_invalid"
     And the probe saw "$op1" dispatched 0 times
+
+    @iga-05
+    Examples: the run's wire
+      | on | protocol                   |
+      |    | the run's protocol version |
+
+    @iga-05-stateless
+    Examples: stateless
+      | on                      | protocol            |
+      | , on the stateless wire | protocol 2026-07-28 |
+
+    @iga-05-session
+    Examples: session
+      | on                    | protocol            |
+      | , on the session wire | protocol 2025-11-25 |

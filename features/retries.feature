@@ -7,18 +7,41 @@ Feature: Retries of tools/call are one operation
     Given a wallet with 100 credits and an API key
     And an upstream tool "write" priced 3 credits
 
-  @retry-01 @must @needs-upstream
-  Scenario: A keyed retry with a new JSON-RPC id replays the whole result
-    Requirement: Same key and fingerprint: the stored outcome is replayed whole (same receipt, same content, structuredContent, isError), no dispatch, no debit.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem; live retest); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
+  @must @needs-upstream
+  Scenario Outline: A keyed retry with a new JSON-RPC id replays the whole result<on>
+    Requirement: Same key and fingerprint: the stored outcome is replayed whole (same receipt, same content, structuredContent, isError), no dispatch, no debit, whichever of the gateway's processes the retry reaches.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem; live retest; "The lock is an idempotency row in the DB, not process memory, so it holds across workers"); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
     When "A" calls "write" with {"token":"$op1","note":"hello"} using key "$k1"
     Then "A" gets a result
-    When "A" retries its last call with a new JSON-RPC id
+    When "A" retries its last call <via>
     Then "A" gets a result
     And the last answer of "A" replays its first answer
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
     And the wallet balance changed by -3
+
+    @retry-01
+    Examples: the same gateway URL
+      | on | via                    |
+      |    | with a new JSON-RPC id |
+
+    @retry-01-two-urls @needs-two-urls
+    Examples: the other gateway URL
+      | on                         | via                                             |
+      | , on the other gateway URL | with a new JSON-RPC id on the other gateway URL |
+
+  @retry-01-later @must @needs-upstream
+  Scenario: A keyed retry seconds after the answer still replays
+    Requirement: A finished keyed operation is kept for longer than a retry takes to come: the same key and arguments 2 s of real time after the answer still get the stored outcome whole (same receipt, same content), no dispatch, no debit.
+    Source: review of PR 917 "Duplicate prevention failed for simultaneous requests" (summary: "the enqueue idempotency contract is not safe under concurrency or TTL expiry"); IETF draft-ietf-httpapi-idempotency-key-header section 2.6
+    When "A" calls "write" with {"token":"$op1","note":"hello"} using key "$k1"
+    Then "A" gets a result
+    When 2 seconds pass
+    And "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
 
   @retry-02 @must @needs-upstream
   Scenario: The same key with other arguments is refused, nothing dispatched or charged
@@ -32,17 +55,27 @@ Feature: Retries of tools/call are one operation
     And the probe saw 1 dispatch in all
     And the ledger has 1 debit and 0 refunds
 
-  @retry-03 @must @unkeyed-derived @needs-upstream
-  Scenario: An unkeyed retry inside the window replays the original receipt
-    Requirement: Unkeyed mutating calls get a derived key over wallet, API key, principal, tool and canonical arguments; a retry with a new JSON-RPC id replays the original receipt, no second dispatch, one debit. No random key exists anywhere.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: mcp-auto-<uuid4> on every attempt; Design)
+  @must @unkeyed-derived @needs-upstream
+  Scenario Outline: An unkeyed retry inside the window replays the original receipt<on>
+    Requirement: Unkeyed mutating calls get a derived key over wallet, API key, principal, tool and canonical arguments; a retry with a new JSON-RPC id replays the original receipt, no second dispatch, one debit, whichever of the gateway's processes the retry reaches. No random key exists anywhere.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: mcp-auto-<uuid4> on every attempt; Design; "The lock is an idempotency row in the DB, not process memory, so it holds across workers")
     When "A" calls "write" with {"token":"$op1","note":"hello"} without a key
     Then "A" gets a result
-    When "A" retries its last call with a new JSON-RPC id
+    When "A" retries its last call <via>
     Then "A" gets a result
     And the last answer of "A" replays its first answer
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+    @retry-03
+    Examples: the same gateway URL
+      | on | via                    |
+      |    | with a new JSON-RPC id |
+
+    @retry-03-two-urls @needs-two-urls
+    Examples: the other gateway URL
+      | on                         | via                                             |
+      | , on the other gateway URL | with a new JSON-RPC id on the other gateway URL |
 
   @retry-04 @must @unkeyed-derived @needs-upstream
   Scenario: Unkeyed calls with other arguments are separate operations

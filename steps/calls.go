@@ -140,7 +140,11 @@ func (w *world) settle(c *client) error {
 	}
 }
 
-func retryLast(ctx context.Context, who string) error {
+func retryLast(ctx context.Context, who string) error { return retryVia(ctx, who, nil) }
+
+// retryVia sends who's last call again on wc (another gateway URL), or on
+// who's own wire client when wc is nil; the answer is who's either way.
+func retryVia(ctx context.Context, who string, wc *wire.Client) error {
 	w := getWorld(ctx)
 	c := w.clientFor(who)
 	if err := w.settle(c); err != nil {
@@ -152,7 +156,12 @@ func retryLast(ctx context.Context, who string) error {
 	retry := *c.last
 	retry.ID = nil // a fresh JSON-RPC id, as real retries carry (MCP issue 3394)
 	retry.Label = who + ": retry"
-	a, err := w.do(ctx, c, &retry)
+	sender := c
+	if wc != nil {
+		sender = &client{name: c.name, wire: wc}
+		retry.Label += " on the other gateway URL"
+	}
+	a, err := w.do(ctx, sender, &retry)
 	if err != nil && a == nil {
 		return fmt.Errorf("%s retries: %w", who, err)
 	}
@@ -163,9 +172,14 @@ func retryLast(ctx context.Context, who string) error {
 // retryUntilDecided retries while the target answers in-progress, a bounded
 // number of times: an honest in-progress is allowed until it can decide.
 func retryUntilDecided(ctx context.Context, who string) error {
+	return retryUntilDecidedVia(ctx, who, nil)
+}
+
+// retryUntilDecidedVia is retryUntilDecided with each retry sent as retryVia sends it.
+func retryUntilDecidedVia(ctx context.Context, who string, wc *wire.Client) error {
 	w := getWorld(ctx)
 	for i := 0; i < 100; i++ {
-		if err := retryLast(ctx, who); err != nil {
+		if err := retryVia(ctx, who, wc); err != nil {
 			return err
 		}
 		c := w.clientFor(who)

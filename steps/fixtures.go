@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -303,10 +304,8 @@ func (w *world) actAs(client, principal, token string) {
 
 func speaksProtocol(ctx context.Context, name, version string) error {
 	w := getWorld(ctx)
-	if w.env.Speaks != nil && !w.env.Speaks[version] {
-		// A gateway may serve one MCP version only; the scenario is for
-		// gateways that serve this one, as negotiation found.
-		return w.notApplicable(fmt.Sprintf("for gateways that serve MCP %s; negotiation found the target does not", version))
+	if err := w.serves(version); err != nil {
+		return err
 	}
 	c := w.clientFor(name)
 	c.wire.ProtocolVersion = version
@@ -327,13 +326,22 @@ func (w *world) clientOn(name string, urlIndex int) *client {
 	if c, ok := w.clients[name]; ok {
 		return c
 	}
-	wc := w.env.newWire(urlIndex)
-	wc.APIKey = w.apiKey
-	wc.Lane = name // the handshake's exchanges show in the client's own lane
-	wc.Record = func(ex reports.Exchange) { w.addExchange(ex) }
-	c := &client{name: name, wire: wc, url: urlIndex % max(1, len(w.env.URLs))}
+	c := &client{name: name, wire: w.wireOn(name, urlIndex), url: urlIndex % max(1, len(w.env.URLs))}
+	c.wire.APIKey = w.apiKey
 	w.clients[name] = c
 	return c
+}
+
+// wireOn makes a wire client for the named client on the URL at urlIndex,
+// speaking the scenario's protocol version; w.mu is held.
+func (w *world) wireOn(name string, urlIndex int) *wire.Client {
+	wc := w.env.newWire(urlIndex)
+	if w.dims.protocol != "" {
+		wc.ProtocolVersion = w.dims.protocol
+	}
+	wc.Lane = name // the handshake's exchanges show in the client's own lane
+	wc.Record = func(ex reports.Exchange) { w.addExchange(ex) }
+	return wc
 }
 
 // toolName maps a feature's alias to the registered tool; an alias nobody

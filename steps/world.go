@@ -50,6 +50,7 @@ type world struct {
 	holdToken    string            // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
+	dims         dimensions    // the crossed dimensions it set (dimensions.go)
 	history      []judge.Op
 	evidence     reports.Scenario
 	// counted are the probe-count checks, recounted once the probe settled:
@@ -414,6 +415,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerCrowds(sc)
 	registerCancel(sc)
 	registerRounds(sc)
+	registerDimensions(sc)
 }
 
 func newWorld(env *Env, p *godog.Scenario) *world {

@@ -24,7 +24,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.StringVar(&cfg.Out, "out", "", "write each bug's report under DIR/<bug>/")
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
 	var only stringList
-	fs.Var(&only, "bug", "run only this bug switch (repeatable; full mode)")
+	fs.Var(&only, "bug", "run only this bug switch (repeatable; in the wire modes, one the mode lists)")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n")
@@ -51,7 +51,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	case "full":
 		table, err = runner.SelfTest(ctx, cfg, only, progress)
 	case bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse:
-		table, err = runner.SelfTestExternal(ctx, cfg, *mode, progress)
+		table, err = runner.SelfTestExternal(ctx, cfg, *mode, only, progress)
 		collateral = bugmap.ExternalCollateral[*mode]
 	default:
 		fmt.Fprintf(stderr, "mcpconform selftest: --mode %q: want full, %s, %s or %s\n", *mode, bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse)

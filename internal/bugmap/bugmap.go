@@ -33,6 +33,16 @@ func at(step string, scenarios ...string) []Check {
 	return out
 }
 
+// wired lists each scenario with its runs pinned to either MCP wire (its
+// -stateless and -session crossings): a bug that is no wire's shows on all.
+func wired(ids ...string) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, id, id+"-stateless", id+"-session")
+	}
+	return out
+}
+
 func join(lists ...[]Check) []Check {
 	var out []Check
 	for _, l := range lists {
@@ -65,13 +75,14 @@ func Scenarios(cs []Check) []string {
 var Catchers = map[string][]Check{
 	"random-unkeyed-key": join(
 		at(`the wallet balance changed by -3`, "ledger-01"),
-		at(dispatchedOnce, "lock-01", "lock-02", "lock-03", "lock-04", "lost-02", "retry-03", "twins-02", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, "lock-01", "lock-02", "lock-03", "lock-04", "retry-03", "retry-03-two-urls", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, wired("lost-02", "twins-02", "twins-04")...),
 	),
 	"floor-bucket":          at(dispatchedOnce, "window-01", "window-02", "window-03", "window-04"),
-	"principal-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
-	"replay-before-iga":     at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
+	"principal-unbound":     at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
+	"replay-before-iga":     at(`"alice" is refused with "principal_denied"`, wired("iga-02", "iga-03", "iga-04")...),
 	"readonly-collapsed":    at(neverDispatched, "refuse-02"),
-	"lookup-before-reserve": at(dispatchedOnce, "lost-04", "twins-03"),
+	"lookup-before-reserve": at(dispatchedOnce, append(wired("twins-03"), "lost-04", "twins-03-later")...),
 	"stale-lock-no-fence": join(
 		at(dispatchedOnce, "lock-01", "lock-02"),
 		at(`"A" is refused with retryable "idempotency_in_progress"`, "lock-03"),
@@ -86,55 +97,66 @@ var Catchers = map[string][]Check{
 	),
 	"lock-timeout-internal": at(`"B" is refused with retryable "idempotency_in_progress"`, "lock-04"),
 	"replay-debits": join(
-		at(oneDebit, "cancel-01", "cancel-02", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"),
-		at(`the wallet balance changed by -3`, "ledger-01", "rounds-01", "rounds-03"),
+		at(oneDebit, "cancel-01", "cancel-02", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03"),
+		at(oneDebit, wired("lost-01", "lost-02", "lost-03")...),
+		at(oneDebit, "lost-01-two-urls", "lost-02-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls", "twins-03-later"),
+		at(`the wallet balance changed by -3`, "ledger-01", "ledger-01-keyed", "rounds-01", "rounds-03"),
 	),
 	"refund-missing": join(
-		at(`the wallet balance changed by 0`, "ledger-01", "refuse-13", "rounds-02"),
+		at(`the wallet balance changed by 0`, "ledger-01", "ledger-01-keyed", "refuse-13", "rounds-02"),
 		at(`the ledger has 1 debit and 1 refund`, "lost-07"),
 	),
 	"window-ignores-ttl":          at(`the probe saw "$op1" dispatched 2 times`, "retry-05"),
 	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
-	"takeover-charged":            at(dispatchedOnce, "lost-04", "window-04"),
+	// A keyed holder stalled before its charge is run again by the naive
+	// lease, outside the reservation it still owns: both dispatch.
+	"takeover-charged": at(dispatchedOnce, "lost-04", "window-04", "lock-01-keyed"),
 	"no-idempotency": join(
-		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "rounds-01", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "rounds-01", "window-01", "window-02", "window-03", "window-04"),
+		at(dispatchedOnce, wired("lost-01", "lost-02", "lost-03", "twins-01", "twins-02", "twins-03", "twins-04")...),
+		at(dispatchedOnce, "lock-01-keyed", "lock-03-keyed", "lost-01-two-urls", "lost-02-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls",
+			"twins-02-keyed", "twins-03-later", "twins-04-keyed"),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
 		at(`"A" is refused with retryable "idempotency_in_progress"`, "lost-05"),
-		at(`"alice" is refused with "principal_denied"`, "iga-03"),
-		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(`"alice" is refused with "principal_denied"`, wired("iga-03")...),
+		at(`the wallet balance changed by -3`, "ledger-01", "ledger-01-keyed"),
 		at(`every dispatched operation was charged exactly once`, "ledger-02"),
 		at(neverDispatched, "refuse-01", "refuse-02", "refuse-03", "refuse-11", "refuse-12"),
 		at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
 		at(`the last answer of "A" replays its second answer`, "rounds-03"),
 	),
-	"key-scope-tool":   at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
-	"key-scope-apikey": at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+	"key-scope-tool":   at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, wired("scope-01")...),
+	"key-scope-apikey": at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
 	"key-scope-wallet": join(
-		at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
-		at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+		at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
+		at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, wired("scope-03")...),
 	),
 	"cancel-forgets": join(
-		at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02", "lost-01-two-urls")...),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),
 	),
 	"double-price": join(
-		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "twins-01", "twins-02", "twins-03", "twins-04", "window-01", "window-02"),
-		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-04", "retry-05"),
-		at(`the wallet balance changed by -3`, "ledger-01"),
+		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "retry-01", "retry-02", "retry-03", "retry-06", "retry-07", "window-01", "window-02"),
+		at(oneDebit, wired("lost-01", "lost-02", "lost-03", "twins-01", "twins-02", "twins-03", "twins-04")...),
+		at(oneDebit, "lock-01-keyed", "lock-03-keyed", "lost-01-two-urls", "lost-02-keyed", "lost-06-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls",
+			"twins-02-keyed", "twins-03-later", "twins-04-keyed"),
+		at(`the ledger has 2 debits and 0 refunds`, append(wired("iga-01"), "refuse-04", "retry-04", "retry-05")...),
+		at(`the wallet balance changed by -3`, "ledger-01", "ledger-01-keyed"),
 		at(`every dispatched operation was charged exactly once`, "ledger-02"),
 		at(`"A" lost the connection without an answer`, "retry-08"),
-		at(oneDebit, "lost-06", "scope-03", "window-03", "window-04"),
+		at(oneDebit, append(wired("scope-03"), "lost-06", "window-03", "window-04")...),
 		at(`the ledger has 1 debit and 1 refund`, "lost-07"),
 		at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 		at(`the ledger has 2 debits and 2 refunds`, "refuse-13"),
 	),
 	"refusal-fee": at(`the ledger has 0 debits and 0 refunds`, "refuse-05"),
 	"fresh-receipt-on-replay": join(
-		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01", "rounds-03"),
+		at(`the last answer of "A" replays its second answer`, "ledger-01", "ledger-01-keyed", "rounds-01", "rounds-03"),
 		at(`every operation of the workload got one outcome`, "ledger-02"),
-		at(`the last answer of "A" carries the receipt the ledger debited`, "lost-01", "lost-02", "lost-03", "retry-08"),
-		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
-		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
+		at(`the last answer of "A" carries the receipt the ledger debited`, append(wired("lost-01", "lost-02", "lost-03"), "lost-01-two-urls", "lost-02-keyed", "retry-08")...),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "twins-03-later", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-01-two-urls", "retry-03", "retry-03-two-urls",
+			"retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
 	),
 	// Issue 13's reference gateway bugs.
 	// The takeover starts work the removed tool cannot do: the retry is
@@ -143,7 +165,7 @@ var Catchers = map[string][]Check{
 	"permit-skips-key-rules": at(neverDispatched, "refuse-11", "refuse-12"),
 	"slot-lookup-by-bucket":  at(dispatchedOnce, "window-03"),
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
-	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06"),
+	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06", "lost-06-keyed"),
 	// Issue 10's multi-round calls.
 	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 	"key-reuse-replays": join(
@@ -153,24 +175,27 @@ var Catchers = map[string][]Check{
 	// The adversarial review of issue 13's fixes. A late debit fails each
 	// scenario's last ledger check when the run's end reads the wallet again.
 	"late-debit": join(
-		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-01", "lost-02", "lost-03", "lost-04", "lost-06",
-			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "scope-03", "twins-01", "twins-02", "twins-03", "twins-04",
-			"window-01", "window-02", "window-03", "window-04"),
-		at(`the ledger has 2 debits and 0 refunds`, "iga-01", "refuse-04", "retry-05"),
-		at(`the wallet balance changed by -3`, "ledger-01", "retry-01", "rounds-01", "rounds-03"),
+		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "lost-06",
+			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03", "window-04"),
+		at(oneDebit, wired("lost-01", "lost-02", "lost-03", "scope-03", "twins-01", "twins-02", "twins-03", "twins-04")...),
+		at(oneDebit, "lock-01-keyed", "lock-03-keyed", "lost-01-two-urls", "lost-02-keyed", "lost-06-keyed", "retry-01-later", "retry-03-two-urls",
+			"twins-02-keyed", "twins-03-later", "twins-04-keyed"),
+		at(`the ledger has 2 debits and 0 refunds`, append(wired("iga-01"), "refuse-04", "retry-05")...),
+		at(`the wallet balance changed by -3`, "ledger-01", "ledger-01-keyed", "retry-01", "retry-01-two-urls", "rounds-01", "rounds-03"),
 		at(`the wallet balance changed by -6`, "retry-04"),
 	),
 	"removed-tool-runs": at(neverDispatched, "lost-07"),
 	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
-	"key-scope-billing": at(oneDebit, "scope-03"),
+	"key-scope-billing": at(oneDebit, wired("scope-03")...),
 	// The adversarial review of issue 10.
 	"rounds-replay-reruns":  at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
 	"rounds-store-question": at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
 	"replay-drops-structured": join(
-		at(`the last answer of "A" replays its second answer`, "ledger-01", "rounds-01", "rounds-03"),
-		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "window-02"),
-		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
+		at(`the last answer of "A" replays its second answer`, "ledger-01", "ledger-01-keyed", "rounds-01", "rounds-03"),
+		at(`the last answer of "B" replays the first answer of "A"`, "lost-04", "twins-03-later", "window-02"),
+		at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-01-two-urls", "retry-03", "retry-03-two-urls",
+			"retry-06", "retry-07", "retry-09", "retry-10", "window-01", "window-03"),
 	),
 	"capability-refusal-kept":   at(`the wallet balance changed by 0`, "refuse-13"),
 	"capability-refund-twice":   at(`the wallet balance changed by 0`, "refuse-13"),
@@ -186,8 +211,21 @@ var Catchers = map[string][]Check{
 		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		at(`"A" is refused with "unknown_tool"`, "lost-07"),
 		at(`"B" is refused with "unknown_tool"`, "lost-05"),
-		at(`"alice" is refused with "principal_denied"`, "iga-02", "iga-03", "iga-04"),
+		at(`"alice" is refused with "principal_denied"`, wired("iga-02", "iga-03", "iga-04")...),
 	),
+	// Harms that live in a dimension only the crossed scenarios vary: the
+	// protocol version, the process a call reaches, real time passing.
+	"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01-stateless"),
+	"principal-fail-open-stateless": at(neverDispatched, "iga-05-stateless"),
+	// The stale holder charges and dispatches after the takeover; in lost-05
+	// the retry dropped its reservation, so it is the only dispatch.
+	"keyed-takeover-unfenced": join(
+		at(dispatchedOnce, "lock-01-keyed", "lock-03-keyed"),
+		at(neverDispatched, "lost-05"),
+	),
+	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
+	"finished-key-expires":      at(dispatchedOnce, "retry-01-later"),
+	"claim-lapses":              at(dispatchedOnce, "twins-03-later"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,
@@ -198,7 +236,7 @@ var Catchers = map[string][]Check{
 var Collateral = map[string][]string{
 	// 64 unkeyed twins on the real clock straddle a window boundary now and
 	// then; on the bug's path the two halves are two slots.
-	"floor-bucket":       {"twins-02"},
+	"floor-bucket":       wired("twins-02"),
 	"random-unkeyed-key": {"ledger-02"},
 	// cancel-03's and lost-05's pause at reserve.done is never reached on
 	// the bug's path: they fail, but at that pause, not at the harm; the
@@ -206,8 +244,11 @@ var Collateral = map[string][]string{
 	// lost-07's failure before dispatch is neither charged nor refunded on
 	// the bug's path, so its ledger check fails, not at the bug's harm; so
 	// do refuse-13's and rounds-02's, and rounds-03's first round.
-	"lookup-before-reserve": {"cancel-01", "cancel-02", "cancel-03", "lost-01", "lost-05", "lost-07", "rounds-01", "twins-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03"},
-	"replay-debits":         {"ledger-02", "twins-01", "twins-02", "twins-04"},
+	// So is lock-01-keyed's, lock-03-keyed's and lost-06-keyed's; keyed
+	// twins not held at the probe may all miss the lookup or not.
+	"lookup-before-reserve": append(wired("lost-01", "twins-01"), "cancel-01", "cancel-02", "cancel-03", "lost-01-two-urls", "lost-05", "lost-07",
+		"rounds-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03", "lock-01-keyed", "lock-03-keyed", "lost-06-keyed", "twins-02-keyed", "twins-04-keyed"),
+	"replay-debits": append(wired("twins-01", "twins-02", "twins-04"), "ledger-02", "twins-02-keyed", "twins-04-keyed"),
 	// On PostgreSQL A's claim held open at claim.held does not hold B, who
 	// took the stale lock without a fence: B is answered with a result of a
 	// second dispatch, not in progress. On SQLite A's open transaction holds
@@ -216,12 +257,17 @@ var Collateral = map[string][]string{
 	// Their refusal checks see the flag, but not the harm each names (a
 	// batch run, an unknown tool dispatched, an oversized body read, a
 	// forged token accepted), which has no switch yet: they stay uncaught.
-	"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09", "iga-05"},
+	"refusals-retryable": append(wired("iga-05"), "refuse-06", "refuse-08", "refuse-09"),
 	// Twins whose duplicates were all answered in progress saw no replay.
-	"fresh-receipt-on-replay": {"twins-01", "twins-02", "twins-04"},
+	"fresh-receipt-on-replay": append(wired("twins-01", "twins-02", "twins-04"), "twins-02-keyed", "twins-04-keyed"),
 	// The workload outlasts the 300 ms on a slower store: the bank
 	// invariant then reads some late debits itself.
 	"late-debit": {"ledger-02"},
 	// Twins whose duplicates were all answered in progress saw no replay.
-	"replay-drops-structured": {"twins-01", "twins-02", "twins-04"},
+	"replay-drops-structured": append(wired("twins-01", "twins-02", "twins-04"), "twins-02-keyed", "twins-04-keyed"),
+	// B runs the stale keyed reservation outside it and never reaches its
+	// pause at dispatch.before, where A, still its owner, then waits: the
+	// scenario fails at the pause and at A's answer, which never comes, not
+	// at the harm (lock-01-keyed shows that).
+	"takeover-charged": {"lock-03-keyed"},
 }

@@ -18,31 +18,36 @@ const (
 var External = map[string]map[string][]Check{
 	ModeWire: {
 		"no-idempotency": join(
-			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "twins-01", "twins-02"),
+			at(dispatchedOnce, "cancel-01", "cancel-02", "retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "twins-02-keyed", "twins-03-later"),
+			at(dispatchedOnce, wired("lost-01", "twins-01", "twins-02")...),
 			at(`no operation was dispatched twice`, "ledger-02"),
 			at(neverDispatched, "refuse-02", "refuse-03"),
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
 		),
-		"random-unkeyed-key": at(dispatchedOnce, "retry-03", "twins-02"),
+		"random-unkeyed-key": at(dispatchedOnce, append(wired("twins-02"), "retry-03")...),
 		"readonly-collapsed": at(neverDispatched, "refuse-02"),
 		"parse-error-500":    at(`"A" is refused with "parse_error"`, "refuse-07"),
-		"key-scope-tool":     at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, "scope-01"),
-		"key-scope-apikey":   at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
+		"key-scope-tool":     at(`the last answer of "A" is its own operation or a refusal, never the first answer of "A"`, wired("scope-01")...),
+		"key-scope-apikey":   at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
 		"key-scope-wallet": join(
-			at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, "scope-02"),
-			at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, "scope-03"),
+			at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
+			at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, wired("scope-03")...),
 		),
-		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		"cancel-forgets": at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
 		"fresh-receipt-on-replay": join(
 			at(`every operation of the workload got one outcome`, "ledger-02"),
-			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
+			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
+			at(`the last answer of "B" replays the first answer of "A"`, "twins-03-later"),
 		),
 		"key-reuse-replays": join(
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		),
 		// The adversarial review of issue 10.
-		"replay-drops-structured":   at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
+		"replay-drops-structured": join(
+			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
+			at(`the last answer of "B" replays the first answer of "A"`, "twins-03-later"),
+		),
 		"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
 		"session-content-dropped":   at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 		"refusals-retryable": join(
@@ -50,26 +55,36 @@ var External = map[string]map[string][]Check{
 			at(`"A" is refused with "parse_error"`, "refuse-07"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		),
+		// Real time passing needs nothing but the wire and the probe.
+		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
+		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
 	},
 	// Only what the identity provider adds: the other switches are the
-	// wire mode's.
+	// wire mode's. The run's own wire is the one negotiation picks, the
+	// stateless 2026-07-28 here, so the scenarios that leave it to the run
+	// see the stateless-only bugs too.
 	ModeWirePrincipals: {
-		"principal-unbound": at(`the probe saw "$op1" dispatched 2 times`, "iga-01"),
+		"principal-unbound":             at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
+		"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
+		"principal-fail-open-stateless": at(neverDispatched, "iga-05", "iga-05-stateless"),
 	},
 	ModeWireRefuse: {
 		"no-idempotency": join(
-			at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01", "retry-01", "retry-06", "retry-07", "retry-09", "retry-10", "twins-01"),
+			at(dispatchedOnce, "cancel-01", "cancel-02", "retry-01", "retry-01-later", "retry-06", "retry-07", "retry-09", "retry-10", "twins-02-keyed", "twins-03-later"),
+			at(dispatchedOnce, wired("lost-01", "twins-01")...),
 			at(`no operation was dispatched twice`, "ledger-02"),
 			at(neverDispatched, "refuse-02", "refuse-03", "refuse-10"),
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
 		),
-		"cancel-forgets": at(dispatchedOnce, "cancel-01", "cancel-02", "lost-01"),
+		"cancel-forgets": at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
 		"refusals-retryable": join(
 			at(`"A" is refused with "idempotency_key_required"`, "refuse-02", "refuse-03", "refuse-10"),
 			at(`"A" is refused with "parse_error"`, "refuse-07"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 		),
+		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
+		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
 	},
 }
 
@@ -79,8 +94,8 @@ var ExternalCollateral = map[string]map[string][]string{
 	ModeWire: {
 		"random-unkeyed-key": {"ledger-02"},
 		// Twins whose duplicates were all answered in progress saw no replay.
-		"fresh-receipt-on-replay": {"twins-01", "twins-02"},
-		"replay-drops-structured": {"twins-01", "twins-02"},
+		"fresh-receipt-on-replay": append(wired("twins-01", "twins-02"), "twins-02-keyed"),
+		"replay-drops-structured": append(wired("twins-01", "twins-02"), "twins-02-keyed"),
 		// As in the full self-test: the flag, not the harm these name.
 		"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09"},
 	},

@@ -41,7 +41,10 @@ type Step struct {
 	Line    int64  `json:"line"`
 }
 
-var idTag = regexp.MustCompile(`^@([a-z]+-\d+[a-z]?)$`)
+// idTag is a scenario ID: an area and a number (retry-01), and for a
+// combination of another scenario with a dimension it does not vary, that
+// scenario's ID and the dimension (iga-01-stateless, twins-04-keyed).
+var idTag = regexp.MustCompile(`^@([a-z]+-\d+[a-z]?(?:-[a-z]+)*)$`)
 
 // Load parses every *.feature file of fsys and checks the catalog's own rules:
 // each scenario has exactly one ID tag, unique across the suite, one level tag,

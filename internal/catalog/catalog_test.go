@@ -65,12 +65,22 @@ func TestOutlineRowsGetTheirOwnIDs(t *testing.T) {
     Examples: two
       | v |
       | b |
+
+    @o-02-two-urls @needs-two-urls
+    Examples: two, crossed with a dimension
+      | v |
+      | c |
 `
 	es, err := Load(fstest.MapFS{"a.feature": {Data: []byte(body)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 2 || es[0].ID != "o-01" || es[1].ID != "o-02" || es[1].Title != "on b" {
+	if len(es) != 3 || es[0].ID != "o-01" || es[1].ID != "o-02" || es[1].Title != "on b" {
 		t.Fatalf("entries = %+v", es)
+	}
+	// A crossed scenario's ID is its scenario's and the dimension's; a tag
+	// naming a need is no ID.
+	if e := es[2]; e.ID != "o-02-two-urls" || len(e.Needs) != 1 || e.Needs[0] != "two-urls" {
+		t.Fatalf("crossed entry = %+v", e)
 	}
 }

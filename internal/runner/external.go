@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
@@ -115,14 +116,22 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 	return out, nil
 }
 
-// SelfTestExternal runs ExternalRun once per bug the mode lists and returns
-// the catch table: each row OK when every listed scenario failed and
-// nothing else did beyond the bug's collateral.
-func SelfTestExternal(ctx context.Context, cfg Config, mode string, progress func(reports.Catch)) ([]reports.Catch, error) {
+// SelfTestExternal runs ExternalRun once per bug the mode lists (only,
+// when given, the named ones) and returns the catch table: each row OK when
+// every listed scenario failed and nothing else did beyond the bug's
+// collateral.
+func SelfTestExternal(ctx context.Context, cfg Config, mode string, only []string, progress func(reports.Catch)) ([]reports.Catch, error) {
 	listed := bugmap.External[mode]
 	names := make([]string, 0, len(listed))
 	for b := range listed {
-		names = append(names, b)
+		if len(only) == 0 || slices.Contains(only, b) {
+			names = append(names, b)
+		}
+	}
+	for _, b := range only {
+		if _, ok := listed[b]; !ok {
+			return nil, fmt.Errorf("external self-test %s: bug %q is not one the mode can see (bugmap.External)", mode, b)
+		}
 	}
 	sort.Strings(names)
 	var table []reports.Catch

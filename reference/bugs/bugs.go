@@ -58,6 +58,14 @@ const (
 	RoundsToLegacyClient    = "rounds-to-legacy-client"
 	RoundsFingerprinted     = "rounds-fingerprinted"
 	RefusalsRetryable       = "refusals-retryable"
+	// Harms that show only in a dimension most scenarios do not vary: the
+	// protocol version, the process a call reaches, real time passing.
+	PrincipalUnboundStateless  = "principal-unbound-stateless"
+	PrincipalFailOpenStateless = "principal-fail-open-stateless"
+	KeyedTakeoverUnfenced      = "keyed-takeover-unfenced"
+	KeyedRecordsPerProcess     = "keyed-records-per-process"
+	FinishedKeyExpires         = "finished-key-expires"
+	ClaimLapses                = "claim-lapses"
 )
 
 // Bug describes one switch.
@@ -119,6 +127,12 @@ var All = []Bug{
 	{Name: RoundsToLegacyClient, Layer: "wire", Description: "every caller is taken for a 2026-07-28 one that answers input requests in a next round: a 2025-11-25 client that declared neither sampling nor elicitation is handed an upstream's input-required result, which its protocol does not have, as an empty success of a tool that never ran"},
 	{Name: RefusalsRetryable, Layer: "wire", Description: "every refusal the wire writes is marked data.retryable true, the final ones too (idempotency_key_required, insufficient_funds, unknown_tool...): a client that trusts the flag sends the same refused call again, forever"},
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},
+	{Name: PrincipalUnboundStateless, Description: "on the stateless 2026-07-28 wire only, the derived key leaves out the verified principal and a replay does not compare it (the session wire binds it): another principal on the same API key gets the first one's result"},
+	{Name: PrincipalFailOpenStateless, Layer: "wire", Description: "on the stateless 2026-07-28 wire only, a principal token that fails verification (signed by an untrusted key, say) is dropped and the call runs under the API key alone, where the session wire refuses it principal_invalid: a forged principal's call is dispatched and charged"},
+	{Name: KeyedTakeoverUnfenced, Description: "a keyed holder that stalled before its charge charges and dispatches when it resumes, though a retry took its stale reservation over and ran it: the charge is not conditional on still owning the reservation (no fence on the keyed path)"},
+	{Name: KeyedRecordsPerProcess, Description: "a client key's record is kept per gateway process (an in-memory idempotency cache, not the store): a retry or twin that reaches another process of the same gateway is a new operation, dispatched and charged again"},
+	{Name: FinishedKeyExpires, Description: "a finished operation is kept 1 s of real time: a retry with the same key and arguments after that is taken for new work, dispatched and charged again under a new receipt"},
+	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 
 // Set is the switches a gateway runs with.

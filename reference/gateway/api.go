@@ -48,6 +48,10 @@ type CallRequest struct {
 	// caller cannot tell. The gateway runs the call to its end regardless:
 	// only the cancel-forgets bug switch looks at it.
 	ClientDone <-chan struct{}
+	// Stateless: the call came on the stateless 2026-07-28 wire. The rules
+	// are the same on both wires: only a bug switch of one wire
+	// (principal-unbound-stateless) looks at it.
+	Stateless bool
 }
 
 // CallResponse is what the wire layer sends back.

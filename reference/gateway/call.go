@@ -447,7 +447,7 @@ func (g *Gateway) authoriseReplay(ctx context.Context, c *callState, rec store.R
 	// With principal-unbound the record's principal is not compared either:
 	// the seed's records did not keep it, which is what let the wrong
 	// principal read the result.
-	if rec.Principal != c.principal && !g.bugs.On(bugs.PrincipalUnbound) {
+	if rec.Principal != c.principal && !g.principalUnbound(c) { // BUG principal-unbound, principal-unbound-stateless
 		return Refuse(ReasonPrincipalDenied, "the stored outcome was produced for another principal")
 	}
 	return g.entitled(ctx, c.r.Caller, rec.Tool)
@@ -464,11 +464,17 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if g.bugs.On(bugs.TakeoverCharged) && g.stale(c, rec) {
 			return g.dispatchUnreserved(ctx, c, rec) // BUG takeover-charged
 		}
+		if g.bugs.On(bugs.ClaimLapses) && time.Since(rec.UpdatedAt) > bugLease {
+			return g.dispatchUnreserved(ctx, c, rec) // BUG claim-lapses: a lease, not the reservation, keeps duplicates out
+		}
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	case store.StateCompleted:
+		if g.bugs.On(bugs.FinishedKeyExpires) && time.Since(rec.UpdatedAt) > bugLease {
+			return g.dispatchUnreserved(ctx, c, rec) // BUG finished-key-expires: the key was forgotten, so this is new work
+		}
 		if err := g.authoriseReplay(ctx, c, rec); err != nil {
 			return CallResponse{}, err
 		}
@@ -479,6 +485,13 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		return CallResponse{}, Refuse(ReasonInProgress, "the previous attempt was refunded and is being retried: retry")
 	}
 }
+
+// bugLease is how long claim-lapses keeps an in-flight claim and
+// finished-key-expires a finished key, in real time: a record's stamps are
+// the gateway clock's, which is real time unless the control API moved it,
+// and a moved clock only ever runs ahead, so only real time passing lapses
+// them. A variable only so that this package's tests wait less.
+var bugLease = time.Second
 
 // stale: the record was last written at least the stale-lock threshold ago,
 // so its owner is presumed gone (killed, or stalled as long as a lock holder
@@ -965,11 +978,14 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
 		payer = g.firstPayer(rec) // BUG key-scope-billing
 	}
-	err := g.store.Charge(ctx, store.ChargeRequest{
-		Entry: store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
-			Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now},
-		RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now,
-	})
+	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
+		Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+	err := g.store.Charge(ctx, store.ChargeRequest{Entry: debit, RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now})
+	if errors.Is(err, store.ErrNotOwner) && g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived {
+		// BUG keyed-takeover-unfenced: the debit is written whoever owns the
+		// reservation now, and the dispatch follows it.
+		return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+	}
 	if errors.Is(err, store.ErrNotOwner) {
 		// A retry took the reservation over while this call stalled before
 		// its charge: that retry runs the operation.

@@ -180,7 +180,10 @@ type env struct {
 	disp   *fakeDispatcher
 	g      *gateway.Gateway
 	reopen reopener
+	// storeKind names the backend, as the gateway's options do.
+	storeKind string
 
+	bugs    bugs.Set // the switches every gateway of the env runs with
 	wallet  string
 	caller  gateway.Caller
 	write   string // tool names, unique per env
@@ -207,9 +210,8 @@ func newEnv(t *testing.T, b backend, on ...string) *env {
 	// move it explicitly.
 	w := gateway.DefaultSettings().EffectiveWindow()
 	e.clk.Freeze(bucketStart(time.Now(), w).Add(10 * time.Second))
-	e.g, err = gateway.New(gateway.Options{Store: e.st, Clock: e.clk, Faults: e.faults, Dispatcher: e.disp,
-		Settings: gateway.DefaultSettings(), Bugs: set, StoreKind: b.name})
-	e.must(err)
+	e.bugs, e.storeKind = set, b.name
+	e.g = e.process()
 	suffix := uuid.NewString()[:8]
 	e.write, e.read, e.approve = "probe.write."+suffix, "probe.read."+suffix, "probe.approve."+suffix
 	e.must(e.st.PutTool(e.ctx, store.Tool{Name: e.write, Price: price}))
@@ -245,6 +247,15 @@ func runScenario(t *testing.T, b backend, fn func(e *env) error, on ...string) (
 		}
 	}()
 	return fn(newEnv(t, b, on...))
+}
+
+// process is another gateway on the env's store, clock, faults and
+// upstream, as a second process of one deployment is.
+func (e *env) process() *gateway.Gateway {
+	g, err := gateway.New(gateway.Options{Store: e.st, Clock: e.clk, Faults: e.faults, Dispatcher: e.disp,
+		Settings: gateway.DefaultSettings(), Bugs: e.bugs, StoreKind: e.storeKind})
+	e.must(err)
+	return g
 }
 
 func (e *env) newWallet(balance int64) string {
@@ -284,11 +295,15 @@ type req struct {
 	// round marks a multi-round call's later round: it carries the
 	// client's answers, as the wire layer puts them in the context.
 	round bool
+	// stateless: the call came on the stateless 2026-07-28 wire.
+	stateless bool
+	// gw is the gateway process the call reaches; nil for the env's own.
+	gw *gateway.Gateway
 }
 
 func (e *env) call(r req) (gateway.CallResponse, error) {
 	cr := gateway.CallRequest{Caller: e.caller, Tool: r.tool, Arguments: json.RawMessage(r.args), ClientKey: r.key, PermitID: r.permit,
-		ClientDone: r.clientDone}
+		ClientDone: r.clientDone, Stateless: r.stateless}
 	if r.caller != nil {
 		cr.Caller = *r.caller
 	}
@@ -302,7 +317,11 @@ func (e *env) call(r req) (gateway.CallResponse, error) {
 	if r.round {
 		ctx = relay.WithRound(ctx, &relay.Round{RequestState: "state"})
 	}
-	return e.g.Call(ctx, cr)
+	g := e.g
+	if r.gw != nil {
+		g = r.gw
+	}
+	return g.Call(ctx, cr)
 }
 
 // async runs a call in a goroutine; wait for its outcome on the channel.

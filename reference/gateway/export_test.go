@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/mcpconform/mcpconform/reference/canonical"
 	"github.com/mcpconform/mcpconform/reference/store"
@@ -21,3 +22,9 @@ func (g *Gateway) IdentityForTest(c Caller, tool string, args json.RawMessage) s
 
 // WaitLateForTest waits for the late-debit bug's background debits.
 func (g *Gateway) WaitLateForTest() { g.late.Wait() }
+
+// The bug switches' real-time lease is short in tests, which wait it out.
+func init() { bugLease = 50 * time.Millisecond }
+
+// BugLeaseForTest is the claim-lapses and finished-key-expires lease.
+func BugLeaseForTest() time.Duration { return bugLease }

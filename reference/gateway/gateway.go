@@ -51,6 +51,8 @@ type Gateway struct {
 	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
 	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
 	asked   map[string][]byte // record key -> input-required result, for the rounds-store-question bug
+	// instance names this gateway's keyspace for the keyed-records-per-process bug.
+	instance string
 
 	mu       sync.RWMutex
 	settings Settings
@@ -90,6 +92,7 @@ func New(o Options) (*Gateway, error) {
 		log:       o.Logger,
 		settings:  s,
 		initial:   s,
+		instance:  uuid.NewString(),
 	}
 	if g.clock == nil {
 		g.clock = clock.New()

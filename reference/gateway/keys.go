@@ -87,7 +87,17 @@ func (g *Gateway) clientRecordKey(c *callState, key string) string {
 	if g.bugs.On(bugs.KeyScopeTool) {
 		tool = "" // BUG key-scope-tool: the same key on every tool is one record
 	}
+	if g.bugs.On(bugs.KeyedRecordsPerProcess) {
+		key = g.instance + "/" + key // BUG keyed-records-per-process: a keyspace of this process's own, as an in-memory cache has
+	}
 	return recordKey(store.KindClient, wallet, apiKey, c.principalKey, tool, key)
+}
+
+// principalUnbound: a principal-unbound bug switch leaves the verified
+// principal out of this call's derived key and its replay check
+// (principal-unbound-stateless on the stateless wire only).
+func (g *Gateway) principalUnbound(c *callState) bool {
+	return g.bugs.On(bugs.PrincipalUnbound) || (g.bugs.On(bugs.PrincipalUnboundStateless) && c.r.Stateless)
 }
 
 // slotKey is the derived key of one slot: the identity, the window it was
@@ -193,8 +203,8 @@ func (g *Gateway) derivedPlan(c *callState) keyPlan {
 	// API key with identical arguments gets another slot (the cross-principal
 	// replay blocker).
 	principal := c.principalKey
-	if g.bugs.On(bugs.PrincipalUnbound) {
-		principal = "" // BUG principal-unbound
+	if g.principalUnbound(c) {
+		principal = "" // BUG principal-unbound, principal-unbound-stateless
 	}
 	r := c.r
 	material := digest("mcpconform/identity/v1", r.Caller.WalletID, r.Caller.APIKeyID, principal, c.tool.Name, string(c.canon))

@@ -65,23 +65,12 @@ var scenarios = []scenario{
 	{
 		name:    "another principal on the same key gets its own result",
 		catches: []string{bugs.PrincipalUnbound},
-		run: func(e *env) error {
-			alice, _ := e.principal("alice")
-			bob, _ := e.principal("bob")
-			a, err := ok(run(e.call(req{caller: &alice})))
-			if err != nil {
-				return err
-			}
-			b, err := ok(run(e.call(req{caller: &bob})))
-			if err != nil {
-				return err
-			}
-			n, err := e.dispatches(e.write)
-			if a.ID == b.ID {
-				return fmt.Errorf("bob got alice's receipt %s (replayed %v)", a.ID, b.Replayed)
-			}
-			return first(err, want("dispatches", n, 2), want("bob replayed", b.Replayed, false))
-		},
+		run:     func(e *env) error { return e.ownResults(false) },
+	},
+	{
+		name:    "another principal on the same key gets its own result on the stateless wire",
+		catches: []string{bugs.PrincipalUnbound, bugs.PrincipalUnboundStateless},
+		run:     func(e *env) error { return e.ownResults(true) },
 	},
 	{
 		name:    "a revoked principal's retry is denied, not replayed",
@@ -164,10 +153,8 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		name: "a reservation abandoned before its charge is taken over; the stalled holder writes nothing",
-		// No switch puts back a takeover bug the store's conditional
-		// charge would not stop; takeover-charged still runs it (and
-		// passes: the record here was never charged).
+		name:    "a reservation abandoned before its charge is taken over; the stalled holder writes nothing",
+		catches: []string{bugs.KeyedTakeoverUnfenced},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
 			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
@@ -498,6 +485,62 @@ var scenarios = []scenario{
 				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
 		},
 	},
+	{
+		name:    "a keyed retry that reaches another gateway process replays",
+		catches: []string{bugs.KeyedRecordsPerProcess},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			return e.replays(req{key: key}, func() {}, req{key: key, gw: e.process()})
+		},
+	},
+	{
+		name:    "a finished keyed operation still replays once real time has passed",
+		catches: []string{bugs.FinishedKeyExpires},
+		run: func(e *env) error {
+			e.clk.Unfreeze() // the switch's lease is real time
+			key := "k-" + uuid.NewString()
+			return e.replays(req{key: key}, func() { time.Sleep(2 * gateway.BugLeaseForTest()) }, req{key: key})
+		},
+	},
+	{
+		name:    "a duplicate is in progress however long the first call's dispatch has run",
+		catches: []string{bugs.ClaimLapses},
+		run: func(e *env) error {
+			e.clk.Unfreeze() // the switch's lease is real time
+			key := "k-" + uuid.NewString()
+			h := e.hold(e.write)
+			a := e.async(req{key: key})
+			e.started(h, a)
+			time.Sleep(2 * gateway.BugLeaseForTest())
+			_, errB := e.call(req{key: key})
+			h.Release()
+			ra, errA := ok(e.wait(a))
+			n, err := e.dispatches(e.write)
+			return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+				want("dispatches", n, 1), want("A replayed", ra.Replayed, false))
+		},
+	},
+}
+
+// ownResults makes alice's unkeyed call, then bob's with the same arguments
+// on the same API key, both on the stateless wire or not: bob must get an
+// operation of his own.
+func (e *env) ownResults(stateless bool) error {
+	alice, _ := e.principal("alice")
+	bob, _ := e.principal("bob")
+	a, err := ok(run(e.call(req{caller: &alice, stateless: stateless})))
+	if err != nil {
+		return err
+	}
+	b, err := ok(run(e.call(req{caller: &bob, stateless: stateless})))
+	if err != nil {
+		return err
+	}
+	n, err := e.dispatches(e.write)
+	if a.ID == b.ID {
+		return fmt.Errorf("bob got alice's receipt %s (replayed %v)", a.ID, b.Replayed)
+	}
+	return first(err, want("dispatches", n, 2), want("bob replayed", b.Replayed, false))
 }
 
 // replays makes call a, then (after between) call b, which must replay a's

@@ -126,7 +126,7 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 
 // buildCall turns the SDK's params and the HTTP headers into the core's request.
 func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Header, p *mcp.CallToolParamsRaw) (gateway.CallRequest, *gateway.Refusal) {
-	cr := gateway.CallRequest{Caller: st.caller, Tool: p.Name}
+	cr := gateway.CallRequest{Caller: st.caller, Tool: p.Name, Stateless: usesNewProtocol(p)}
 	if cr.Tool == "" {
 		return cr, gateway.Refuse(gateway.ReasonUnknownTool, "tools/call params.name is required")
 	}
@@ -186,6 +186,9 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 			return cr, gateway.Refuse(gateway.ReasonPrincipalInvalid, "this gateway trusts no principal token issuer")
 		}
 		ref, err := h.verifier.Verify(ctx, vs[0])
+		if err != nil && cr.Stateless && h.opts.Bugs.On(bugs.PrincipalFailOpenStateless) {
+			return cr, nil // BUG principal-fail-open-stateless: the token is dropped, not refused
+		}
 		if err != nil {
 			var refusal *gateway.Refusal
 			if asRefusal(err, &refusal) {
