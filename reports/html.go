@@ -65,6 +65,7 @@ type htmlView struct {
 	OK                             bool
 	Result, Level, Server          string
 	Why                            []string
+	Harms                          string // the failing scenarios' harms, most harmful first
 	Total                          int
 	Passed, Failed, Skipped        int // the totals of PrintSummary's last line
 	Counts                         []countCell
@@ -179,6 +180,7 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 		Level:        ClaimedLevel(run),
 		Server:       strings.TrimSpace(run.Target.ServerName + " " + run.Target.ServerVersion),
 		Why:          sum.Why,
+		Harms:        HarmSummary(run),
 		Total:        sum.Total,
 	}
 	t := computeTotals(run)

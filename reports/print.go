@@ -74,6 +74,9 @@ func PrintSummary(w io.Writer, run Run) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
+	if h := HarmSummary(run); h != "" {
+		fmt.Fprintf(w, "harms: %s\n", h)
+	}
 
 	result, why := Judge(run)
 	fmt.Fprintf(w, "%s\n", RunLine(run, result))
@@ -196,4 +199,37 @@ func Subject(run Run) string {
 		parts = append(parts, run.Started.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	return termText(strings.Join(parts, " · "), 0)
+}
+
+// HarmSummary says which harms the failing scenarios show, the most
+// harmful first, each with how many scenarios lead with it and their IDs
+// ("double-dispatch in 2 (lock-01, twins-02); wrong-amount in 1 (retry-04)");
+// "" when none failed. A scenario counts under the harm of the check its
+// failure leads with.
+func HarmSummary(run Run) string {
+	byHarm := map[judge.Harm][]string{}
+	for i, o := range Outcomes(run) {
+		if o != OutcomeFailed {
+			continue
+		}
+		s := run.Scenarios[i]
+		h := judge.Harm("other")
+		if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
+			h = s.Checks[f].Harm
+		}
+		byHarm[h] = append(byHarm[h], termText(displayID(s.ID), 0))
+	}
+	var parts []string
+	for _, h := range append(slices.Clone(judge.Harms), "other") {
+		ids := byHarm[h]
+		if len(ids) == 0 {
+			continue
+		}
+		shown := ids
+		if len(shown) > 4 {
+			shown = append(slices.Clone(ids[:4]), fmt.Sprintf("… %d more", len(ids)-4))
+		}
+		parts = append(parts, fmt.Sprintf("%s in %d (%s)", h, len(ids), strings.Join(shown, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -987,6 +987,8 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 	}
 	// Operations that ran, each charged once at its price under its receipt.
 	ran, maybe := 0, 0
+	var missing int64   // the prices of operations that ran with no debit under their receipt
+	var unpaid []string // their receipts
 	var want, slack int64
 	for _, o := range m.mops {
 		if o.wallet != wallet {
@@ -1012,7 +1014,8 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		case len(d) == 1 && (d[0] != p || len(f) > 0):
 			add(HarmWrongAmount, fmt.Sprintf("one debit of %d under receipt %s, not refunded", p, rc), fmt.Sprintf("a debit of %d, refunds %v", d[0], f))
 		case len(d) == 0 && p > 0:
-			add(HarmWrongAmount, fmt.Sprintf("one debit of %d under receipt %s: the operation ran", p, rc), "no debit under its receipt")
+			unpaid = append(unpaid, fmt.Sprintf("%s (%d)", rc, p))
+			missing += p
 		}
 	}
 	if receipted {
@@ -1038,6 +1041,18 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 				leftover -= sum(f)
 				rows = append(rows, fmt.Sprintf("%s: a refund %v of no debit", rc, f))
 			}
+		}
+		// An operation charged under a receipt none of its answers carried
+		// (its first answer was lost, a retry got a fresh receipt) paid
+		// once, but the client cannot match what it paid to what it got.
+		if moved := min(missing, max(leftover, 0)); moved > 0 {
+			add(HarmLostOutcome, fmt.Sprintf("each operation's debit under the receipt its answers carry: %s", strings.Join(unpaid, ", ")),
+				fmt.Sprintf("%d credits debited under receipts no answer carried", moved))
+			missing, leftover = missing-moved, leftover-moved
+		}
+		if missing > 0 {
+			add(HarmWrongAmount, fmt.Sprintf("one debit of its price under each receipt of an operation that ran: %s", strings.Join(unpaid, ", ")),
+				fmt.Sprintf("%d credits never charged", missing))
 		}
 		if leftover < 0 || leftover > slack {
 			harm := HarmWrongAmount

@@ -298,6 +298,18 @@ func TestModel(t *testing.T) {
 		{"dispatch failed with no cause", func(h *hist) {
 			h.refused("A", write, ReasonDispatchFailed, true)
 		}, []string{"answer/wrong-refusal"}},
+		{"charged under a receipt no answer carried", func(h *hist) {
+			inv := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", inv, Info, CallValue{Token: "op1", Error: "EOF"})
+			h.result("A", write, "r2", "d1")
+			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/lost-outcome"}},
+		{"never charged", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 100})
+		}, []string{"ledger/wrong-amount"}},
 		{"the balance moved by more than the entries", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")
