@@ -189,7 +189,13 @@ func retryUntilDecidedVia(ctx context.Context, who string, wc *wire.Client) erro
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("%s: still in progress after 100 retries", who)
+	// An operation never decided is an outcome the client cannot get: a
+	// violated check, with its harm, not a step that could not be driven.
+	c := w.clientFor(who)
+	last := c.answers[len(c.answers)-1]
+	w.noteAnswer(last)
+	return w.check(checkOf(judge.KindDecided, judge.HarmLostOutcome, "client", who), fmt.Sprintf("%s's operation is decided once retried", who), judge.CapWire, false,
+		"a result, or a refusal that says nothing ran, within 100 retries 50 ms apart", "still in progress: "+w.describe(last))
 }
 
 // callAndDrop sends the call, waits until the probe sees the tool run, then

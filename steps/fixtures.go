@@ -176,6 +176,9 @@ func otherWalletKey(ctx context.Context, name string) error {
 	}
 	balance := int64(otherBalance)
 	w.noteEnv(judge.EnvValue{Kind: judge.EnvWallet, Wallet: "other", Balance: &balance})
+	w.mu.Lock()
+	w.otherWallet = wallet.WalletID
+	w.mu.Unlock()
 	key, err := c.CreateKey(ctx, wallet.WalletID)
 	if err != nil {
 		return fmt.Errorf("create a key of another wallet: %w", err)

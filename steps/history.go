@@ -88,7 +88,7 @@ func resultValue(a *answer) judge.CallValue {
 	for _, field := range []string{"content", "structuredContent", "isError"} {
 		h.Write([]byte(field))
 		h.Write([]byte{0})
-		h.Write([]byte(canonicalJSON(a.ResultField(field))))
+		h.Write([]byte(resultMember(a, field)))
 		h.Write([]byte{0})
 	}
 	v.Digest = hex.EncodeToString(h.Sum(nil))[:16]
@@ -97,6 +97,20 @@ func resultValue(a *answer) judge.CallValue {
 	var content []json.RawMessage
 	v.NoContent = !v.InputRequired && json.Unmarshal(a.ResultField("content"), &content) != nil
 	v.Served = tokenIn(a.ResultField("structuredContent"))
+	return v
+}
+
+// resultMember is a result's member as a replay must return it, canonical,
+// with what the schema says an absent member means: isError absent is
+// false, structuredContent null is none.
+func resultMember(a *answer, field string) string {
+	v := canonicalJSON(a.ResultField(field))
+	switch {
+	case field == "isError" && v == "":
+		return "false"
+	case field == "structuredContent" && v == "null":
+		return ""
+	}
 	return v
 }
 

@@ -55,6 +55,7 @@ func (w *world) finalRead(ctx context.Context) {
 	if w.walletID == "" || !w.has(judge.CapLedger) || w.env.Control() == nil {
 		return
 	}
+	w.readOther(ctx)
 	r, err := w.readLedger(ctx, true)
 	if err != nil || !w.env.fixtures() {
 		return
@@ -66,20 +67,54 @@ func (w *world) finalRead(ctx context.Context) {
 	w.mu.Unlock()
 }
 
+// readOther reads the scenario's second wallet, once its effects settled,
+// for the model: its own callers' operations must be charged there, and
+// nothing else. It was made for the scenario, so every entry but its
+// opening credit is the scenario's.
+func (w *world) readOther(ctx context.Context) {
+	w.mu.Lock()
+	id := w.otherWallet
+	w.mu.Unlock()
+	if id == "" {
+		return
+	}
+	l, err := w.env.Control().Snapshot(ctx, id)
+	if err != nil {
+		return
+	}
+	var mine []judge.LedgerEntry
+	var opening int64
+	for _, e := range l.Entries {
+		if e.Kind == "credit" && opening == 0 {
+			opening = e.Amount
+			continue
+		}
+		mine = append(mine, e)
+	}
+	r := judge.LedgerRead{Wallet: "other", Baseline: opening, Balance: l.Balance, Entries: readEntries(mine), Prices: w.priceList(), Final: true}
+	w.record(judge.Op{Process: "ledger", Type: judge.OK, F: judge.FLedgerRead, Value: mustJSON(r)})
+}
+
+// priceList is the scenario's prices by tool name on the target.
+func (w *world) priceList() map[string]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prices := map[string]int64{}
+	for alias, name := range w.tools {
+		if p, ok := w.prices[alias]; ok {
+			prices[name] = p
+		}
+	}
+	return prices
+}
+
 func (w *world) readLedger(ctx context.Context, final bool) (judge.LedgerRead, error) {
 	l, err := w.ledger(ctx)
 	if err != nil {
 		return judge.LedgerRead{}, err
 	}
-	r := judge.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: map[string]int64{}, Final: final}
+	r := judge.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: w.priceList(), Final: final}
 	r.Entries = readEntries(w.scenarioEntries(l))
-	w.mu.Lock()
-	for alias, name := range w.tools {
-		if p, ok := w.prices[alias]; ok {
-			r.Prices[name] = p
-		}
-	}
-	w.mu.Unlock()
 	w.record(judge.Op{Process: "ledger", Type: "ok", F: judge.FLedgerRead, Value: mustJSON(r)})
 	return r, nil
 }
@@ -157,9 +192,7 @@ func balanceChanged(ctx context.Context, delta int64) error {
 	}
 	w.markLedger(step, id, r)
 	ok, expected, actual := judge.BalanceChanged(r, delta)
-	if r.Delta() < delta {
-		id.harm = judge.HarmDoubleCharge // more was taken than the operations cost
-	}
+	id.harm = balanceHarm(r, delta)
 	return w.check(id, step, judge.CapLedger, ok, expected, actual)
 }
 
@@ -229,4 +262,23 @@ func setModelChecks(s *reports.Scenario) {
 		}
 	}
 	s.Checks = append(kept, judge.Model(s.History)...)
+}
+
+// balanceHarm is what a balance other than the one expected means: more
+// debits kept than the operations the expected change pays for is a
+// double charge; anything else (one debit of the wrong amount, a fee, a
+// charge missing) is a wrong amount.
+func balanceHarm(r judge.LedgerRead, delta int64) judge.Harm {
+	var price int64
+	for _, p := range r.Prices {
+		if price != 0 && p != price {
+			return judge.HarmWrongAmount // several prices: the count of operations is unknown
+		}
+		price = p
+	}
+	kept := countKind(r, judge.EntryDebit) - countKind(r, judge.EntryRefund)
+	if price > 0 && r.Delta() < delta && int64(kept) > -delta/price {
+		return judge.HarmDoubleCharge
+	}
+	return judge.HarmWrongAmount
 }

@@ -34,6 +34,7 @@ type world struct {
 	mu           sync.Mutex
 	vars         map[string]string // $op1 -> a value unique to this scenario
 	walletID     string
+	otherWallet  string // a second wallet the harness made for the scenario ("other" in the history)
 	apiKey       string
 	keyID        string
 	tools        map[string]string   // alias in the feature -> tool name on the target

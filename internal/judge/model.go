@@ -31,7 +31,7 @@ var notRun = map[string]bool{
 	ReasonKeyRequired: true, ReasonKeyReused: true, ReasonPrincipalDenied: true, ReasonPrincipalBad: true,
 	ReasonUnknownTool: true, ReasonFunds: true, ReasonDispatchFailed: true, ReasonCapabilities: true,
 	"permit_invalid": true, "permit_exhausted": true, "permit_expired": true, "unauthenticated": true,
-	"invalid_arguments": true, "idempotency_key_invalid": true,
+	"invalid_arguments": true, "idempotency_key_invalid": true, "session_not_found": true,
 }
 
 // Tool roles the model knows (the profile's, and the probe's own tools).
@@ -109,7 +109,8 @@ type mcall struct {
 	start, end time.Time // wall times; end is far away while unanswered
 	slot       string
 	scope      string
-	fp         string // the arguments, canonical
+	fp         string // the arguments, canonical, numbers as written
+	vfp        string // the arguments, canonical, numbers by value
 	op         *mop
 }
 
@@ -249,6 +250,15 @@ func newModel(ops []Op) *model {
 			}
 			if op.Type == Invoke {
 				c := &mcall{inv: i, out: -1, v: v, start: op.Time, end: forever}
+				// The arguments as they were recorded: decoded into any, their
+				// numbers would lose how they were written, and repeated
+				// members all but one.
+				var raw struct {
+					Arguments json.RawMessage `json:"arguments"`
+				}
+				if json.Unmarshal(op.Value, &raw) == nil && raw.Arguments != nil {
+					c.v.Arguments = raw.Arguments
+				}
 				byInvoke[i] = c
 				m.calls = append(m.calls, c)
 				open[op.Process] = append(open[op.Process], c)
@@ -289,21 +299,6 @@ func newModel(ops []Op) *model {
 	}
 	m.group()
 	return m
-}
-
-// canonical is the arguments as one string, member order and number
-// spelling aside.
-func canonical(args any) string {
-	b, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Sprint(args)
-	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	b, _ = json.Marshal(v)
-	return string(b)
 }
 
 // gatewayTime is the gateway clock at wall time t, as the harness set it.
@@ -374,7 +369,8 @@ func (m *model) group() {
 	}
 	for _, c := range m.calls {
 		c.scope = c.v.Credential + "|" + c.v.Principal
-		c.fp = canonical(c.v.Arguments)
+		fps := fingerprint(c.v.Arguments)
+		c.fp, c.vfp = fps.literal, fps.value
 		unkeyed := !c.keyed()
 		switch {
 		case unkeyed && c.v.Permit != "":
@@ -416,12 +412,37 @@ func (m *model) group() {
 		o.calls = append(o.calls, c)
 	}
 	for _, o := range m.mops {
-		for _, c := range o.calls {
-			if c.result() && (o.outcome == nil || c.end.Before(o.outcome.end)) {
-				o.outcome = c
-			}
+		o.outcome = outcomeOf(o)
+	}
+}
+
+// outcomeOf is the result an operation's answers hold to: the receipt most
+// of its results carry (the first to answer among equals), so that when a
+// gateway mints stray receipts for some twins the strays, not the stored
+// outcome, are the answers found wrong.
+func outcomeOf(o *mop) *mcall {
+	count := map[string]int{}
+	for _, c := range o.calls {
+		if c.result() {
+			count[c.a.Receipt+"|"+c.a.Digest]++
 		}
 	}
+	var best *mcall
+	for _, c := range o.calls {
+		if !c.result() {
+			continue
+		}
+		k := c.a.Receipt + "|" + c.a.Digest
+		if best == nil {
+			best = c
+			continue
+		}
+		bk := best.a.Receipt + "|" + best.a.Digest
+		if count[k] > count[bk] || (count[k] == count[bk] && c.end.Before(best.end)) {
+			best = c
+		}
+	}
+	return best
 }
 
 // newUnkeyedOp says an unkeyed call starts a new operation rather than
@@ -604,6 +625,15 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	if c.v.Forged {
 		a[ReasonPrincipalBad] = true
 	}
+	if c.keyed() && !wellFormedKey(c.v.Key) {
+		a["idempotency_key_invalid"] = true
+	}
+	if duplicateMembers(c.v.Arguments) {
+		a["invalid_arguments"] = true
+	}
+	// A server may end a 2025-11-25 session whenever it likes; the client
+	// initializes again (MCP Streamable HTTP).
+	a["session_not_found"] = true
 	if c.v.Role == "" || m.since(c.end, EnvRemoveTool, func(e EnvValue) bool { return e.Tool == c.v.Tool }) {
 		a[ReasonUnknownTool] = true
 	}
@@ -812,10 +842,12 @@ func (m *model) crossOperation(flagged map[int]bool) []Check {
 	return out
 }
 
-// sameOperation says two calls of two model operations may be one: an
-// unkeyed retry past its window that the gateway replayed is one operation
-// served again, which newUnkeyedOp already keeps together; nothing else is.
-func (m *model) sameOperation(a, b *mcall) bool { return a.op == b.op }
+// sameOperation says two calls may be one operation: calls of one, or
+// calls alike in all but how their numbers are written (1 and 1.0), which
+// a gateway may take for one operation as well as for two.
+func (m *model) sameOperation(a, b *mcall) bool {
+	return a.op == b.op || (a.vfp == b.vfp && a.scope == b.scope && a.v.Tool == b.v.Tool && a.v.Key == b.v.Key && a.v.Permit == b.v.Permit)
+}
 
 func (m *model) foreign(c, first *mcall, what string) Check {
 	harm := HarmLostOutcome
@@ -857,11 +889,11 @@ func (m *model) dispatchChecks() []Check {
 	for _, t := range tokens {
 		most, least := 0, 0
 		var calls []int
-		for _, o := range byToken[t] {
+		for k, o := range byToken[t] {
 			if o.mayRun() {
 				most++
 			}
-			if o.proven() {
+			if o.proven() && !m.servedAgain(o, byToken[t][:k]) {
 				least++
 			}
 			for _, c := range o.calls {
@@ -889,6 +921,21 @@ func (m *model) dispatchChecks() []Check {
 			fmt.Sprintf("%d token(s), all as allowed", len(tokens)), Args("tokens", len(tokens))))
 	}
 	return out
+}
+
+// servedAgain says an operation's outcome is an earlier one's served
+// again, where the two may be one operation (1 and 1.0): it proves no
+// dispatch of its own.
+func (m *model) servedAgain(o *mop, earlier []*mop) bool {
+	if o.outcome == nil {
+		return false
+	}
+	for _, e := range earlier {
+		if e.outcome != nil && m.sameOperation(e.outcome, o.outcome) && sameResult(e.outcome, o.outcome) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *model) opsSummary(os []*mop) string {
@@ -1099,4 +1146,19 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// wellFormedKey says a client key is one docs/wire.md takes as it is: at
+// most 255 characters of printable ASCII, with none of the characters a
+// proxy or a Structured Field would read as a separator.
+func wellFormedKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for _, r := range k {
+		if r < 0x21 || r > 0x7e || strings.ContainsRune(`,;"\`, r) {
+			return false
+		}
+	}
+	return true
 }

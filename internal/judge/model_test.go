@@ -137,6 +137,37 @@ func TestModel(t *testing.T) {
 			h.result("A", unkeyed(write), "r2", "d2")
 			h.dispatch("op1")
 		}, nil},
+		{"two integers past 2^53 are two operations", func(h *hist) {
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":9007199254740993}`) }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":9007199254740992}`) }), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"1 and 1.0 may be two operations", func(h *hist) {
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":1}`) }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":1.0}`) }), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"1 and 1.0 may be one operation", func(h *hist) {
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":1}`) }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(unkeyed(write), func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":1.0}`) }), "r1", "d1")
+		}, nil},
+		{"the same key with a different big integer is refused", func(h *hist) {
+			h.result("A", with(write, func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":9007199254740993}`) }), "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(write, func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","n":9007199254740992}`) }), ReasonKeyReused, false)
+		}, nil},
+		{"arguments with a repeated member refused", func(h *hist) {
+			h.refused("A", with(write, func(v *CallValue) { v.Arguments = json.RawMessage(`{"token":"op1","token":"op1"}`) }), "invalid_arguments", false)
+		}, nil},
+		{"a key past 255 characters refused", func(h *hist) {
+			h.refused("A", with(write, func(v *CallValue) { v.Key = strings.Repeat("k", 300) }), "idempotency_key_invalid", false)
+		}, nil},
+		{"a well-formed key refused as invalid", func(h *hist) {
+			h.refused("A", write, "idempotency_key_invalid", false)
+		}, []string{"answer/wrong-refusal"}},
 		{"in progress with nothing running", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")
