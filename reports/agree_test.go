@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // The CI numbers every output gives for a run, read back from the bytes as
@@ -26,41 +28,41 @@ type ciView struct {
 
 // Scenarios of every kind, as a run records them.
 func mixScenario(id, kind string) Scenario {
-	held := Check{Step: "A gets a result", State: Held, OK: true, Capability: CapWire, StepIndex: 0, Expected: "a result", Actual: "a result"}
-	violated := Check{Step: "the probe saw op1 dispatched 1 times", State: Violated, Capability: CapUpstream, StepIndex: 1, Expected: "1 dispatch", Actual: "2 dispatches"}
+	held := judge.Check{Step: "A gets a result", State: judge.Held, Capability: judge.CapWire, StepIndex: 0, Expected: "a result", Actual: "a result"}
+	violated := judge.Check{Step: "the probe saw op1 dispatched 1 times", State: judge.Violated, Capability: judge.CapUpstream, StepIndex: 1, Expected: "1 dispatch", Actual: "2 dispatches"}
 	steps := func(second string) []StepResult {
 		return []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}, {Keyword: "And ", Text: "the probe saw op1 dispatched 1 times", Status: second}}
 	}
 	s := Scenario{ID: id, Title: kind, Feature: "Mix", File: "mix.feature", Line: 3, Level: "must", Tags: []string{"@" + id, "@must"}}
 	switch kind {
 	case "passed":
-		s.Verdict, s.Checks, s.Steps = Passed, []Check{held, {Step: violated.Step, State: Held, OK: true, Capability: CapUpstream, StepIndex: 1}}, steps("passed")
+		s.Verdict, s.Checks, s.Steps = judge.Passed, []judge.Check{held, {Step: violated.Step, State: judge.Held, Capability: judge.CapUpstream, StepIndex: 1}}, steps("passed")
 	case "failed":
-		s.Verdict, s.Reason, s.Checks, s.Steps = Failed, "the probe saw op1 dispatched 2 times", []Check{held, violated}, steps("failed")
+		s.Verdict, s.Reason, s.Checks, s.Steps = judge.Failed, "the probe saw op1 dispatched 2 times", []judge.Check{held, violated}, steps("failed")
 	case "incomplete":
-		s.Verdict, s.Reason = Incomplete, "ledger not observed"
-		s.Checks = []Check{held, {Step: "the ledger has 1 debits and 0 refunds", State: NotObserved, Capability: CapLedger, StepIndex: 1, Actual: "no ledger"}}
+		s.Verdict, s.Reason = judge.Incomplete, "ledger not observed"
+		s.Checks = []judge.Check{held, {Step: "the ledger has 1 debits and 0 refunds", State: judge.NotObserved, Capability: judge.CapLedger, StepIndex: 1, Actual: "no ledger"}}
 		s.Steps = steps("passed")
 	case "skipped":
-		s.Verdict, s.Missing, s.Reason, s.Steps = Skipped, CapClock, "no clock", []StepResult{{Keyword: "Given ", Text: "the clock is frozen", Status: "skipped"}, {Text: "A calls", Status: "not run"}}
+		s.Verdict, s.Missing, s.Reason, s.Steps = judge.Skipped, judge.CapClock, "no clock", []StepResult{{Keyword: "Given ", Text: "the clock is frozen", Status: "skipped"}, {Text: "A calls", Status: "not run"}}
 		s.Tags = append(s.Tags, "@needs-clock")
 	case "interrupted":
 		// godog fails the step the stop cut short.
-		s.Verdict, s.Reason = Interrupted, "the run was interrupted"
-		s.Checks, s.Steps = []Check{held}, []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}, {Text: "B calls", Status: "failed", Error: "context canceled"}}
+		s.Verdict, s.Reason = judge.Interrupted, "the run was interrupted"
+		s.Checks, s.Steps = []judge.Check{held}, []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}, {Text: "B calls", Status: "failed", Error: "context canceled"}}
 	case "waived":
-		s.Verdict, s.Reason, s.Checks, s.Steps = ExpectedFailure, "known: no body limit", []Check{held, violated}, steps("failed")
+		s.Verdict, s.Reason, s.Checks, s.Steps = judge.ExpectedFailure, "known: no body limit", []judge.Check{held, violated}, steps("failed")
 	case "unexpected-pass":
-		s.Verdict, s.Reason, s.Checks, s.Steps = UnexpectedPass, "listed as an expected failure", []Check{held}, steps("passed")[:1]
+		s.Verdict, s.Reason, s.Checks, s.Steps = judge.UnexpectedPass, "listed as an expected failure", []judge.Check{held}, steps("passed")[:1]
 	case "undefined":
-		s.Verdict, s.Reason, s.Steps = Undefined, "undefined step: B does a thing", []StepResult{{Text: "B does a thing", Status: "undefined"}}
+		s.Verdict, s.Reason, s.Steps = judge.Undefined, "undefined step: B does a thing", []StepResult{{Text: "B does a thing", Status: "undefined"}}
 	case "contradicted":
 		// A report edited to say passed: the violated check is still there.
-		s.Verdict, s.Checks, s.Steps = Passed, []Check{held, violated}, steps("passed")
+		s.Verdict, s.Checks, s.Steps = judge.Passed, []judge.Check{held, violated}, steps("passed")
 	case "no-check-pass":
-		s.Verdict, s.Steps = Passed, []StepResult{{Keyword: "Given ", Text: "a wallet", Status: "passed"}}
+		s.Verdict, s.Steps = judge.Passed, []StepResult{{Keyword: "Given ", Text: "a wallet", Status: "passed"}}
 	case "not-applicable":
-		s.Verdict, s.Reason, s.Steps = NotApplicable, "written for the refuse policy", []StepResult{{Text: "A calls", Status: "skipped"}}
+		s.Verdict, s.Reason, s.Steps = judge.NotApplicable, "written for the refuse policy", []StepResult{{Text: "A calls", Status: "skipped"}}
 	default:
 		panic(kind)
 	}

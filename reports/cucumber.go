@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // CucumberFile is written beside summary.json.
@@ -94,9 +96,9 @@ func Cucumber(run Run) ([]byte, error) {
 					continue
 				}
 				switch c.Status() {
-				case Violated:
+				case judge.Violated:
 					r.Status, r.Error = "failed", fmt.Sprintf("%s\nexpected: %s\nobserved: %s", c.Step, c.Expected, c.Actual)
-				case NotObserved:
+				case judge.NotObserved:
 					if r.Status == "passed" {
 						r.Status, r.Error = "skipped", fmt.Sprintf("not observed (needs %s): %s", c.Capability, c.Actual)
 					}

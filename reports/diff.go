@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Change is one scenario whose standing differs between two runs.
@@ -71,11 +73,11 @@ func Compare(old, new Summary) Diff {
 		switch {
 		case !ok:
 			d.New = append(d.New, c)
-		case o.Verdict == Passed && s.Verdict == Interrupted:
+		case o.Verdict == judge.Passed && s.Verdict == judge.Interrupted:
 			d.Unfinished = append(d.Unfinished, c)
-		case o.Verdict == Passed && s.Verdict != Passed:
+		case o.Verdict == judge.Passed && s.Verdict != judge.Passed:
 			d.Regressions = append(d.Regressions, c)
-		case o.Verdict != Passed && s.Verdict == Passed:
+		case o.Verdict != judge.Passed && s.Verdict == judge.Passed:
 			c.Reason = ""
 			d.Fixes = append(d.Fixes, c)
 		case o.Verdict != s.Verdict:
@@ -88,10 +90,10 @@ func Compare(old, new Summary) Diff {
 		}
 		c := Change{ID: s.ID, Title: s.Title, Old: s.Verdict}
 		switch {
-		case s.Verdict == Passed && new.Interrupted:
+		case s.Verdict == judge.Passed && new.Interrupted:
 			c.Reason = "not reached before the interrupt"
 			d.Unfinished = append(d.Unfinished, c)
-		case s.Verdict == Passed:
+		case s.Verdict == judge.Passed:
 			c.Reason = "not in the new run: deselected (--tags, --id) or gone from the suite"
 			d.Regressions = append(d.Regressions, c)
 		default:

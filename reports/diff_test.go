@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 func TestCompare(t *testing.T) {
@@ -24,27 +25,27 @@ func TestCompare(t *testing.T) {
 		{name: "same run", old: "base", new: "base", want: Diff{OldResult: "FAIL", NewResult: "FAIL"}},
 		{name: "next release", old: "base", new: "next", want: Diff{
 			OldResult: "FAIL", NewResult: "FAIL",
-			Regressions: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: Passed, Reason: notInNewRun},
-				{ID: "retry-01", Title: "A keyed retry replays", Old: Passed, New: Failed, Reason: "the ledger has 2 debits"}},
-			Fixes:   []Change{{ID: "twins-03", Title: "Twins dispatch once", Old: Failed, New: Passed}},
-			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped, New: Failed, Reason: "replayed after the window"}},
-			New:     []Change{{ID: "new-01", Title: "A scenario added since", New: Passed}},
+			Regressions: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: judge.Passed, Reason: notInNewRun},
+				{ID: "retry-01", Title: "A keyed retry replays", Old: judge.Passed, New: judge.Failed, Reason: "the ledger has 2 debits"}},
+			Fixes:   []Change{{ID: "twins-03", Title: "Twins dispatch once", Old: judge.Failed, New: judge.Passed}},
+			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: judge.Skipped, New: judge.Failed, Reason: "replayed after the window"}},
+			New:     []Change{{ID: "new-01", Title: "A scenario added since", New: judge.Passed}},
 			Notes:   []string{"the runs claim different levels: full before, wire now"},
 		}},
 		{name: "back again", old: "next", new: "base", want: Diff{
 			OldResult: "FAIL", NewResult: "FAIL",
-			Regressions: []Change{{ID: "new-01", Title: "A scenario added since", Old: Passed, Reason: notInNewRun},
-				{ID: "twins-03", Title: "Twins dispatch once", Old: Passed, New: Failed, Reason: "the probe counted 2 dispatches"}},
-			Fixes:   []Change{{ID: "retry-01", Title: "A keyed retry replays", Old: Failed, New: Passed}},
-			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: Failed, New: Skipped, Reason: "no clock"}},
-			New:     []Change{{ID: "gone-01", Title: "A scenario since deleted", New: Passed}},
+			Regressions: []Change{{ID: "new-01", Title: "A scenario added since", Old: judge.Passed, Reason: notInNewRun},
+				{ID: "twins-03", Title: "Twins dispatch once", Old: judge.Passed, New: judge.Failed, Reason: "the probe counted 2 dispatches"}},
+			Fixes:   []Change{{ID: "retry-01", Title: "A keyed retry replays", Old: judge.Failed, New: judge.Passed}},
+			Changed: []Change{{ID: "clock-01", Title: "The window closes", Old: judge.Failed, New: judge.Skipped, Reason: "no clock"}},
+			New:     []Change{{ID: "gone-01", Title: "A scenario since deleted", New: judge.Passed}},
 			Notes:   []string{"the runs claim different levels: wire before, full now"},
 		}},
 		{name: "interrupted, other server", old: "base", new: "interrupted", want: Diff{
 			OldResult: "FAIL", NewResult: "INTERRUPTED", Interrupted: true,
-			Removed: []Change{{ID: "clock-01", Title: "The window closes", Old: Skipped}, {ID: "twins-03", Title: "Twins dispatch once", Old: Failed}},
-			Unfinished: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: Passed, Reason: "not reached before the interrupt"},
-				{ID: "retry-02", Title: "A retry with another body is refused", Old: Passed, New: Interrupted, Reason: "interrupt signal received"}},
+			Removed: []Change{{ID: "clock-01", Title: "The window closes", Old: judge.Skipped}, {ID: "twins-03", Title: "Twins dispatch once", Old: judge.Failed}},
+			Unfinished: []Change{{ID: "gone-01", Title: "A scenario since deleted", Old: judge.Passed, Reason: "not reached before the interrupt"},
+				{ID: "retry-02", Title: "A retry with another body is refused", Old: judge.Passed, New: judge.Interrupted, Reason: "interrupt signal received"}},
 			Notes: []string{"the runs tested different servers: acme-gateway before, other-gateway now",
 				"the new run was interrupted: what it did not finish is unfinished, not a regression, and the comparison is inconclusive"},
 		}},
@@ -84,16 +85,16 @@ func TestCompareClassifies(t *testing.T) {
 		list     func(Diff) []Change // where the change must be listed
 		want     gate
 	}{
-		{"skipped, now passed", run(RunIncomplete, false, "a-01", Skipped), run(RunPass, false, "a-01", Passed), func(d Diff) []Change { return d.Fixes }, pass},
-		{"passed, now incomplete", run(RunPass, false, "a-01", Passed), run(RunIncomplete, false, "a-01", Incomplete), func(d Diff) []Change { return d.Regressions }, regressed},
-		{"passed, now waived", run(RunPass, false, "a-01", Passed), run(RunPass, false, "a-01", ExpectedFailure), func(d Diff) []Change { return d.Regressions }, regressed},
-		{"passed, now deselected", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunPass, false, "a-02", Passed), func(d Diff) []Change { return d.Regressions }, regressed},
-		{"renamed", run(RunPass, false, "a-01", Passed), run(RunPass, false, "a-09", Passed), func(d Diff) []Change { return d.Regressions }, regressed},
-		{"failing scenario removed", run(RunFail, false, "a-01", Passed, "a-02", Failed), run(RunPass, false, "a-01", Passed), func(d Diff) []Change { return d.Removed }, pass},
-		{"a new scenario fails", run(RunPass, false, "a-01", Passed), run(RunFail, false, "a-01", Passed, "a-02", Failed), func(d Diff) []Change { return d.New }, regressed},
-		{"interrupted before it", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunInterrupted, true, "a-01", Passed), func(d Diff) []Change { return d.Unfinished }, inconclusive},
-		{"interrupted during it", run(RunPass, false, "a-01", Passed), run(RunInterrupted, true, "a-01", Interrupted), func(d Diff) []Change { return d.Unfinished }, inconclusive},
-		{"interrupted after a regression", run(RunPass, false, "a-01", Passed, "a-02", Passed), run(RunInterrupted, true, "a-01", Failed, "a-02", Interrupted), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"skipped, now passed", run(RunIncomplete, false, "a-01", judge.Skipped), run(RunPass, false, "a-01", judge.Passed), func(d Diff) []Change { return d.Fixes }, pass},
+		{"passed, now incomplete", run(RunPass, false, "a-01", judge.Passed), run(RunIncomplete, false, "a-01", judge.Incomplete), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"passed, now waived", run(RunPass, false, "a-01", judge.Passed), run(RunPass, false, "a-01", judge.ExpectedFailure), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"passed, now deselected", run(RunPass, false, "a-01", judge.Passed, "a-02", judge.Passed), run(RunPass, false, "a-02", judge.Passed), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"renamed", run(RunPass, false, "a-01", judge.Passed), run(RunPass, false, "a-09", judge.Passed), func(d Diff) []Change { return d.Regressions }, regressed},
+		{"failing scenario removed", run(RunFail, false, "a-01", judge.Passed, "a-02", judge.Failed), run(RunPass, false, "a-01", judge.Passed), func(d Diff) []Change { return d.Removed }, pass},
+		{"a new scenario fails", run(RunPass, false, "a-01", judge.Passed), run(RunFail, false, "a-01", judge.Passed, "a-02", judge.Failed), func(d Diff) []Change { return d.New }, regressed},
+		{"interrupted before it", run(RunPass, false, "a-01", judge.Passed, "a-02", judge.Passed), run(RunInterrupted, true, "a-01", judge.Passed), func(d Diff) []Change { return d.Unfinished }, inconclusive},
+		{"interrupted during it", run(RunPass, false, "a-01", judge.Passed), run(RunInterrupted, true, "a-01", judge.Interrupted), func(d Diff) []Change { return d.Unfinished }, inconclusive},
+		{"interrupted after a regression", run(RunPass, false, "a-01", judge.Passed, "a-02", judge.Passed), run(RunInterrupted, true, "a-01", judge.Failed, "a-02", judge.Interrupted), func(d Diff) []Change { return d.Regressions }, regressed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Compare(tc.old, tc.new)

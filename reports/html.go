@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 //go:embed report.html.tmpl
@@ -102,7 +104,8 @@ type scenarioView struct {
 	// is one, it stands in for the reason (which says the same).
 	Findings                  []checkView
 	Steps                     []stepView
-	LooseChecks               []checkView // checks no recorded step holds (older files)
+	ModelChecks               []checkView // the model's checks of the whole history, made once the scenario ended
+	OtherChecks               []checkView // checks of no recorded step
 	LedgerBefore, LedgerAfter *ledgerView
 	LedgerDelta               string
 	Exchanges                 []exchangeView
@@ -259,13 +262,16 @@ func buildScenarioView(s Scenario, name string, line SummaryScenario) scenarioVi
 	byStep := map[int][]checkView{}
 	for _, c := range s.Checks {
 		cv := buildCheck(s, c)
-		if c.Status() == Violated {
+		if c.Status() == judge.Violated {
 			sv.Findings = append(sv.Findings, cv)
 		}
-		if c.StepIndex >= 0 && c.StepIndex < len(s.Steps) {
+		switch {
+		case c.Model:
+			sv.ModelChecks = append(sv.ModelChecks, cv)
+		case c.StepIndex >= 0 && c.StepIndex < len(s.Steps):
 			byStep[c.StepIndex] = append(byStep[c.StepIndex], cv)
-		} else {
-			sv.LooseChecks = append(sv.LooseChecks, cv)
+		default:
+			sv.OtherChecks = append(sv.OtherChecks, cv)
 		}
 	}
 	for i, st := range s.Steps {
@@ -278,12 +284,12 @@ func buildScenarioView(s Scenario, name string, line SummaryScenario) scenarioVi
 	return sv
 }
 
-func buildCheck(s Scenario, c Check) checkView {
+func buildCheck(s Scenario, c judge.Check) checkView {
 	cv := checkView{Step: c.Step, Capability: c.Capability, Expected: c.Expected, Actual: c.Actual}
 	switch c.Status() {
-	case Held:
+	case judge.Held:
 		cv.Mark, cv.MarkClass = "✓", "ok-mark"
-	case NotObserved:
+	case judge.NotObserved:
 		cv.Mark, cv.MarkClass = "not observed", "muted"
 	default:
 		cv.Mark, cv.MarkClass = "✗", "bad-mark"
@@ -488,17 +494,17 @@ func rpcMessage(body string) (rpcMsg, bool) {
 
 func verdictClass(v string) string {
 	switch v {
-	case Passed:
+	case judge.Passed:
 		return "v-pass"
-	case Failed:
+	case judge.Failed:
 		return "v-fail"
-	case Skipped, Incomplete, NotApplicable, Interrupted:
+	case judge.Skipped, judge.Incomplete, judge.NotApplicable, judge.Interrupted:
 		return "v-skip"
-	case Undefined:
+	case judge.Undefined:
 		return "v-undef"
-	case ExpectedFailure:
+	case judge.ExpectedFailure:
 		return "v-xfail"
-	case UnexpectedPass:
+	case judge.UnexpectedPass:
 		return "v-xpass"
 	default:
 		return "v-unknown"

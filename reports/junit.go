@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // JUnitFile is written beside summary.json.
@@ -126,7 +128,7 @@ func JUnit(run Run) ([]byte, error) {
 // failureMessage is the scenario's reason, or, when it has none (a verdict
 // its checks contradict), why it fails the run.
 func failureMessage(s Scenario, why string) string {
-	if r := firstLine(s.Reason); r != "" && s.Verdict != Passed {
+	if r := firstLine(s.Reason); r != "" && s.Verdict != judge.Passed {
 		return r
 	}
 	return why

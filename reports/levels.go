@@ -3,6 +3,8 @@ package reports
 import (
 	"slices"
 	"strings"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Certification levels, each the set of checks a vendor can claim:
@@ -20,32 +22,11 @@ const (
 // Levels in ascending order.
 var Levels = []string{LevelWire, LevelMetered, LevelFull}
 
-// Capabilities a check observes with or a situation needs. Those of the
-// wire level come from the harness itself or the profile (the operator's
-// tools, keys and trust); the others need a control API.
-const (
-	CapWire            = "wire"             // the MCP endpoint itself
-	CapUpstream        = "upstream"         // the target's tools reach the harness probe
-	CapPrincipalTokens = "principal-tokens" // the harness can present tokens of distinct principals
-	CapSecondKey       = "second-key"       // a second API key of the same wallet
-	CapOtherWallet     = "other-wallet"     // an API key of another wallet
-	CapToolWriteOther  = "tool-write-other" // a second mutating tool at the probe
-	CapToolReadOnly    = "tool-read-only"   // a metered read-only tool at the probe
-	CapToolApproval    = "tool-approval"    // an approval-gated tool at the probe
-	CapLedger          = "ledger"
-	CapFixtures        = "fixtures" // wallets, keys, tools and permits made on demand
-	CapClock           = "clock"
-	CapFaults          = "faults"
-	CapSettings        = "settings"
-	CapPrincipals      = "principals" // principals registered and revoked on demand
-	CapTwoURLs         = "two-urls"
-)
-
 var capLevel = map[string]string{
-	CapWire: LevelWire, CapUpstream: LevelWire, CapPrincipalTokens: LevelWire,
-	CapSecondKey: LevelWire, CapOtherWallet: LevelWire, CapToolWriteOther: LevelWire,
-	CapToolReadOnly: LevelWire, CapToolApproval: LevelWire,
-	CapLedger: LevelMetered,
+	judge.CapWire: LevelWire, judge.CapUpstream: LevelWire, judge.CapPrincipalTokens: LevelWire,
+	judge.CapSecondKey: LevelWire, judge.CapOtherWallet: LevelWire, judge.CapToolWriteOther: LevelWire,
+	judge.CapToolReadOnly: LevelWire, judge.CapToolApproval: LevelWire,
+	judge.CapLedger: LevelMetered,
 }
 
 // CapabilityLevel is the lowest level that includes a capability; one not
@@ -86,8 +67,8 @@ func HighestLevel(caps map[string]bool) string {
 
 // levelCaps are the capabilities each level above wire adds.
 var levelCaps = map[string][]string{
-	LevelMetered: {CapLedger},
-	LevelFull:    {CapFixtures, CapClock, CapFaults, CapSettings, CapPrincipals, CapTwoURLs},
+	LevelMetered: {judge.CapLedger},
+	LevelFull:    {judge.CapFixtures, judge.CapClock, judge.CapFaults, judge.CapSettings, judge.CapPrincipals, judge.CapTwoURLs},
 }
 
 func levelCovered(level string, caps map[string]bool) bool {

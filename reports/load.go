@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Load reads back a run that Write wrote into dir, so its verdict can be
@@ -149,13 +151,13 @@ func decodeOne(b []byte, v any) error {
 	return nil
 }
 
-func decodeHistory(b []byte) ([]Op, error) {
-	var ops []Op
+func decodeHistory(b []byte) ([]judge.Op, error) {
+	var ops []judge.Op
 	for n, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var op Op
+		var op judge.Op
 		if err := decodeOne(line, &op); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
@@ -165,7 +167,7 @@ func decodeHistory(b []byte) ([]Op, error) {
 }
 
 // sameHistory compares two histories by their canonical encoding.
-func sameHistory(got, want []Op) error {
+func sameHistory(got, want []judge.Op) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d ops, evidence has %d", len(got), len(want))
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Console formats of `mcpconform run --format`.
@@ -76,7 +78,7 @@ func PrintGitHub(w io.Writer, run Run, dir string) {
 			cmd, msg = "error", p.why
 		case isProblem:
 			cmd, msg = "warning", p.why
-		case s.Verdict == Incomplete:
+		case s.Verdict == judge.Incomplete:
 			cmd, msg = "warning", withReason(displayID(s.ID)+": incomplete", s.Reason)
 		default:
 			continue

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 func TestMachineFormatsGolden(t *testing.T) {
@@ -58,10 +60,10 @@ func TestJSONLAgreesWithSummary(t *testing.T) {
 
 func TestGitHubAnnotations(t *testing.T) {
 	run := Run{Tool: "mcpconform", Level: LevelFull, Scenarios: []Scenario{
-		{ID: "retry-01", Title: "A retry, dispatched once", File: "retry.feature", Line: 12, Level: "must", Verdict: Failed,
+		{ID: "retry-01", Title: "A retry, dispatched once", File: "retry.feature", Line: 12, Level: "must", Verdict: judge.Failed,
 			Reason: "the probe saw op1 dispatched 2 times\nsecond line, with: 100%"},
-		{ID: "clock-01", Title: "Window", File: "clock.feature", Line: 3, Level: "must", Verdict: Skipped, Missing: CapClock, Reason: "no clock"},
-		{ID: "ok-01", Title: "Fine", File: "ok.feature", Line: 5, Level: "must", Verdict: Passed, Checks: []Check{{Step: "s", State: Held, OK: true}}},
+		{ID: "clock-01", Title: "Window", File: "clock.feature", Line: 3, Level: "must", Verdict: judge.Skipped, Missing: judge.CapClock, Reason: "no clock"},
+		{ID: "ok-01", Title: "Fine", File: "ok.feature", Line: 5, Level: "must", Verdict: judge.Passed, Checks: []judge.Check{{Step: "s", State: judge.Held}}},
 	}}
 	var buf bytes.Buffer
 	PrintGitHub(&buf, run, "features")

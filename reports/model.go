@@ -9,32 +9,8 @@ import (
 	"encoding/json"
 	"math"
 	"time"
-)
 
-// Verdicts. Nothing is "passed" unless its checks were observed.
-const (
-	Passed = "passed" // every check observed and held, at least one
-	Failed = "failed" // a check was observed and violated
-	// Incomplete: nothing violated, but some check could not be observed
-	// (the target lacks the capability that would observe it).
-	Incomplete = "incomplete"
-	// Skipped: the situation could not be created at all (no clock to move,
-	// no fault point to pause at); Reason and Missing say which capability.
-	Skipped   = "skipped"
-	Undefined = "undefined" // a step without a definition (a harness defect)
-	// NotApplicable: the scenario is for another unkeyed policy than the
-	// one the target declares; it does not count towards the run.
-	NotApplicable   = "not-applicable"
-	Interrupted     = "interrupted" // the run was stopped before it finished
-	ExpectedFailure = "expected-failure"
-	UnexpectedPass  = "unexpected-pass" // listed as an expected failure but passed: fails the run
-)
-
-// Check states.
-const (
-	Held        = "held"
-	Violated    = "violated"
-	NotObserved = "not-observed"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Run is one `mcpconform run`.
@@ -130,10 +106,14 @@ type Scenario struct {
 	Control      []Exchange `json:"control,omitempty"`
 	LedgerBefore *Ledger    `json:"ledger_before,omitempty"`
 	LedgerAfter  *Ledger    `json:"ledger_after,omitempty"`
-	History      []Op       `json:"history,omitempty"`
-	Dispatches   []Dispatch `json:"dispatches,omitempty"`
+	History      []judge.Op `json:"history,omitempty"`
+	// Ending is how the scenario's steps ended besides its checks (not
+	// applicable, skipped, interrupted, a step error): with the checks, what
+	// the verdict rule decides from, so recheck can apply it again.
+	Ending     *judge.Ending    `json:"ending,omitempty"`
+	Dispatches []judge.Dispatch `json:"dispatches,omitempty"`
 	// Checks lists every assertion the scenario made, in order, whatever its state.
-	Checks []Check `json:"checks,omitempty"`
+	Checks []judge.Check `json:"checks,omitempty"`
 	// Steps are the scenario's steps as godog ran them, in order.
 	Steps []StepResult `json:"steps,omitempty"`
 }
@@ -146,36 +126,6 @@ type StepResult struct {
 	Line    int64  `json:"line,omitempty"`
 	Status  string `json:"status"` // "not run" for a step godog never reached
 	Error   string `json:"error,omitempty"`
-}
-
-// Check is one assertion of a Then step: held, violated, or not observed
-// because the target lacks the capability that would observe it.
-type Check struct {
-	Step string `json:"step"`
-	// State is Held, Violated or NotObserved; OK is State == Held (kept for
-	// readers of older files, where State is absent).
-	State      string `json:"state,omitempty"`
-	OK         bool   `json:"ok"`
-	Capability string `json:"capability,omitempty"` // what observes it: upstream, ledger, wire...
-	// StepIndex is the index in Scenario.Steps of the step that made it.
-	StepIndex int    `json:"step_index"`
-	Expected  string `json:"expected"`
-	// Actual is what was observed; for a check not observed, why not.
-	Actual string `json:"actual"`
-	// Witness names the requests, dispatches and ledger entries the check
-	// looked at, in this scenario's record.
-	Witness *Witness `json:"witness,omitempty"`
-}
-
-// Status is the check's state, also for files written before State existed.
-func (c Check) Status() string {
-	switch {
-	case c.State != "":
-		return c.State
-	case c.OK:
-		return Held
-	}
-	return Violated
 }
 
 // Exchange is one raw HTTP request and its answer, as sent and received.
@@ -197,41 +147,9 @@ type Exchange struct {
 
 // Ledger is a wallet's balance and entries at one moment.
 type Ledger struct {
-	WalletID string        `json:"wallet_id"`
-	Balance  int64         `json:"balance"`
-	Entries  []LedgerEntry `json:"entries"`
-}
-
-// LedgerEntry mirrors the control API's ledger entry.
-type LedgerEntry struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"`
-	Amount  int64     `json:"amount"`
-	Receipt string    `json:"receipt,omitempty"`
-	Tool    string    `json:"tool,omitempty"`
-	At      time.Time `json:"at"`
-}
-
-// Op is one history event, Jepsen style: each operation is recorded as
-// invoke, then ok, fail or info (outcome unknown), with a value unique to it.
-type Op struct {
-	Index   int             `json:"index"`
-	Process string          `json:"process"` // the client lane
-	Type    string          `json:"type"`    // invoke | ok | fail | info
-	F       string          `json:"f"`       // e.g. "tools/call"
-	Value   json.RawMessage `json:"value"`   // operation token, key, receipt, reason...
-	Time    time.Time       `json:"time"`
-	// Step is the index in Scenario.Steps of the step that was running when
-	// the event was recorded, so a check (Check.StepIndex) can be recomputed
-	// from the events it saw; nil in files written before it existed.
-	Step *int `json:"step,omitempty"`
-}
-
-// Dispatch is one call the upstream probe received.
-type Dispatch struct {
-	Token string    `json:"token"`
-	Tool  string    `json:"tool"`
-	At    time.Time `json:"at"`
+	WalletID string              `json:"wallet_id"`
+	Balance  int64               `json:"balance"`
+	Entries  []judge.LedgerEntry `json:"entries"`
 }
 
 // Duration marshals as seconds with a fraction.

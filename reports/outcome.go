@@ -1,5 +1,7 @@
 package reports
 
+import "github.com/mcpconform/mcpconform/internal/judge"
+
 // Outcome is how a scenario counts in every output a CI reads: the
 // console's last line, the JSON lines summary, report.html's totals, JUnit
 // and Cucumber JSON. It is decided once, here, so they cannot disagree.
@@ -33,13 +35,13 @@ func Outcomes(run Run) []Outcome {
 	out := make([]Outcome, len(run.Scenarios))
 	for i, s := range run.Scenarios {
 		switch {
-		case s.Verdict == Interrupted:
+		case s.Verdict == judge.Interrupted:
 			out[i] = OutcomeSkipped
-		case failing[i] && s.Verdict == Undefined:
+		case failing[i] && s.Verdict == judge.Undefined:
 			out[i] = OutcomeError
 		case failing[i]:
 			out[i] = OutcomeFailed
-		case s.Verdict == Passed:
+		case s.Verdict == judge.Passed:
 			out[i] = OutcomePassed
 		default:
 			out[i] = OutcomeSkipped

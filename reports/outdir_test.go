@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // tree lists the files under dir, slash-separated, sorted.
@@ -37,7 +39,7 @@ func TestRewriteDropsEarlierEvidence(t *testing.T) {
 	if err := Write(dir, loadFixture(t)); err != nil {
 		t.Fatal(err)
 	}
-	second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: Failed, Reason: "second run"}}}
+	second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: judge.Failed, Reason: "second run"}}}
 	if err := Write(dir, second); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestKilledWhileWriting(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := tree(t, dir)
-			second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: Failed, Reason: "second run"}}}
+			second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: judge.Failed, Reason: "second run"}}}
 			killPoint = func(s string) {
 				if s == stage {
 					panic("killed")

@@ -4,23 +4,25 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"testing"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // The outputs are views of one model: JUnit's counts and Cucumber's step
 // results agree with the verdicts, and nothing not observed reads as passed.
 func TestOutputsAgreeWithTheModel(t *testing.T) {
-	held := Check{Step: "A gets a result", State: Held, OK: true, Capability: CapWire, StepIndex: 0}
+	held := judge.Check{Step: "A gets a result", State: judge.Held, Capability: judge.CapWire, StepIndex: 0}
 	run := Run{Level: LevelWire, Scenarios: []Scenario{
-		{ID: "a-01", Title: "passes", Feature: "F", Level: "must", Verdict: Passed, Checks: []Check{held},
+		{ID: "a-01", Title: "passes", Feature: "F", Level: "must", Verdict: judge.Passed, Checks: []judge.Check{held},
 			Steps: []StepResult{{Keyword: "Then ", Text: "A gets a result", Status: "passed"}}},
-		{ID: "a-02", Title: "fails", Feature: "F", Level: "must", Verdict: Failed, Reason: "probe saw 2",
-			Checks: []Check{held, {Step: "the probe saw op1 dispatched 1 times", State: Violated, Capability: CapUpstream, StepIndex: 1,
+		{ID: "a-02", Title: "fails", Feature: "F", Level: "must", Verdict: judge.Failed, Reason: "probe saw 2",
+			Checks: []judge.Check{held, {Step: "the probe saw op1 dispatched 1 times", State: judge.Violated, Capability: judge.CapUpstream, StepIndex: 1,
 				Expected: "1", Actual: "2"}},
 			Steps: []StepResult{{Text: "A gets a result", Status: "passed"}, {Text: "the probe saw", Status: "failed"}}},
-		{ID: "a-03", Title: "incomplete", Feature: "G", Level: "must", Verdict: Incomplete, Reason: "ledger",
-			Checks: []Check{held, {Step: "the ledger has 1 debit", State: NotObserved, Capability: CapLedger, StepIndex: 1}},
+		{ID: "a-03", Title: "incomplete", Feature: "G", Level: "must", Verdict: judge.Incomplete, Reason: "ledger",
+			Checks: []judge.Check{held, {Step: "the ledger has 1 debit", State: judge.NotObserved, Capability: judge.CapLedger, StepIndex: 1}},
 			Steps:  []StepResult{{Text: "A gets a result", Status: "passed"}, {Text: "the ledger has 1 debit", Status: "passed"}}},
-		{ID: "a-04", Title: "skipped", Feature: "G", Level: "must", Verdict: Skipped, Missing: CapClock, Reason: "no clock",
+		{ID: "a-04", Title: "skipped", Feature: "G", Level: "must", Verdict: judge.Skipped, Missing: judge.CapClock, Reason: "no clock",
 			Steps: []StepResult{{Text: "the clock is frozen", Status: "skipped"}, {Text: "A calls", Status: "not run"}}},
 	}}
 	b, err := JUnit(run)

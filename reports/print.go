@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpconform/mcpconform/internal/buildinfo"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // maxReasonRunes bounds the reason column of PrintSummary.
@@ -124,16 +125,16 @@ func RunLine(run Run, result string, problems int) string {
 		// wire-level PASS as the whole suite.
 		beyond, na, waived := 0, 0, 0
 		for _, s := range run.Scenarios {
-			if s.Verdict == ExpectedFailure {
+			if s.Verdict == judge.ExpectedFailure {
 				waived++ // a known gap accepted by the operator, @must or not
 			}
 			if !isMust(s.Level) {
 				continue
 			}
 			switch s.Verdict {
-			case Skipped, Incomplete:
+			case judge.Skipped, judge.Incomplete:
 				beyond++
-			case NotApplicable:
+			case judge.NotApplicable:
 				na++
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -91,10 +92,10 @@ func TestFixtureShape(t *testing.T) {
 		byID[s.ID] = s
 	}
 	tw := byID["twins-03"]
-	if tw.Verdict != Failed || len(tw.Dispatches) < 2 || len(tw.Exchanges) < 2 || !wantsTimeline(tw) {
+	if tw.Verdict != judge.Failed || len(tw.Dispatches) < 2 || len(tw.Exchanges) < 2 || !wantsTimeline(tw) {
 		t.Errorf("twins-03 should be a failed concurrent scenario with two lanes and dispatches")
 	}
-	for _, v := range []string{Skipped, ExpectedFailure, Undefined, Passed} {
+	for _, v := range []string{judge.Skipped, judge.ExpectedFailure, judge.Undefined, judge.Passed} {
 		found := false
 		for _, s := range run.Scenarios {
 			found = found || s.Verdict == v
@@ -203,24 +204,24 @@ func TestJudge(t *testing.T) {
 	sc := func(id, level, verdict string) Scenario {
 		return Scenario{ID: id, Level: level, Verdict: verdict, Reason: "why " + id}
 	}
-	held := func(step, capability string) Check {
-		return Check{Step: step, State: Held, OK: true, Capability: capability}
+	held := func(step, capability string) judge.Check {
+		return judge.Check{Step: step, State: judge.Held, Capability: capability}
 	}
-	unobserved := func(step, capability string) Check {
-		return Check{Step: step, State: NotObserved, Capability: capability}
+	unobserved := func(step, capability string) judge.Check {
+		return judge.Check{Step: step, State: judge.NotObserved, Capability: capability}
 	}
 	passed := func(id string) Scenario {
-		s := sc(id, "must", Passed)
-		s.Checks = []Check{held("gets a result", CapWire)}
+		s := sc(id, "must", judge.Passed)
+		s.Checks = []judge.Check{held("gets a result", judge.CapWire)}
 		return s
 	}
 	incomplete := func(id, capability string) Scenario {
-		s := sc(id, "must", Incomplete)
-		s.Checks = []Check{held("gets a result", CapWire), unobserved("the ledger has 1 debit", capability)}
+		s := sc(id, "must", judge.Incomplete)
+		s.Checks = []judge.Check{held("gets a result", judge.CapWire), unobserved("the ledger has 1 debit", capability)}
 		return s
 	}
 	skipped := func(id, level, missing string) Scenario {
-		s := sc(id, level, Skipped)
+		s := sc(id, level, judge.Skipped)
 		s.Missing = missing
 		return s
 	}
@@ -234,57 +235,55 @@ func TestJudge(t *testing.T) {
 	}{
 		{name: "empty run", want: RunPass},
 		{name: "all passed", scenarios: []Scenario{passed("a"), passed("b")}, want: RunPass},
-		{name: "failed must", scenarios: []Scenario{passed("a"), sc("b", "must", Failed)}, want: RunFail,
+		{name: "failed must", scenarios: []Scenario{passed("a"), sc("b", "must", judge.Failed)}, want: RunFail,
 			wantWhy: []string{"b [must]: failed: why b"}},
-		{name: "failed should fails too", scenarios: []Scenario{sc("a", "should", Failed)}, want: RunFail,
+		{name: "failed should fails too", scenarios: []Scenario{sc("a", "should", judge.Failed)}, want: RunFail,
 			wantWhy: []string{"a [should]: failed: why a"}},
-		{name: "unexpected pass fails", scenarios: []Scenario{sc("a", "must", UnexpectedPass)}, want: RunFail,
+		{name: "unexpected pass fails", scenarios: []Scenario{sc("a", "must", judge.UnexpectedPass)}, want: RunFail,
 			wantWhy: []string{"a [must]: unexpected pass (listed as an expected failure, but passed): why a"}},
-		{name: "expected failure is waived", scenarios: []Scenario{sc("a", "must", ExpectedFailure)}, want: RunPass},
-		{name: "undefined is a failure", scenarios: []Scenario{sc("a", "should", Undefined)}, want: RunFail,
+		{name: "expected failure is waived", scenarios: []Scenario{sc("a", "must", judge.ExpectedFailure)}, want: RunPass},
+		{name: "undefined is a failure", scenarios: []Scenario{sc("a", "should", judge.Undefined)}, want: RunFail,
 			wantWhy: []string{"a [should]: undefined step: why a"}},
 		{name: "skipped must within the level is incomplete", level: LevelFull,
-			scenarios: []Scenario{skipped("a", "must", CapClock)}, want: RunIncomplete,
+			scenarios: []Scenario{skipped("a", "must", judge.CapClock)}, want: RunIncomplete,
 			wantWhy: []string{"a [must]: skipped, needs clock (level full): why a"}},
 		{name: "skipped must beyond the level does not count", level: LevelWire,
-			scenarios: []Scenario{skipped("a", "must", CapClock), passed("b")}, want: RunPass},
+			scenarios: []Scenario{skipped("a", "must", judge.CapClock), passed("b")}, want: RunPass},
 		{name: "skipped must on a wire capability at level wire", level: LevelWire,
-			scenarios: []Scenario{skipped("a", "must", CapSecondKey)}, want: RunIncomplete,
+			scenarios: []Scenario{skipped("a", "must", judge.CapSecondKey)}, want: RunIncomplete,
 			wantWhy: []string{"a [must]: skipped, needs second-key (level wire): why a"}},
-		{name: "skipped should never counts", level: LevelFull, scenarios: []Scenario{skipped("a", "should", CapClock)}, want: RunPass},
-		{name: "skip naming nothing counts at full", scenarios: []Scenario{sc("a", "must", Skipped)}, want: RunIncomplete,
+		{name: "skipped should never counts", level: LevelFull, scenarios: []Scenario{skipped("a", "should", judge.CapClock)}, want: RunPass},
+		{name: "skip naming nothing counts at full", scenarios: []Scenario{sc("a", "must", judge.Skipped)}, want: RunIncomplete,
 			wantWhy: []string{"a [must]: skipped, needs fixtures (level full): why a"}},
-		{name: "skipped without level counts as must", scenarios: []Scenario{skipped("a", "", CapClock)}, want: RunIncomplete,
+		{name: "skipped without level counts as must", scenarios: []Scenario{skipped("a", "", judge.CapClock)}, want: RunIncomplete,
 			wantWhy: []string{"a [no level]: skipped, needs clock (level full): why a"}},
 		{name: "ledger not observed at metered is incomplete", level: LevelMetered,
-			scenarios: []Scenario{incomplete("a", CapLedger)}, want: RunIncomplete,
+			scenarios: []Scenario{incomplete("a", judge.CapLedger)}, want: RunIncomplete,
 			wantWhy: []string{`a [must]: incomplete at level metered, not observed: "the ledger has 1 debit" (needs ledger)`}},
 		{name: "ledger not observed at wire is beyond the level", level: LevelWire,
-			scenarios: []Scenario{incomplete("a", CapLedger)}, want: RunPass},
+			scenarios: []Scenario{incomplete("a", judge.CapLedger)}, want: RunPass},
 		{name: "probe not observed at wire is incomplete", level: LevelWire,
-			scenarios: []Scenario{incomplete("a", CapUpstream)}, want: RunIncomplete,
+			scenarios: []Scenario{incomplete("a", judge.CapUpstream)}, want: RunIncomplete,
 			wantWhy: []string{`a [must]: incomplete at level wire, not observed: "the ledger has 1 debit" (needs upstream)`}},
 		{name: "a violated check beyond the level still fails", level: LevelWire,
-			scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Failed, Reason: "why a",
-				Checks: []Check{{Step: "the ledger has 1 debit", State: Violated, Capability: CapLedger}}}},
+			scenarios: []Scenario{{ID: "a", Level: "must", Verdict: judge.Failed, Reason: "why a",
+				Checks: []judge.Check{{Step: "the ledger has 1 debit", State: judge.Violated, Capability: judge.CapLedger}}}},
 			want: RunFail, wantWhy: []string{"a [must]: failed: why a"}},
-		{name: "passed with a violated check", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
-			Checks: []Check{held("one", CapWire), {Step: "two dispatches\nmore", State: Violated}}}}, want: RunFail,
+		{name: "passed with a violated check", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: judge.Passed,
+			Checks: []judge.Check{held("one", judge.CapWire), {Step: "two dispatches\nmore", State: judge.Violated}}}}, want: RunFail,
 			wantWhy: []string{`a [must]: verdict "passed" but check "two dispatches" was violated`}},
-		{name: "passed with a check not observed", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
-			Checks: []Check{unobserved("one", CapLedger)}}}, want: RunFail,
+		{name: "passed with a check not observed", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: judge.Passed,
+			Checks: []judge.Check{unobserved("one", judge.CapLedger)}}}, want: RunFail,
 			wantWhy: []string{`a [must]: verdict "passed" but check "one" was not-observed`}},
-		{name: "passed with no check", scenarios: []Scenario{sc("a", "must", Passed)}, want: RunFail,
+		{name: "passed with no check", scenarios: []Scenario{sc("a", "must", judge.Passed)}, want: RunFail,
 			wantWhy: []string{`a [must]: verdict "passed" but no check was recorded`}},
-		{name: "older files: a check with OK only", scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed,
-			Checks: []Check{{Step: "one", OK: true}}}}, want: RunPass},
-		{name: "not applicable does not count", scenarios: []Scenario{sc("a", "must", NotApplicable)}, want: RunPass},
-		{name: "interrupted", interrupted: true, scenarios: []Scenario{passed("a"), sc("b", "must", Interrupted)}, want: RunInterrupted,
+		{name: "not applicable does not count", scenarios: []Scenario{sc("a", "must", judge.NotApplicable)}, want: RunPass},
+		{name: "interrupted", interrupted: true, scenarios: []Scenario{passed("a"), sc("b", "must", judge.Interrupted)}, want: RunInterrupted,
 			wantWhy: []string{"b [must]: interrupted: why b", "the run was interrupted before every scenario finished"}},
 		{name: "unknown verdict", scenarios: []Scenario{sc("a", "must", "pending")}, want: RunFail,
 			wantWhy: []string{`a [must]: unknown verdict "pending": why a`}},
 		{name: "several, in order", scenarios: []Scenario{
-			skipped("a", "must", CapClock), skipped("b", "should", CapClock), sc("c", "must", Failed), passed("d")}, want: RunFail,
+			skipped("a", "must", judge.CapClock), skipped("b", "should", judge.CapClock), sc("c", "must", judge.Failed), passed("d")}, want: RunFail,
 			wantWhy: []string{"a [must]: skipped, needs clock (level full): why a", "c [must]: failed: why c"}},
 	}
 	for _, tt := range tests {
@@ -312,17 +311,17 @@ func TestJudge(t *testing.T) {
 }
 
 func TestHighestLevel(t *testing.T) {
-	full := map[string]bool{CapUpstream: true, CapLedger: true, CapFixtures: true, CapClock: true, CapFaults: true,
-		CapSettings: true, CapPrincipals: true, CapTwoURLs: true}
+	full := map[string]bool{judge.CapUpstream: true, judge.CapLedger: true, judge.CapFixtures: true, judge.CapClock: true, judge.CapFaults: true,
+		judge.CapSettings: true, judge.CapPrincipals: true, judge.CapTwoURLs: true}
 	tests := []struct {
 		name string
 		drop string
 		want string
 	}{
 		{"everything", "", LevelFull},
-		{"one process", CapTwoURLs, LevelMetered},
-		{"no ledger", CapLedger, LevelWire},
-		{"no clock", CapClock, LevelMetered},
+		{"one process", judge.CapTwoURLs, LevelMetered},
+		{"no ledger", judge.CapLedger, LevelWire},
+		{"no clock", judge.CapClock, LevelMetered},
 	}
 	for _, tt := range tests {
 		caps := map[string]bool{}
@@ -341,8 +340,8 @@ func TestPrintSummaryLastLine(t *testing.T) {
 	runs := map[string]Run{
 		"fixture": loadFixture(t),
 		"empty":   {},
-		"ok":      {Scenarios: []Scenario{{ID: "a", Level: "must", Verdict: Passed}}},
-		"hostile": {Scenarios: []Scenario{{ID: "a\x1b[2J\nb", Level: "must", Verdict: Failed,
+		"ok":      {Scenarios: []Scenario{{ID: "a", Level: "must", Verdict: judge.Passed}}},
+		"hostile": {Scenarios: []Scenario{{ID: "a\x1b[2J\nb", Level: "must", Verdict: judge.Failed,
 			Reason: "boom\x1b]0;owned\x07 \u202egnp.exe\r\n0 passed, 0 failed, 0 skipped\n"}}},
 	}
 	for name, run := range runs {
@@ -407,16 +406,16 @@ func hostileRun() Run {
 		CatchTable: []Catch{{Bug: hostile, Expected: []string{hostile}, CaughtBy: []string{hostile}}},
 		Scenarios: []Scenario{{
 			ID: "evil-" + hostile, Title: hostile, Level: "must", Tags: []string{hostile},
-			Requirement: hostile, Source: hostile, Verdict: Failed, Reason: hostile,
+			Requirement: hostile, Source: hostile, Verdict: judge.Failed, Reason: hostile,
 			Expected: hostile, Actual: hostile,
 			Exchanges: []Exchange{
 				ex("lane "+hostile, 0), ex("B"+hostile, 5*time.Millisecond),
 				{Label: hostile, Lane: "C", RequestBody: json.RawMessage(`{"broken": ` + hostile), Error: hostile, Started: at.Add(40 * time.Millisecond)},
 			},
-			Dispatches:   []Dispatch{{Token: hostile, Tool: hostile, At: at.Add(10 * time.Millisecond)}},
-			LedgerBefore: &Ledger{WalletID: hostile, Entries: []LedgerEntry{{ID: hostile, Kind: hostile, Receipt: hostile, Tool: hostile}}},
-			Checks:       []Check{{Step: hostile, Expected: hostile, Actual: hostile}},
-			History:      []Op{{Process: hostile, Type: "invoke", F: hostile, Value: body}},
+			Dispatches:   []judge.Dispatch{{Token: hostile, Tool: hostile, At: at.Add(10 * time.Millisecond)}},
+			LedgerBefore: &Ledger{WalletID: hostile, Entries: []judge.LedgerEntry{{ID: hostile, Kind: hostile, Receipt: hostile, Tool: hostile}}},
+			Checks:       []judge.Check{{Step: hostile, Expected: hostile, Actual: hostile}},
+			History:      []judge.Op{{Process: hostile, Type: "invoke", F: hostile, Value: body}},
 		}},
 	}
 }
@@ -486,7 +485,7 @@ func TestFileNames(t *testing.T) {
 	}
 	var ss []Scenario
 	for _, id := range ids {
-		ss = append(ss, Scenario{ID: id, Level: "must", Verdict: Passed})
+		ss = append(ss, Scenario{ID: id, Level: "must", Verdict: judge.Passed})
 	}
 	names := fileNames(ss)
 	safe := regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._~-]*$`)
@@ -550,7 +549,7 @@ func TestFileNames(t *testing.T) {
 
 func TestWriteMovesInvalidRequestBody(t *testing.T) {
 	bad := json.RawMessage(`{"jsonrpc":"2.0",`)
-	run := Run{Scenarios: []Scenario{{ID: "refuse-01", Level: "must", Verdict: Passed,
+	run := Run{Scenarios: []Scenario{{ID: "refuse-01", Level: "must", Verdict: judge.Passed,
 		Exchanges: []Exchange{{Label: "malformed", RequestBody: bad}}}}}
 	dir := t.TempDir()
 	if err := Write(dir, run); err != nil {
@@ -571,7 +570,7 @@ func TestWriteMovesInvalidRequestBody(t *testing.T) {
 
 func TestWriteInvalidHistoryWritesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	run := Run{Scenarios: []Scenario{{ID: "a", Verdict: Passed, History: []Op{{Index: 3, Value: json.RawMessage(`{nope`)}}}}}
+	run := Run{Scenarios: []Scenario{{ID: "a", Verdict: judge.Passed, History: []judge.Op{{Index: 3, Value: json.RawMessage(`{nope`)}}}}}
 	err := Write(dir, run)
 	if err == nil || !strings.Contains(err.Error(), `scenario "a"`) || !strings.Contains(err.Error(), "op 3") {
 		t.Fatalf("Write = %v, want an error naming the scenario and op", err)
@@ -587,7 +586,7 @@ func TestRewriteSameDir(t *testing.T) {
 	if err := Write(dir, first); err != nil {
 		t.Fatal(err)
 	}
-	second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: Failed, Reason: "second run"}}}
+	second := Run{Tool: "mcpconform", Scenarios: []Scenario{{ID: "retry-01", Level: "must", Verdict: judge.Failed, Reason: "second run"}}}
 	if err := Write(dir, second); err != nil {
 		t.Fatal(err)
 	}
@@ -688,9 +687,9 @@ func TestOutcome(t *testing.T) {
 // never counts the scenarios the signal stopped as failed.
 func TestInterruptedIsNoFailureInTheTotals(t *testing.T) {
 	run := Run{Interrupted: true, Scenarios: []Scenario{
-		{ID: "a", Level: "must", Verdict: Passed, Checks: []Check{{Step: "held", State: Held, OK: true, Capability: CapWire}}},
-		{ID: "b", Level: "must", Verdict: Interrupted},
-		{ID: "c", Level: "must", Verdict: Failed, Reason: "x"},
+		{ID: "a", Level: "must", Verdict: judge.Passed, Checks: []judge.Check{{Step: "held", State: judge.Held, Capability: judge.CapWire}}},
+		{ID: "b", Level: "must", Verdict: judge.Interrupted},
+		{ID: "c", Level: "must", Verdict: judge.Failed, Reason: "x"},
 	}}
 	got := computeTotals(run)
 	if got.passed != 1 || got.failed != 1 || got.skipped != 1 {

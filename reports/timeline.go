@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Timeline geometry, in SVG user units (px).
@@ -130,7 +132,7 @@ func buildTimeline(s Scenario) *timelineView {
 	}
 	// Ledger entries carry the gateway's clock, which a scenario may move:
 	// only those within the span the harness timed are drawn.
-	var entries []LedgerEntry
+	var entries []judge.LedgerEntry
 	if s.LedgerAfter != nil {
 		for _, e := range s.LedgerAfter.Entries {
 			if (e.Kind == "debit" || e.Kind == "refund") && !e.At.Before(t0) && !e.At.After(t1) {

@@ -3,6 +3,8 @@ package reports
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Run verdicts, each with its own exit code in `mcpconform run`.
@@ -88,47 +90,47 @@ func problems(run Run) []problem {
 func scenarioProblem(s Scenario, level string) (why string, fails bool) {
 	name := fmt.Sprintf("%s [%s]", displayID(s.ID), displayLevel(s.Level))
 	for _, c := range s.Checks {
-		if c.Status() == Violated && s.Verdict != Failed && s.Verdict != ExpectedFailure {
+		if c.Status() == judge.Violated && s.Verdict != judge.Failed && s.Verdict != judge.ExpectedFailure {
 			return fmt.Sprintf("%s: verdict %q but check %q was violated", name, s.Verdict, firstLine(c.Step)), true
 		}
 	}
 	switch s.Verdict {
-	case Passed:
+	case judge.Passed:
 		if len(s.Checks) == 0 {
-			return fmt.Sprintf("%s: verdict %q but no check was recorded", name, Passed), true
+			return fmt.Sprintf("%s: verdict %q but no check was recorded", name, judge.Passed), true
 		}
 		for _, c := range s.Checks {
-			if c.Status() != Held {
-				return fmt.Sprintf("%s: verdict %q but check %q was %s", name, Passed, firstLine(c.Step), c.Status()), true
+			if c.Status() != judge.Held {
+				return fmt.Sprintf("%s: verdict %q but check %q was %s", name, judge.Passed, firstLine(c.Step), c.Status()), true
 			}
 		}
 		return "", false
-	case ExpectedFailure, NotApplicable:
+	case judge.ExpectedFailure, judge.NotApplicable:
 		return "", false
-	case Failed:
+	case judge.Failed:
 		return withReason(name+": failed", s.Reason), true
-	case UnexpectedPass:
+	case judge.UnexpectedPass:
 		return withReason(name+": unexpected pass (listed as an expected failure, but passed)", s.Reason), true
-	case Undefined:
+	case judge.Undefined:
 		return withReason(name+": undefined step", s.Reason), true
-	case Interrupted:
+	case judge.Interrupted:
 		return withReason(name+": interrupted", s.Reason), false
-	case Skipped:
+	case judge.Skipped:
 		missing := s.Missing
 		if missing == "" {
-			missing = CapFixtures // a skip that names nothing is judged as a full-level gap
+			missing = judge.CapFixtures // a skip that names nothing is judged as a full-level gap
 		}
 		if isMust(s.Level) && WithinLevel(missing, level) && inScope(s, level) {
 			return withReason(fmt.Sprintf("%s: skipped, needs %s (level %s)", name, missing, CapabilityLevel(missing)), s.Reason), false
 		}
 		return "", false
-	case Incomplete:
+	case judge.Incomplete:
 		if !isMust(s.Level) || !inScope(s, level) {
 			return "", false
 		}
 		var gaps []string
 		for _, c := range s.Checks {
-			if c.Status() == NotObserved && WithinLevel(capOf(c), level) {
+			if c.Status() == judge.NotObserved && WithinLevel(capOf(c), level) {
 				gaps = append(gaps, fmt.Sprintf("%q (needs %s)", firstLine(c.Step), capOf(c)))
 			}
 		}
@@ -155,9 +157,9 @@ func inScope(s Scenario, level string) bool {
 
 // capOf is the capability a check needs; a check that names none is judged
 // as needing everything.
-func capOf(c Check) string {
+func capOf(c judge.Check) string {
 	if c.Capability == "" {
-		return CapFixtures
+		return judge.CapFixtures
 	}
 	return c.Capability
 }
@@ -197,7 +199,7 @@ func firstLine(s string) string {
 }
 
 // knownVerdicts, in the order reports show them.
-var knownVerdicts = []string{Passed, Failed, Incomplete, Skipped, Undefined, NotApplicable, Interrupted, ExpectedFailure, UnexpectedPass}
+var knownVerdicts = []string{judge.Passed, judge.Failed, judge.Incomplete, judge.Skipped, judge.Undefined, judge.NotApplicable, judge.Interrupted, judge.ExpectedFailure, judge.UnexpectedPass}
 
 // countVerdicts counts scenarios per verdict; every known verdict is present,
 // zero or not, and an unknown verdict gets a key of its own.

@@ -7,25 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
-
-// Witness names the smallest evidence in a scenario's own record that
-// proves how a check came out, as Elle names the transactions of an
-// anomaly: a reader (and recheck) finds each item in the evidence file.
-type Witness struct {
-	// Exchanges are indexes into Scenario.Exchanges: the requests whose
-	// answers the check judged.
-	Exchanges []int `json:"exchanges,omitempty"`
-	// Dispatches are the upstream probe's dispatches the check counted.
-	Dispatches []Dispatch `json:"dispatches,omitempty"`
-	// Ledger are the ledger entries the check counted.
-	Ledger []LedgerEntry `json:"ledger,omitempty"`
-}
-
-// IsEmpty reports whether the witness names nothing.
-func (w *Witness) IsEmpty() bool {
-	return w == nil || len(w.Exchanges) == 0 && len(w.Dispatches) == 0 && len(w.Ledger) == 0
-}
 
 // maxWitnessItems bounds each kind of item WitnessLines lists; the rest
 // are counted, so a witness stays readable at 64 lanes.
@@ -38,7 +22,7 @@ const maxWitnessItems = 4
 //	ledger debit e-7: 3 credits, receipt rcpt-1
 //
 // At most maxWitnessItems of each kind are listed, then how many more.
-func WitnessLines(s Scenario, c Check) []string {
+func WitnessLines(s Scenario, c judge.Check) []string {
 	w := c.Witness
 	if w.IsEmpty() {
 		return nil
@@ -50,6 +34,13 @@ func WitnessLines(s Scenario, c Check) []string {
 			break
 		}
 		out = append(out, describeRequest(s, ix))
+	}
+	for i, ix := range w.Events {
+		if i == maxWitnessItems {
+			out = append(out, fmt.Sprintf("and %d more event(s)", len(w.Events)-i))
+			break
+		}
+		out = append(out, describeEvent(s, ix))
 	}
 	for i, d := range w.Dispatches {
 		if i == maxWitnessItems {
@@ -153,7 +144,7 @@ func Tally(values []string, max int) string {
 
 // Finding is a violated check in one line that leads with what was
 // observed, never with the expectation restated.
-func Finding(c Check) string {
+func Finding(c judge.Check) string {
 	return fmt.Sprintf("observed: %s; expected: %s", firstLine(c.Actual), firstLine(c.Expected))
 }
 
@@ -162,7 +153,7 @@ func Finding(c Check) string {
 func Offending(s Scenario) (exchanges map[int]bool, dispatches map[string]bool, ledger map[string]bool) {
 	exchanges, dispatches, ledger = map[int]bool{}, map[string]bool{}, map[string]bool{}
 	for _, c := range s.Checks {
-		if c.Status() != Violated || c.Witness == nil {
+		if c.Status() != judge.Violated || c.Witness == nil {
 			continue
 		}
 		for _, ix := range c.Witness.Exchanges {
@@ -179,4 +170,48 @@ func Offending(s Scenario) (exchanges map[int]bool, dispatches map[string]bool, 
 }
 
 // dispatchKey tells one dispatch from another of the same token.
-func dispatchKey(d Dispatch) string { return d.Token + "@" + d.At.UTC().Format(time.RFC3339Nano) }
+func dispatchKey(d judge.Dispatch) string { return d.Token + "@" + d.At.UTC().Format(time.RFC3339Nano) }
+
+// describeEvent names history event ix of s as a witness line: its number
+// in history/<id>.ndjson, who, what, and the values a reader looks for.
+func describeEvent(s Scenario, ix int) string {
+	if ix < 0 || ix >= len(s.History) {
+		return fmt.Sprintf("event #%d (not in the history)", ix)
+	}
+	op := s.History[ix]
+	line := fmt.Sprintf("event #%d %s %s %s at %s", ix, op.Process, op.F, op.Type, clock(op.Time))
+	switch op.F {
+	case judge.FCall:
+		var v judge.CallValue
+		if json.Unmarshal(op.Value, &v) != nil {
+			return line
+		}
+		var parts []string
+		for _, kv := range [][2]string{{"key", v.Key}, {"token", v.Token}, {"wire", v.Wire}, {"receipt", v.Receipt}, {"reason", v.Meaning()}, {"error", v.Error}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+" "+kv[1])
+			}
+		}
+		if v.Served != "" && v.Served != v.Token {
+			parts = append(parts, "carrying the probe's answer to "+v.Served)
+		}
+		if len(parts) > 0 {
+			line += ": " + strings.Join(parts, ", ")
+		}
+	case judge.FDispatch:
+		var v judge.EffectValue
+		if json.Unmarshal(op.Value, &v) == nil {
+			line += ": token " + v.Token
+		}
+	case judge.FLedgerRead:
+		var r judge.LedgerRead
+		if json.Unmarshal(op.Value, &r) == nil {
+			var rows []string
+			for _, e := range r.Entries {
+				rows = append(rows, e.Row())
+			}
+			line += fmt.Sprintf(": balance %d (%+d), entries [%s]", r.Balance, r.Delta(), strings.Join(rows, "; "))
+		}
+	}
+	return line
+}

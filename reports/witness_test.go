@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // twins64 is a failed twins scenario at 64 lanes: every twin opened its
@@ -15,7 +17,7 @@ import (
 func twins64() Scenario {
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	s := Scenario{ID: "twins-01", Title: "64 twins", Verdict: Failed, Level: "must"}
+	s := Scenario{ID: "twins-01", Title: "64 twins", Verdict: judge.Failed, Level: "must"}
 	calls := map[int]int{}
 	for i := range 64 {
 		lane := fmt.Sprintf("twin-%02d", i)
@@ -28,13 +30,13 @@ func twins64() Scenario {
 				RequestBody:    json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe.write","arguments":{"token":"op1-x"}}}`),
 				ResponseBody:   fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"result":{"content":[],"_meta":{"io.mcpconform/receipt":{"id":"rcpt-%02d"}}}}`, i)})
 		calls[i] = len(s.Exchanges) - 1
-		s.Dispatches = append(s.Dispatches, Dispatch{Token: "op1-x", Tool: "probe.write", At: ms(12).Add(time.Duration(i) * 100 * time.Microsecond)})
+		s.Dispatches = append(s.Dispatches, judge.Dispatch{Token: "op1-x", Tool: "probe.write", At: ms(12).Add(time.Duration(i) * 100 * time.Microsecond)})
 	}
-	s.Checks = []Check{{
-		Step: "exactly one operation ran", State: Violated, Capability: CapWire,
+	s.Checks = []judge.Check{{
+		Step: "exactly one operation ran", State: judge.Violated, Capability: judge.CapWire,
 		Expected: "one receipt shared by every result",
 		Actual:   "64 answers: receipts 64 distinct: rcpt-00 ×1, rcpt-01 ×1, rcpt-02 ×1, … 61 more; other answers none",
-		Witness:  &Witness{Exchanges: []int{calls[0], calls[1]}, Dispatches: s.Dispatches[:2]},
+		Witness:  &judge.Witness{Exchanges: []int{calls[0], calls[1]}, Dispatches: s.Dispatches[:2]},
 	}}
 	return s
 }
@@ -86,7 +88,7 @@ func TestWitnessLines(t *testing.T) {
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 		t.Errorf("WitnessLines =\n%q\nwant\n%q", got, want)
 	}
-	many := Check{State: Violated, Witness: &Witness{Dispatches: s.Dispatches}}
+	many := judge.Check{State: judge.Violated, Witness: &judge.Witness{Dispatches: s.Dispatches}}
 	if got := WitnessLines(s, many); len(got) != maxWitnessItems+1 || got[maxWitnessItems] != "and 60 more dispatch(es)" {
 		t.Errorf("a long witness is not cut: %q", got)
 	}
@@ -111,7 +113,7 @@ func TestTally(t *testing.T) {
 // TestFindingLeadsWithTheObservation: a violated check's line says what was
 // seen, so a count of 2 never reads as the expectation of 1.
 func TestFindingLeadsWithTheObservation(t *testing.T) {
-	c := Check{Step: "the probe saw op1 dispatched 1 times", State: Violated, Expected: "1 dispatch(es) of token op1", Actual: "2 dispatch(es) at 12:00:00.012000, 12:00:00.013000"}
+	c := judge.Check{Step: "the probe saw op1 dispatched 1 times", State: judge.Violated, Expected: "1 dispatch(es) of token op1", Actual: "2 dispatch(es) at 12:00:00.012000, 12:00:00.013000"}
 	if got, want := Finding(c), "observed: 2 dispatch(es) at 12:00:00.012000, 12:00:00.013000; expected: 1 dispatch(es) of token op1"; got != want {
 		t.Errorf("Finding = %q, want %q", got, want)
 	}

@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // File names inside an output directory.
@@ -179,7 +181,7 @@ func evidencePath(name string) string { return path.Join(EvidenceDir, name+".jso
 
 // encodeHistory writes one Op per line; encoding/json compacts Value, so an
 // Op never spans lines.
-func encodeHistory(ops []Op) ([]byte, error) {
+func encodeHistory(ops []judge.Op) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

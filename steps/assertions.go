@@ -8,8 +8,7 @@ import (
 	"strings"
 
 	"github.com/cucumber/godog"
-
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 func registerAssertions(sc *godog.ScenarioContext) {
@@ -87,7 +86,7 @@ func getsResult(ctx context.Context, who string) error {
 	if ok {
 		w.noteReceipt(a.Receipt())
 	}
-	return w.check(fmt.Sprintf("%s gets a result", who), reports.CapWire, ok, "a tools/call result with a receipt", w.describe(a))
+	return w.check(checkOf(judge.KindGetsResult, judge.HarmLostOutcome, "client", who), fmt.Sprintf("%s gets a result", who), judge.CapWire, ok, "a tools/call result with a receipt", w.describe(a))
 }
 
 func (w *world) noteReceipt(r string) {
@@ -119,7 +118,7 @@ func getsNewReceipt(ctx context.Context, who string) error {
 	if fresh {
 		w.noteReceipt(a.Receipt())
 	}
-	return w.check(fmt.Sprintf("%s gets a result with a new receipt", who), reports.CapWire, fresh,
+	return w.check(checkOf(judge.KindNewReceipt, judge.HarmLostOutcome, "client", who), fmt.Sprintf("%s gets a result with a new receipt", who), judge.CapWire, fresh,
 		fmt.Sprintf("a result whose receipt is none of %v (a new operation)", seen), w.describe(a))
 }
 
@@ -146,13 +145,8 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	// A final refusal marked retryable is a defect too: a client that
 	// trusts data.retryable sends the refused call again, forever.
 	ok := w.isReason(a, reason) && a.Retryable() == retryable
-	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
-	if retryable {
-		want += ", marked retryable"
-	} else {
-		want += ", not marked retryable"
-	}
-	return w.check(fmt.Sprintf("%s is refused with %s", who, reason), reports.CapWire, ok, want, w.describe(a))
+	return w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", retryable),
+		fmt.Sprintf("%s is refused with %s", who, reason), judge.CapWire, ok, judge.RefusalExpectation(reason, retryable), w.describe(a))
 }
 
 // answerPair is who's last answer and answer n of other, compared by the
@@ -179,19 +173,20 @@ func replays(ctx context.Context, who, other string, n int) error {
 		return err
 	}
 	step := fmt.Sprintf("the last answer of %s replays answer %d of %s", who, n+1, other)
+	id := checkOf(judge.KindReplays, judge.HarmLostOutcome, "client", who, "of", other, "nth", n)
 	if !orig.IsResult() {
-		return w.check(step, reports.CapWire, false, "the original answer to be a result", w.describe(orig))
+		return w.check(id, step, judge.CapWire, false, "the original answer to be a result", w.describe(orig))
 	}
 	if !a.IsResult() || a.Receipt() != orig.Receipt() {
-		return w.check(step, reports.CapWire, false, fmt.Sprintf("a result with receipt %q", orig.Receipt()), w.describe(a))
+		return w.check(id, step, judge.CapWire, false, fmt.Sprintf("a result with receipt %q", orig.Receipt()), w.describe(a))
 	}
 	for _, field := range []string{"content", "structuredContent", "isError"} {
 		x, y := orig.ResultField(field), a.ResultField(field)
 		if !jsonEqual(x, y) {
-			return w.check(step, reports.CapWire, false, fmt.Sprintf("%s %s", field, x), fmt.Sprintf("%s %s", field, y))
+			return w.check(id, step, judge.CapWire, false, fmt.Sprintf("%s %s", field, x), fmt.Sprintf("%s %s", field, y))
 		}
 	}
-	return w.check(step, reports.CapWire, true, fmt.Sprintf("receipt %q with the same content", orig.Receipt()), fmt.Sprintf("receipt %q with the same content", a.Receipt()))
+	return w.check(id, step, judge.CapWire, true, fmt.Sprintf("receipt %q with the same content", orig.Receipt()), fmt.Sprintf("receipt %q with the same content", a.Receipt()))
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
@@ -208,26 +203,27 @@ func jsonEqual(a, b json.RawMessage) bool {
 func probeSaw(ctx context.Context, tok string, n int) error {
 	w := getWorld(ctx)
 	token := w.expand(tok)
-	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times", token, n), token,
-		fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token), func(got int) bool { return got == n })
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times", token, n), token, n, false,
+		fmt.Sprintf("%d dispatch(es) of token %s at the upstream probe", n, token))
 }
 
 func probeSawAtMost(ctx context.Context, tok string, n int) error {
 	w := getWorld(ctx)
 	token := w.expand(tok)
-	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched at most %d times", token, n), token,
-		fmt.Sprintf("at most %d dispatch(es) of token %s at the upstream probe", n, token), func(got int) bool { return got <= n })
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched at most %d times", token, n), token, n, true,
+		fmt.Sprintf("at most %d dispatch(es) of token %s at the upstream probe", n, token))
 }
 
-// countCheck records a check of the probe's count of one token, once every
-// background call has ended; the count is read again when the scenario
-// ends, so a late dispatch fails it too.
-func (w *world) countCheck(ctx context.Context, step, token, expected string, ok func(int) bool) error {
+// countCheck records a check of the probe's count of one token (exactly n,
+// or at most n), once every background call has ended; the count is read
+// again when the scenario ends, so a late dispatch fails it too.
+func (w *world) countCheck(ctx context.Context, step, token string, n int, atMost bool, expected string) error {
 	if err := w.settleAll(); err != nil {
 		return err
 	}
-	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(step, reports.CapUpstream, expected)
+	id := checkOf(judge.KindProbeCount, "", "token", token, "n", n, "at_most", atMost)
+	if !w.has(judge.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(id, step, judge.CapUpstream, expected)
 	}
 	got, err := w.env.Probe.Count(ctx, token)
 	if err != nil {
@@ -236,7 +232,23 @@ func (w *world) countCheck(ctx context.Context, step, token, expected string, ok
 	w.mu.Lock()
 	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
 	w.mu.Unlock()
-	return w.check(step, reports.CapUpstream, ok(got), expected, fmt.Sprintf("%d dispatch(es)%s", got, w.dispatchWitness(ctx, token)))
+	ok := got == n || (atMost && got <= n)
+	id.harm = dispatchHarm(got, n)
+	return w.check(id, step, judge.CapUpstream, ok, expected, fmt.Sprintf("dispatched %d time(s)%s", got, w.dispatchWitness(ctx, token)))
+}
+
+// dispatchHarm is what a dispatch count other than the one allowed means:
+// more than one dispatch where fewer were allowed is a double dispatch; a
+// dispatch where none was allowed is work done for a call the client was
+// told did nothing; fewer than required is an outcome the tool never made.
+func dispatchHarm(got, allowed int) judge.Harm {
+	switch {
+	case got > allowed && got > 1:
+		return judge.HarmDoubleDispatch
+	case got > allowed, got < allowed:
+		return judge.HarmLostOutcome
+	}
+	return ""
 }
 
 // dispatchWitness lists the times the probe saw a token, for a failure.
@@ -261,28 +273,29 @@ func ownOperation(ctx context.Context, who, other string, n int) error {
 		return err
 	}
 	step := fmt.Sprintf("the last answer of %s is not answer %d of %s", who, n+1, other)
+	id := checkOf(judge.KindOwnOperation, judge.HarmCrossScope, "client", who, "of", other, "nth", n)
 	if !orig.IsResult() {
-		return w.check(step, reports.CapWire, false, "the earlier answer to be a result", w.describe(orig))
+		return w.check(id, step, judge.CapWire, false, "the earlier answer to be a result", w.describe(orig))
 	}
 	result := a.IsResult()
 	refused := !result && a.TransportError == "" && (a.IsRefusal() || a.Status >= 400) && a.Status < 500
 	switch {
 	case result && a.Receipt() == orig.Receipt():
-		return w.check(step, reports.CapWire, false,
+		return w.check(id, step, judge.CapWire, false,
 			fmt.Sprintf("a result with a receipt other than %q, or a refusal", orig.Receipt()),
 			"the earlier call's stored result: "+w.describe(a))
 	case !result && !refused:
-		return w.check(step, reports.CapWire, false, "a result of its own or a refusal", w.describe(a))
+		return w.check(id, step, judge.CapWire, false, "a result of its own or a refusal", w.describe(a))
 	case result && jsonEqual(a.ResultField("content"), orig.ResultField("content")) &&
 		jsonEqual(a.ResultField("structuredContent"), orig.ResultField("structuredContent")):
 		// The probe answers each dispatch differently (its count and sequence
 		// number are in the result): the same content under a new receipt is
 		// the earlier caller's stored result passed off as a new one.
-		return w.check(step, reports.CapWire, false,
+		return w.check(id, step, judge.CapWire, false,
 			"a result of its own (the probe's answer to a dispatch of its own), or a refusal",
 			fmt.Sprintf("the earlier call's content %s under a new receipt %q", a.ResultField("structuredContent"), a.Receipt()))
 	}
-	if err := w.check(step, reports.CapWire, true, "a result of its own or a refusal", w.describe(a)); err != nil {
+	if err := w.check(id, step, judge.CapWire, true, "a result of its own or a refusal", w.describe(a)); err != nil {
 		return err
 	}
 	token := tokenOf(w.clientFor(who).last)
@@ -290,8 +303,8 @@ func ownOperation(ctx context.Context, who, other string, n int) error {
 	if refused {
 		want, what = 1, "a refusal: nothing dispatched for it"
 	}
-	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times after %s", token, want, what), token,
-		fmt.Sprintf("%d dispatch(es) of token %s (%s)", want, token, what), func(got int) bool { return got == want })
+	return w.countCheck(ctx, fmt.Sprintf("the probe saw %s dispatched %d times after %s", token, want, what), token, want, false,
+		fmt.Sprintf("%d dispatch(es) of token %s (%s)", want, token, what))
 }
 
 func probeSawAll(ctx context.Context, n int) error {
@@ -301,8 +314,9 @@ func probeSawAll(ctx context.Context, n int) error {
 	}
 	step := fmt.Sprintf("the probe saw %d dispatches in all", n)
 	expected := fmt.Sprintf("%d dispatch(es) of this scenario's tokens", n)
-	if !w.has(reports.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(step, reports.CapUpstream, expected)
+	id := checkOf(judge.KindProbeTotal, "", "n", n)
+	if !w.has(judge.CapUpstream) || w.env.Probe == nil {
+		return w.unobserved(id, step, judge.CapUpstream, expected)
 	}
 	got := 0
 	var per []string
@@ -322,7 +336,8 @@ func probeSawAll(ctx context.Context, n int) error {
 			w.dispatchWitness(ctx, tok)
 		}
 	}
-	return w.check(step, reports.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
+	id.harm = dispatchHarm(got, n)
+	return w.check(id, step, judge.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
 }
 
 // settleAll lets every background call finish before effects are counted.
@@ -345,5 +360,5 @@ func lostConnection(ctx context.Context, who string) error {
 	}
 	timedOut := a != nil && (strings.Contains(a.TransportError, "deadline exceeded") || strings.Contains(a.TransportError, "Client.Timeout"))
 	ok := a != nil && (a.TransportError != "" || a.Status == 0) && !a.IsResult() && !a.IsRefusal() && !timedOut
-	return w.check(fmt.Sprintf("%s lost the connection", who), reports.CapWire, ok, "the connection closed by the gateway with no answer (not a client timeout)", w.describe(a))
+	return w.check(checkOf(judge.KindLostConnection, "", "client", who), fmt.Sprintf("%s lost the connection", who), judge.CapWire, ok, "the connection closed by the gateway with no answer (not a client timeout)", w.describe(a))
 }

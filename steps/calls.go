@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 func registerCalls(sc *godog.ScenarioContext) {
@@ -57,10 +57,10 @@ func (w *world) newCall(who, tool, args, key string) (*wire.Call, error) {
 func (w *world) do(ctx context.Context, c *client, call *wire.Call) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
-	w.record(invokeOp(c.name, call))
+	inv := w.record(w.invokeOp(c, call))
 	wa, err := c.wire.CallTool(ctx, *call)
 	a := newAnswer(wa, err)
-	w.record(outcomeOp(w.env.Profile, c.name, call, a, err))
+	w.record(outcomeOp(w.env.Profile, c, call, inv, a, err))
 	return a, err
 }
 
@@ -182,8 +182,8 @@ func retryUntilDecided(ctx context.Context, who string) error {
 // drops the connection: the client never learns the outcome.
 func callAndDrop(ctx context.Context, who, tool, args, key string) error {
 	w := getWorld(ctx)
-	if w.env.Probe == nil || !w.has(reports.CapUpstream) {
-		return w.cannot(reports.CapUpstream, "the drop waits until the probe sees the tool run")
+	if w.env.Probe == nil || !w.has(judge.CapUpstream) {
+		return w.cannot(judge.CapUpstream, "the drop waits until the probe sees the tool run")
 	}
 	c := w.clientFor(who)
 	call, err := w.newCall(who, tool, args, key)
@@ -267,11 +267,11 @@ func sendRaw(ctx context.Context, who string, body []byte) error {
 	c := w.clientFor(who)
 	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
-	w.record(reports.Op{Process: c.name, Type: "invoke", F: reports.FRaw, Value: mustJSON(map[string]int{"bytes": len(body)})})
+	w.record(judge.Op{Process: c.name, Type: "invoke", F: judge.FRaw, Value: mustJSON(map[string]int{"bytes": len(body)})})
 	wa, err := c.wire.Send(ctx, body, nil)
 	a := newAnswer(wa, err)
-	out := outcomeOp(w.env.Profile, c.name, &wire.Call{}, a, err)
-	out.F = reports.FRaw
+	out := outcomeOp(w.env.Profile, c, &wire.Call{}, -1, a, err)
+	out.F = judge.FRaw
 	w.record(out)
 	if err != nil && a == nil {
 		return fmt.Errorf("%s sends a raw body: %w", who, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 func registerControl(sc *godog.ScenarioContext) {
@@ -47,21 +47,24 @@ func registerControl(sc *godog.ScenarioContext) {
 	})
 	sc.Step(`^the unkeyed retry window is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
 		w := getWorld(ctx)
-		if !w.has(reports.CapSettings) {
-			return w.cannot(reports.CapSettings, "the window is changed through the control API")
+		if !w.has(judge.CapSettings) {
+			return w.cannot(judge.CapSettings, "the window is changed through the control API")
 		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
-			if _, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: &secs}); err != nil {
+			set, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: &secs})
+			if err != nil {
 				return fmt.Errorf("set window to %ds: %w", secs, err)
 			}
+			eff := set.EffectiveWindowSeconds
+			w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, WindowSeconds: &eff})
 		}
 		return nil
 	})
 	sc.Step(`^the stale-lock threshold is (\d+) seconds$`, func(ctx context.Context, secs int64) error {
 		w := getWorld(ctx)
-		if !w.has(reports.CapSettings) {
-			return w.cannot(reports.CapSettings, "the stale-lock threshold is changed through the control API")
+		if !w.has(judge.CapSettings) {
+			return w.cannot(judge.CapSettings, "the stale-lock threshold is changed through the control API")
 		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
@@ -69,6 +72,7 @@ func registerControl(sc *godog.ScenarioContext) {
 				return fmt.Errorf("set stale-lock threshold to %ds: %w", secs, err)
 			}
 		}
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, StaleLockSeconds: &secs})
 		w.staleLock = seconds(secs)
 		return nil
 	})
@@ -86,22 +90,30 @@ func registerControl(sc *godog.ScenarioContext) {
 	sc.Step(`^principal "([^"]*)" is revoked$`, func(ctx context.Context, name string) error {
 		w := getWorld(ctx)
 		id, ok := w.principal[name]
-		if !ok || !w.has(reports.CapPrincipals) {
-			return w.cannot(reports.CapPrincipals, "principals are revoked through the control API")
+		if !ok || !w.has(judge.CapPrincipals) {
+			return w.cannot(judge.CapPrincipals, "principals are revoked through the control API")
 		}
-		return w.env.Control().Revoke(ctx, id)
+		if err := w.env.Control().Revoke(ctx, id); err != nil {
+			return err
+		}
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvRevoke, Principal: name})
+		return nil
 	})
 	sc.Step(`^the tool "([^"]*)" is removed$`, func(ctx context.Context, alias string) error {
 		w := getWorld(ctx)
 		if !w.env.fixtures() {
-			return w.cannot(reports.CapFixtures, "tools are removed through the control API")
+			return w.cannot(judge.CapFixtures, "tools are removed through the control API")
 		}
-		return w.env.Control().DeleteTool(ctx, w.toolName(alias))
+		if err := w.env.Control().DeleteTool(ctx, w.toolName(alias)); err != nil {
+			return err
+		}
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvRemoveTool, Tool: w.toolName(alias)})
+		return nil
 	})
 	sc.Step(`^the probe stalls "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		if !w.has(reports.CapUpstream) {
-			return w.cannot(reports.CapUpstream, "only calls that reach the probe can be stalled")
+		if !w.has(judge.CapUpstream) {
+			return w.cannot(judge.CapUpstream, "only calls that reach the probe can be stalled")
 		}
 		return w.probeStall(ctx, w.expand(tok))
 	})
@@ -111,8 +123,8 @@ func registerControl(sc *godog.ScenarioContext) {
 	})
 	sc.Step(`^the probe sees "([^"]*)" dispatched$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)
-		if !w.has(reports.CapUpstream) {
-			return w.cannot(reports.CapUpstream, "the step waits until the probe sees the tool run")
+		if !w.has(judge.CapUpstream) {
+			return w.cannot(judge.CapUpstream, "the step waits until the probe sees the tool run")
 		}
 		wctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 		defer cancel()
@@ -128,8 +140,8 @@ func registerControl(sc *godog.ScenarioContext) {
 // known and no real time passes between steps.
 func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 	w := getWorld(ctx)
-	if !w.has(reports.CapClock) {
-		return w.cannot(reports.CapClock, "the gateway clock is moved through the control API")
+	if !w.has(judge.CapClock) {
+		return w.cannot(judge.CapClock, "the gateway clock is moved through the control API")
 	}
 	win := seconds(w.env.Settings.EffectiveWindowSeconds)
 	if win <= 0 {
@@ -139,31 +151,45 @@ func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 	boundary := now.Truncate(win).Add(2 * win)
 	w.clockMoved = true
 	for _, c := range w.env.Controls {
-		if _, err := c.SetClock(ctx, boundary.Add(off)); err != nil {
+		clock, err := c.SetClock(ctx, boundary.Add(off))
+		if err != nil {
 			return fmt.Errorf("freeze clock: %w", err)
 		}
+		w.noteClock(clock)
 	}
 	return nil
 }
 
+// noteClock puts the gateway clock as a control API reported it in the
+// history (once: every process's clock is set alike).
+func (w *world) noteClock(c *control.Clock) {
+	if c == nil {
+		return
+	}
+	now := c.Now
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvClock, Now: &now, Frozen: c.Frozen})
+}
+
 func advance(ctx context.Context, by time.Duration) error {
 	w := getWorld(ctx)
-	if !w.has(reports.CapClock) {
-		return w.cannot(reports.CapClock, "the gateway clock is moved through the control API")
+	if !w.has(judge.CapClock) {
+		return w.cannot(judge.CapClock, "the gateway clock is moved through the control API")
 	}
 	w.clockMoved = true
 	for _, c := range w.env.Controls {
-		if _, err := c.AdvanceClock(ctx, by); err != nil {
+		clock, err := c.AdvanceClock(ctx, by)
+		if err != nil {
 			return fmt.Errorf("advance clock by %v: %w", by, err)
 		}
+		w.noteClock(clock)
 	}
 	return nil
 }
 
 func arm(ctx context.Context, point, action, alias string) error {
 	w := getWorld(ctx)
-	if !w.has(reports.CapFaults) {
-		return w.cannot(reports.CapFaults, "fault points are armed through the control API")
+	if !w.has(judge.CapFaults) {
+		return w.cannot(judge.CapFaults, "fault points are armed through the control API")
 	}
 	w.faultsArmed = true
 	id, err := w.env.Control().ArmFault(ctx, control.Fault{
@@ -174,6 +200,7 @@ func arm(ctx context.Context, point, action, alias string) error {
 		return fmt.Errorf("arm %s at %s: %w", action, point, err)
 	}
 	w.faults[point] = id
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvFault, Point: point, Action: action, Tool: w.toolName(alias)})
 	return nil
 }
 
@@ -211,7 +238,7 @@ func waitsAt(ctx context.Context, who, point string) error {
 			c.answers = append(c.answers, a)
 			w.noteAnswer(a)
 		}
-		return w.check(fmt.Sprintf("%s reaches %s", who, point), reports.CapFaults, false,
+		return w.check(checkOf("reaches-point", "", "client", who, "point", point), fmt.Sprintf("%s reaches %s", who, point), judge.CapFaults, false,
 			fmt.Sprintf("the call waits at fault point %s", point),
 			"it answered without reaching the point: "+w.describe(a))
 	}
@@ -226,6 +253,7 @@ func release(ctx context.Context, point string) error {
 	if _, err := w.env.Control().ReleaseFault(ctx, id); err != nil {
 		return fmt.Errorf("release %s: %w", point, err)
 	}
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvRelease, Point: point})
 	return nil
 }
 

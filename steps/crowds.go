@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -40,13 +41,13 @@ func registerCrowds(sc *godog.ScenarioContext) {
 // every request is built, then released together.
 func crowd(ctx context.Context, n int, tool, args, key string, split bool) error {
 	w := getWorld(ctx)
-	if split && !w.has(reports.CapTwoURLs) {
-		return w.cannot(reports.CapTwoURLs, "the twins are split across two gateway processes")
+	if split && !w.has(judge.CapTwoURLs) {
+		return w.cannot(judge.CapTwoURLs, "the twins are split across two gateway processes")
 	}
 	if max := w.env.MaxConcurrency; max > 0 && n > max {
 		// Fewer twins may miss the race the scenario exists to provoke: the
 		// run can still fail, but it cannot pass on this step.
-		_ = w.unobserved(fmt.Sprintf("%d clients call at once", n), reports.CapWire,
+		_ = w.unobserved(checkOf(judge.KindConcurrency, "", "n", n, "max", max), fmt.Sprintf("%d clients call at once", n), judge.CapWire,
 			fmt.Sprintf("%d concurrent clients; --concurrency allowed %d", n, max))
 		n = max
 	}
@@ -105,7 +106,7 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 // progress.
 func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 	w := getWorld(ctx)
-	if w.has(reports.CapUpstream) {
+	if w.has(judge.CapUpstream) {
 		if token := tokenIn(json.RawMessage(w.expand(args))); token != "" {
 			if err := w.probeStall(ctx, token); err != nil {
 				return fmt.Errorf("hold the first dispatch: %w", err)
@@ -148,7 +149,7 @@ func oneOperation(ctx context.Context, reason string) error {
 			w.noteAnswer(a)
 		}
 	}
-	return w.check("exactly one operation ran", reports.CapWire, ok,
+	return w.check(checkOf(judge.KindOneOperation, judge.HarmLostOutcome, "reason", reason), "exactly one operation ran", judge.CapWire, ok,
 		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason), actual)
 }
 
@@ -243,8 +244,8 @@ func workload(ctx context.Context, n int, tool string) error {
 // refusal), computed from the history as recheck does.
 func workloadAnswered(ctx context.Context) error {
 	w := getWorld(ctx)
-	ok, expected, actual := reports.EveryOperationAnswered(w.history, "workload")
-	return w.check("every operation of the workload got one outcome", reports.CapWire, ok, expected, actual)
+	ok, expected, actual := judge.EveryOperationAnswered(w.history, "workload")
+	return w.check(checkOf(judge.KindAnswered, judge.HarmLostOutcome, "process", "workload"), "every operation of the workload got one outcome", judge.CapWire, ok, expected, actual)
 }
 
 // bankInvariant is computed from the scenario's history, the same events
@@ -252,12 +253,12 @@ func workloadAnswered(ctx context.Context) error {
 func bankInvariant(ctx context.Context) error {
 	w := getWorld(ctx)
 	const step = "every dispatched operation was charged exactly once"
-	if !w.has(reports.CapLedger) || !w.has(reports.CapUpstream) {
-		missing := reports.CapLedger
-		if w.has(reports.CapLedger) {
-			missing = reports.CapUpstream
+	if !w.has(judge.CapLedger) || !w.has(judge.CapUpstream) {
+		missing := judge.CapLedger
+		if w.has(judge.CapLedger) {
+			missing = judge.CapUpstream
 		}
-		return w.unobserved(step, missing, "each operation that ran dispatched once and charged once at its price")
+		return w.unobserved(checkOf(judge.KindBank, judge.HarmDoubleCharge), step, missing, "each operation that ran dispatched once and charged once at its price")
 	}
 	if err := w.recordEffects(ctx); err != nil {
 		return err
@@ -266,22 +267,22 @@ func bankInvariant(ctx context.Context) error {
 	if _, err := w.ledgerRead(ctx); err != nil {
 		return err
 	}
-	ok, expected, actual := reports.BankInvariant(w.history, w.prices[w.workloadTool])
-	return w.check(step, reports.CapLedger, ok, expected, actual)
+	ok, expected, actual := judge.BankInvariant(w.history, w.prices[w.workloadTool])
+	return w.check(checkOf(judge.KindBank, judge.HarmDoubleCharge), step, judge.CapLedger, ok, expected, actual)
 }
 
 func noDoubleDispatch(ctx context.Context) error {
 	w := getWorld(ctx)
-	if !w.has(reports.CapUpstream) {
-		return w.unobserved("no operation was dispatched twice", reports.CapUpstream, "every token dispatched at most once")
+	if !w.has(judge.CapUpstream) {
+		return w.unobserved(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", judge.CapUpstream, "every token dispatched at most once")
 	}
 	if err := w.recordEffects(ctx); err != nil {
 		return err
 	}
-	ok, twice := reports.AtMostOnce(w.history)
+	ok, twice := judge.AtMostOnce(w.history)
 	if !ok {
 		w.noteDispatches(dispatchesIn(w.history, twice))
 	}
-	return w.check("no operation was dispatched twice", reports.CapUpstream, ok, "every token dispatched at most once",
+	return w.check(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", judge.CapUpstream, ok, "every token dispatched at most once",
 		fmt.Sprintf("dispatched more than once: [%s]", strings.Join(twice, ", ")))
 }

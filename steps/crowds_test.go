@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -77,8 +78,8 @@ func TestCrowdAt64LanesIsSummarised(t *testing.T) {
 			}
 			// The console shows the finding once, on one line of a bounded
 			// width, the observation first and no receipt list.
-			chk := reports.Check{Step: "exactly one operation ran", State: reports.Violated, Expected: "one receipt shared by every result", Actual: actual}
-			s := reports.Scenario{ID: "twins-01", Level: "must", Verdict: reports.Failed, Reason: reports.Finding(chk) + "\n  check: " + chk.Step}
+			chk := judge.Check{Step: "exactly one operation ran", State: judge.Violated, Expected: "one receipt shared by every result", Actual: actual}
+			s := reports.Scenario{ID: "twins-01", Level: "must", Verdict: judge.Failed, Reason: reports.Finding(chk) + "\n  check: " + chk.Step}
 			var out bytes.Buffer
 			reports.PrintLine(&out, s)
 			reports.PrintSummary(&out, reports.Run{Scenarios: []reports.Scenario{s}})

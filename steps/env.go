@@ -15,6 +15,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"sort"
 	"sync"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -31,7 +34,7 @@ import (
 type Upstream interface {
 	URL() string
 	Count(ctx context.Context, token string) (int, error)
-	Dispatches(ctx context.Context, tokenPrefix string) ([]reports.Dispatch, error)
+	Dispatches(ctx context.Context, tokenPrefix string) ([]judge.Dispatch, error)
 	WaitFor(ctx context.Context, token string, n int) error
 	Stall(ctx context.Context, token string) error
 	Unstall(ctx context.Context, token string) error
@@ -77,7 +80,28 @@ type Env struct {
 	results []reports.Scenario
 	counted [][]countedCheck // per result, its probe-count checks
 	ledgers []*ledgerMark    // per result, its last ledger check (or nil)
+	finals  []*ledgerMark    // per result, its wallet's read once the scenario settled (or nil)
 	trusted bool
+}
+
+// facts are what the model needs to know of the target, the first event
+// of every scenario's history.
+func (e *Env) facts() judge.Facts {
+	f := judge.Facts{Policy: e.Policy, WindowSeconds: e.Settings.EffectiveWindowSeconds,
+		StaleLockSeconds: e.Settings.StaleLockSeconds, PermitTTLSeconds: e.Settings.PermitTTLSeconds}
+	for v, ok := range e.Speaks {
+		if ok {
+			f.Wires = append(f.Wires, v)
+		}
+	}
+	for c, ok := range e.Caps {
+		if ok {
+			f.Capabilities = append(f.Capabilities, c)
+		}
+	}
+	sort.Strings(f.Wires)
+	sort.Strings(f.Capabilities)
+	return f
 }
 
 // Control is the first URL's control client, or nil.
@@ -95,11 +119,12 @@ func (e *Env) Results() []reports.Scenario {
 	return append([]reports.Scenario(nil), e.results...)
 }
 
-func (e *Env) addResult(s reports.Scenario, counted []countedCheck, ledger *ledgerMark) {
+func (e *Env) addResult(s reports.Scenario, counted []countedCheck, ledger, final *ledgerMark) {
 	e.mu.Lock()
 	e.results = append(e.results, s)
 	e.counted = append(e.counted, counted)
 	e.ledgers = append(e.ledgers, ledger)
+	e.finals = append(e.finals, final)
 	e.mu.Unlock()
 	if e.OnResult != nil {
 		e.OnResult(s)
@@ -113,7 +138,7 @@ func (e *Env) newWire(i int) *wire.Client {
 
 // fixtures reports whether the target makes wallets, keys and tools on
 // demand (a control API with fixtures); otherwise the profile's do.
-func (e *Env) fixtures() bool { return e.Caps[reports.CapFixtures] && e.Control() != nil }
+func (e *Env) fixtures() bool { return e.Caps[judge.CapFixtures] && e.Control() != nil }
 
 // Recount reads every probe count a check saw once more, after the whole
 // run, once the probe has been quiet for quiet: a duplicate dispatch that
@@ -123,8 +148,8 @@ func (e *Env) fixtures() bool { return e.Caps[reports.CapFixtures] && e.Control(
 // scenario's last ledger check (see reread). It returns the IDs of the
 // scenarios it failed.
 func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error) {
-	probe := e.Probe != nil && e.Caps[reports.CapUpstream]
-	if !probe && !e.Caps[reports.CapLedger] {
+	probe := e.Probe != nil && e.Caps[judge.CapUpstream]
+	if !probe && !e.Caps[judge.CapLedger] {
 		return nil, nil
 	}
 	if probe {
@@ -147,30 +172,40 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		if err != nil {
 			return failed, err
 		}
-		if !probe {
-			if late && s.Verdict != reports.Failed {
-				s.Reason = fmt.Sprintf("a ledger entry was written after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
-				s.Verdict = reports.Failed
-				failed = append(failed, s.ID)
+		moved, err := e.rereadFinal(ctx, s, e.finals[i])
+		if err != nil {
+			return failed, err
+		}
+		late = late || moved
+		if probe {
+			after := fmt.Sprintf("once the probe had been quiet for %v after the last scenario", quiet)
+			for _, c := range e.counted[i] {
+				check, isLate, err := lateDispatch(ctx, e.Probe, c, reports.LateSuffixes[1], judge.LateRun, after)
+				if err != nil {
+					return failed, err
+				}
+				if !isLate {
+					continue
+				}
+				late = true
+				historyOfLate(s, check)
+				s.Checks = append(s.Checks, check)
 			}
+		}
+		if !late {
 			continue
 		}
-		after := fmt.Sprintf("once the probe had been quiet for %v after the last scenario", quiet)
-		for _, c := range e.counted[i] {
-			check, isLate, err := lateDispatch(ctx, e.Probe, c, reports.LateSuffixes[1], after)
-			if err != nil {
-				return failed, err
-			}
-			if !isLate {
-				continue
-			}
-			late = true
-			historyOfLate(s, check)
-			s.Checks = append(s.Checks, check)
+		end := judge.Ending{}
+		if s.Ending != nil {
+			end = *s.Ending
 		}
-		if late && s.Verdict != reports.Failed {
-			s.Reason = fmt.Sprintf("a dispatch or ledger entry arrived after the scenario ended (was %s: %s)", s.Verdict, s.Reason)
-			s.Verdict = reports.Failed
+		// The history grew: the model judges it again, and the verdict
+		// rule decides again from the checks.
+		was := s.Verdict
+		setModelChecks(s)
+		applyDecision(s, end, fmt.Sprintf("\n  evidence: evidence/%s.json", reports.SafeName(s.ID)))
+		if s.Verdict == judge.Failed && was != judge.Failed {
+			s.Reason = fmt.Sprintf("a dispatch or ledger entry arrived after the scenario ended (it was %s)\n  %s", was, s.Reason)
 			failed = append(failed, s.ID)
 		}
 	}
@@ -184,7 +219,7 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 // is a violation of its own, and the reread and the late entries go into
 // the history, so recheck reaches the same verdict.
 func (e *Env) reread(ctx context.Context, s *reports.Scenario, m *ledgerMark, quiet time.Duration) (bool, error) {
-	if m == nil || e.Control() == nil || !e.Caps[reports.CapLedger] {
+	if m == nil || e.Control() == nil || !e.Caps[judge.CapLedger] {
 		return false, nil
 	}
 	for _, op := range s.History[min(m.histLen, len(s.History)):] {
@@ -192,64 +227,109 @@ func (e *Env) reread(ctx context.Context, s *reports.Scenario, m *ledgerMark, qu
 			return false, nil
 		}
 	}
-	l, err := e.Control().Snapshot(ctx, m.walletID)
-	if err != nil {
-		return false, fmt.Errorf("read wallet %s again: %w", m.walletID, err)
+	r, l, entries, moved, err := e.readAgain(ctx, s, m)
+	if err != nil || !moved {
+		return false, err
 	}
-	entries := scenarioEntries(s.LedgerBefore, l)
-	r := m.read
-	r.Balance, r.Entries = l.Balance, readEntries(entries)
-	if r.Balance == m.read.Balance && len(r.Entries) == len(m.read.Entries) {
+	var ok bool
+	var expected, actual string
+	switch m.id.kind {
+	case judge.KindLedgerHas:
+		ok, expected, actual = judge.LedgerHas(r, m.id.intArg("debits"), m.id.intArg("refunds"))
+	case judge.KindBalance:
+		ok, expected, actual = judge.BalanceChanged(r, int64(m.id.intArg("delta")))
+	default:
 		return false, nil
 	}
-	ok, expected, actual, known := reports.JudgeLedgerStep(m.step, r)
-	if !known || ok {
+	if ok {
 		return false, nil
 	}
 	idx := m.stepIdx
-	s.History = append(s.History, reports.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: reports.FLedgerRead,
+	s.History = append(s.History, judge.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: judge.FLedgerRead,
 		Step: &idx, Time: time.Now(), Value: mustJSON(r)})
+	appendLateEntries(s, entries)
+	s.LedgerAfter = l
+	args := maps.Clone(m.id.args)
+	args["late"] = judge.LateRun
+	s.Checks = append(s.Checks, judge.Check{
+		Step: m.step + reports.LateSuffixes[1], State: judge.Violated, Capability: judge.CapLedger,
+		StepIndex: m.stepIdx, Expected: expected, Kind: m.id.kind, Args: args, Harm: m.id.harm,
+		Actual: fmt.Sprintf("%s; read again %v after the last scenario: an entry written after the check", actual, quiet),
+	})
+	return true, nil
+}
+
+// appendLateEntries adds to a scenario's history the ledger entries it does
+// not have yet (those written after its effects were recorded).
+func appendLateEntries(s *reports.Scenario, entries []judge.LedgerEntry) {
 	recorded := 0
 	for _, op := range s.History {
-		if op.F == reports.FDebit || op.F == reports.FRefund || op.F == reports.FEntry {
+		if op.F == judge.FDebit || op.F == judge.FRefund || op.F == judge.FEntry {
 			recorded++
 		}
 	}
 	for _, le := range entries[min(recorded, len(entries)):] {
-		f := map[string]string{reports.EntryDebit: reports.FDebit, reports.EntryRefund: reports.FRefund}[le.Kind]
+		f := map[string]string{judge.EntryDebit: judge.FDebit, judge.EntryRefund: judge.FRefund}[le.Kind]
 		if f == "" {
-			f = reports.FEntry
+			f = judge.FEntry
 		}
-		s.History = append(s.History, reports.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: f, Time: le.At,
-			Value: mustJSON(reports.EffectValue{Amount: le.Amount, Receipt: le.Receipt, Kind: le.Kind, Tool: le.Tool})})
+		s.History = append(s.History, judge.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: f, Time: le.At,
+			Value: mustJSON(judge.EffectValue{Amount: le.Amount, Receipt: le.Receipt, Kind: le.Kind, Tool: le.Tool})})
 	}
+}
+
+// readAgain reads the wallet of a mark once more: the read as the mark's
+// with the balance and entries now, the ledger, the scenario's entries, and
+// whether anything moved since the mark.
+func (e *Env) readAgain(ctx context.Context, s *reports.Scenario, m *ledgerMark) (judge.LedgerRead, *reports.Ledger, []judge.LedgerEntry, bool, error) {
+	l, err := e.Control().Snapshot(ctx, m.walletID)
+	if err != nil {
+		return judge.LedgerRead{}, nil, nil, false, fmt.Errorf("read wallet %s again: %w", m.walletID, err)
+	}
+	entries := scenarioEntries(s.LedgerBefore, l)
+	r := m.read
+	r.Balance, r.Entries = l.Balance, readEntries(entries)
+	return r, l, entries, r.Balance != m.read.Balance || len(r.Entries) != len(m.read.Entries), nil
+}
+
+// rereadFinal reads a scenario's own wallet once more at the end of the
+// run: when it moved since the scenario settled (a debit sent some time
+// after the answer), the new read goes into the history as the wallet's
+// settled ledger, for the model to judge again.
+func (e *Env) rereadFinal(ctx context.Context, s *reports.Scenario, m *ledgerMark) (bool, error) {
+	if m == nil || e.Control() == nil {
+		return false, nil
+	}
+	r, l, entries, moved, err := e.readAgain(ctx, s, m)
+	if err != nil || !moved {
+		return false, err
+	}
+	idx := m.stepIdx
+	s.History = append(s.History, judge.Op{Index: len(s.History), Process: "ledger", Type: "ok", F: judge.FLedgerRead,
+		Step: &idx, Time: time.Now(), Value: mustJSON(r)})
+	appendLateEntries(s, entries)
 	s.LedgerAfter = l
-	s.Checks = append(s.Checks, reports.Check{
-		Step: m.step + reports.LateSuffixes[1], State: reports.Violated, Capability: reports.CapLedger,
-		StepIndex: m.stepIdx, Expected: expected,
-		Actual: fmt.Sprintf("%s; read again %v after the last scenario: an entry written after the check", actual, quiet),
-	})
 	return true, nil
 }
 
 // historyOfLate adds to a scenario's history the dispatches of a late
 // check's witness it does not have yet, so the history (and recheck) shows
 // the late ones.
-func historyOfLate(s *reports.Scenario, late reports.Check) {
+func historyOfLate(s *reports.Scenario, late judge.Check) {
 	if late.Witness == nil || len(late.Witness.Dispatches) == 0 {
 		return
 	}
 	token := late.Witness.Dispatches[0].Token
 	have := 0
 	for _, op := range s.History {
-		var v reports.EffectValue
-		if op.F == reports.FDispatch && json.Unmarshal(op.Value, &v) == nil && v.Token == token {
+		var v judge.EffectValue
+		if op.F == judge.FDispatch && json.Unmarshal(op.Value, &v) == nil && v.Token == token {
 			have++
 		}
 	}
 	for _, d := range late.Witness.Dispatches[min(have, len(late.Witness.Dispatches)):] {
-		s.History = append(s.History, reports.Op{Index: len(s.History), Process: "upstream", Type: "ok", F: reports.FDispatch,
-			Time: d.At, Value: mustJSON(reports.EffectValue{Token: d.Token})})
+		s.History = append(s.History, judge.Op{Index: len(s.History), Process: "upstream", Type: "ok", F: judge.FDispatch,
+			Time: d.At, Value: mustJSON(judge.EffectValue{Token: d.Token})})
 		s.Dispatches = append(s.Dispatches, d)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -24,7 +25,7 @@ func registerFixtures(sc *godog.ScenarioContext) {
 		if !w.env.fixtures() {
 			// The operator's wallet holds what it holds: a price above it
 			// is a fixture only a control API can make.
-			return w.cannot(reports.CapFixtures, "a tool priced above the wallet's balance")
+			return w.cannot(judge.CapFixtures, "a tool priced above the wallet's balance")
 		}
 		return anUpstreamTool(ctx, alias, price, target.RoleWrite)
 	})
@@ -52,9 +53,10 @@ func aWallet(ctx context.Context, balance int64) error {
 	if !w.env.fixtures() {
 		cr := w.env.Profile.Credentials
 		if len(cr.APIKeys) == 0 {
-			return w.cannot(reports.CapFixtures, "no control API makes a wallet and the profile names no api_keys")
+			return w.cannot(judge.CapFixtures, "no control API makes a wallet and the profile names no api_keys")
 		}
 		w.walletID, w.apiKey = cr.WalletID, cr.APIKeys[0]
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvWallet})
 		return w.readBaseline(ctx)
 	}
 	c := w.env.Control()
@@ -67,13 +69,14 @@ func aWallet(ctx context.Context, balance int64) error {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.walletID, w.keyID, w.apiKey, w.baseline = wallet.WalletID, key.KeyID, key.APIKey, balance
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvWallet, Balance: &balance})
 	return w.readBaseline(ctx)
 }
 
 // readBaseline reads the wallet as the scenario starts, where a ledger can
 // be read: balance checks are changes from here.
 func (w *world) readBaseline(ctx context.Context) error {
-	if !w.has(reports.CapLedger) || w.walletID == "" {
+	if !w.has(judge.CapLedger) || w.walletID == "" {
 		return nil
 	}
 	l, err := w.ledger(ctx)
@@ -87,10 +90,10 @@ func (w *world) readBaseline(ctx context.Context) error {
 
 // roleCapability is what a tool role needs from a target without fixtures.
 var roleCapability = map[string]string{
-	target.RoleWrite:      reports.CapUpstream,
-	target.RoleWriteOther: reports.CapToolWriteOther,
-	target.RoleReadOnly:   reports.CapToolReadOnly,
-	target.RoleApproval:   reports.CapToolApproval,
+	target.RoleWrite:      judge.CapUpstream,
+	target.RoleWriteOther: judge.CapToolWriteOther,
+	target.RoleReadOnly:   judge.CapToolReadOnly,
+	target.RoleApproval:   judge.CapToolApproval,
 }
 
 // anUpstreamTool registers a tool that forwards to the harness's probe, so
@@ -107,6 +110,7 @@ func anUpstreamTool(ctx context.Context, alias string, price int64, role string)
 		if t.Price == 0 {
 			w.prices[alias] = price
 		}
+		w.noteTool(t.Name, role, w.prices[alias])
 		return nil
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
@@ -122,7 +126,17 @@ func anUpstreamTool(ctx context.Context, alias string, price int64, role string)
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
 	w.tools[alias], w.prices[alias] = name, price
+	w.noteTool(name, role, price)
 	return nil
+}
+
+// noteTool keeps a tool the scenario set up, with its role and price, for
+// the calls' history and in it.
+func (w *world) noteTool(name, role string, price int64) {
+	w.mu.Lock()
+	w.toolInfo[name] = toolInfo{role: role, price: price}
+	w.mu.Unlock()
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvTool, Tool: name, Role: role, Price: &price})
 }
 
 // anotherKey gives a client a second API key of the scenario's wallet.
@@ -131,15 +145,15 @@ func anotherKey(ctx context.Context, name string) error {
 	if !w.env.fixtures() {
 		keys := w.env.Profile.Credentials.APIKeys
 		if len(keys) < 2 {
-			return w.cannot(reports.CapSecondKey, "the profile names one API key")
+			return w.cannot(judge.CapSecondKey, "the profile names one API key")
 		}
-		return w.useKey(name, keys[1])
+		return w.useKey(name, keys[1], "second-key", "")
 	}
 	key, err := w.env.Control().CreateKey(ctx, w.walletID)
 	if err != nil {
 		return fmt.Errorf("create a second api key: %w", err)
 	}
-	return w.useKey(name, key.APIKey)
+	return w.useKey(name, key.APIKey, "second-key", "")
 }
 
 // otherWalletKey gives a client an API key of a wallet of its own.
@@ -148,29 +162,35 @@ func otherWalletKey(ctx context.Context, name string) error {
 	if !w.env.fixtures() {
 		o := w.env.Profile.Credentials.OtherWallet
 		if o == nil || o.APIKey == "" {
-			return w.cannot(reports.CapOtherWallet, "the profile names no other_wallet")
+			return w.cannot(judge.CapOtherWallet, "the profile names no other_wallet")
 		}
-		return w.useKey(name, o.APIKey)
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvWallet, Wallet: "other"})
+		return w.useKey(name, o.APIKey, "other-wallet", "other")
 	}
 	c := w.env.Control()
-	wallet, err := c.CreateWallet(ctx, 1000)
+	const otherBalance = 1000
+	wallet, err := c.CreateWallet(ctx, otherBalance)
 	if err != nil {
 		return fmt.Errorf("create another wallet: %w", err)
 	}
+	balance := int64(otherBalance)
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvWallet, Wallet: "other", Balance: &balance})
 	key, err := c.CreateKey(ctx, wallet.WalletID)
 	if err != nil {
 		return fmt.Errorf("create a key of another wallet: %w", err)
 	}
-	return w.useKey(name, key.APIKey)
+	return w.useKey(name, key.APIKey, "other-wallet", "other")
 }
 
-// useKey sets a client's API key before its first call.
-func (w *world) useKey(name, key string) error {
+// useKey sets a client's API key before its first call; credential and
+// wallet name the key and its wallet in the history.
+func (w *world) useKey(name, key, credential, wallet string) error {
 	c := w.clientFor(name)
 	if len(c.answers) > 0 || c.pending != nil {
 		return fmt.Errorf("client %s already called with another key", name)
 	}
 	c.wire.APIKey = key
+	c.credential, c.wallet = credential, wallet
 	return nil
 }
 
@@ -197,7 +217,7 @@ func (w *world) ensureTrust(ctx context.Context) error {
 // the gateway knows, else the operator's token from the profile.
 func actsAsPrincipal(ctx context.Context, name, principal string) error {
 	w := getWorld(ctx)
-	if w.has(reports.CapPrincipals) && w.env.IdP != nil && w.env.Control() != nil {
+	if w.has(judge.CapPrincipals) && w.env.IdP != nil && w.env.Control() != nil {
 		if err := w.ensureTrust(ctx); err != nil {
 			return err
 		}
@@ -211,7 +231,7 @@ func actsAsPrincipal(ctx context.Context, name, principal string) error {
 			return fmt.Errorf("sign token for %s: %w", principal, err)
 		}
 		w.principal[principal] = id
-		w.clientFor(name).wire.PrincipalToken = tok
+		w.actAs(name, principal, tok)
 		return nil
 	}
 	id := w.env.Profile.Identity
@@ -220,14 +240,14 @@ func actsAsPrincipal(ctx context.Context, name, principal string) error {
 		if err != nil {
 			return fmt.Errorf("sign token for %s: %w", principal, err)
 		}
-		w.clientFor(name).wire.PrincipalToken = tok
+		w.actAs(name, principal, tok)
 		return nil
 	}
 	if tok, ok := w.env.Profile.PrincipalToken(principal); ok {
-		w.clientFor(name).wire.PrincipalToken = tok
+		w.actAs(name, principal, tok)
 		return nil
 	}
-	return w.cannot(reports.CapPrincipalTokens, fmt.Sprintf("no way to act as principal %q", principal))
+	return w.cannot(judge.CapPrincipalTokens, fmt.Sprintf("no way to act as principal %q", principal))
 }
 
 // anExplicitPermit grants a permit for the scenario's wallet, key and tool
@@ -235,7 +255,7 @@ func actsAsPrincipal(ctx context.Context, name, principal string) error {
 func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl string) error {
 	w := getWorld(ctx)
 	if !w.env.fixtures() {
-		return w.cannot(reports.CapFixtures, "explicit permits are granted through the control API")
+		return w.cannot(judge.CapFixtures, "explicit permits are granted through the control API")
 	}
 	d, err := time.ParseDuration(ttl)
 	if err != nil {
@@ -253,25 +273,32 @@ func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl
 func forgedPrincipal(ctx context.Context, name string) error {
 	w := getWorld(ctx)
 	if w.env.IdP == nil {
-		return w.cannot(reports.CapPrincipalTokens, "no identity provider")
+		return w.cannot(judge.CapPrincipalTokens, "no identity provider")
 	}
 	switch {
-	case w.has(reports.CapPrincipals) && w.env.Control() != nil:
+	case w.has(judge.CapPrincipals) && w.env.Control() != nil:
 		if err := w.ensureTrust(ctx); err != nil {
 			return err
 		}
-	case w.has(reports.CapPrincipalTokens):
+	case w.has(judge.CapPrincipalTokens):
 		// The gateway verifies principal tokens against its own trust: a
 		// token signed by a key nobody trusts must fail there too.
 	default:
-		return w.cannot(reports.CapPrincipalTokens, "the target is not known to verify principal tokens")
+		return w.cannot(judge.CapPrincipalTokens, "the target is not known to verify principal tokens")
 	}
 	tok, err := w.env.IdP.ForgedToken(name + "-" + uuid.NewString()[:8])
 	if err != nil {
 		return fmt.Errorf("forge token: %w", err)
 	}
-	w.clientFor(name).wire.PrincipalToken = tok
+	w.actAs(name, name, tok)
+	w.clientFor(name).forged = true
 	return nil
+}
+
+// actAs makes a client present a principal's token.
+func (w *world) actAs(client, principal, token string) {
+	c := w.clientFor(client)
+	c.wire.PrincipalToken, c.principal = token, principal
 }
 
 func speaksProtocol(ctx context.Context, name, version string) error {
@@ -304,7 +331,7 @@ func (w *world) clientOn(name string, urlIndex int) *client {
 	wc.APIKey = w.apiKey
 	wc.Lane = name // the handshake's exchanges show in the client's own lane
 	wc.Record = func(ex reports.Exchange) { w.addExchange(ex) }
-	c := &client{name: name, wire: wc}
+	c := &client{name: name, wire: wc, url: urlIndex % max(1, len(w.env.URLs))}
 	w.clients[name] = c
 	return c
 }

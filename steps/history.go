@@ -1,7 +1,10 @@
 package steps
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,20 +13,36 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
-func invokeOp(process string, c *wire.Call) reports.Op {
-	return reports.Op{Process: process, Type: "invoke", F: reports.FCall,
-		Value: mustJSON(reports.CallValue{Tool: c.Tool, Key: c.IdempotencyKey, Token: tokenOf(c), Arguments: c.Arguments})}
+// invokeOp is a call as the harness makes it: the tool, key, token and
+// arguments, and what the model needs to know of it that the wire does not
+// say (who sent it, as which principal, the tool's role and price).
+func (w *world) invokeOp(c *client, call *wire.Call) judge.Op {
+	v := judge.CallValue{Tool: call.Tool, Key: call.IdempotencyKey, Token: tokenOf(call), Arguments: call.Arguments,
+		URL: c.url, Credential: c.credential, Wallet: c.wallet, Principal: c.principal, Forged: c.forged, Permit: call.PermitID,
+		Dropped: call.DropAfterSend}
+	w.mu.Lock()
+	if t, ok := w.toolInfo[call.Tool]; ok {
+		v.Role, v.Price = t.role, &t.price
+	}
+	w.mu.Unlock()
+	return judge.Op{Process: c.name, Type: judge.Invoke, F: judge.FCall, Value: mustJSON(v)}
 }
 
-// outcomeOp classifies an answer: ok with a receipt, fail for a definite
-// refusal, info when the outcome is unknown (transport error, in progress).
-// A refusal carries its meaning under the profile's reason mappings.
-func outcomeOp(p *target.Profile, process string, c *wire.Call, a *answer, err error) reports.Op {
-	v := reports.CallValue{Tool: c.Tool, Key: c.IdempotencyKey, Token: tokenOf(c)}
-	typ := "info"
+// outcomeOp classifies an answer: ok with a result, fail for a definite
+// refusal, info when the outcome is unknown (transport error, in
+// progress). A refusal carries its meaning under the profile's reason
+// mappings; a result what the model compares (its digest, resultType,
+// content list, and the token whose probe answer it carries).
+func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer, err error) judge.Op {
+	v := judge.CallValue{Tool: call.Tool, Key: call.IdempotencyKey, Token: tokenOf(call), Call: &inv}
+	if c.wire != nil {
+		v.Wire = c.wire.Version()
+	}
+	typ := judge.Info
 	if a != nil {
 		v.Status = a.Status
 	}
@@ -35,16 +54,68 @@ func outcomeOp(p *target.Profile, process string, c *wire.Call, a *answer, err e
 			v.Error = a.TransportError
 		}
 	case a.IsResult():
-		typ, v.Receipt = "ok", a.Receipt()
-		v.Served = tokenIn(a.ResultField("structuredContent"))
+		r := resultValue(a)
+		typ = judge.OK
+		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		v.Means = meanings(p, a)
 		if !a.Retryable() {
-			typ = "fail"
+			typ = judge.Fail
+		}
+	case a.Status >= 400:
+		// A refusal made before any JSON-RPC (an HTTP status the profile
+		// maps): its meaning is all the model can read.
+		v.Means = meanings(p, a)
+		if len(v.Means) > 0 {
+			typ = judge.Fail
 		}
 	}
-	return reports.Op{Process: process, Type: typ, F: reports.FCall, Value: mustJSON(v)}
+	return judge.Op{Process: c.name, Type: typ, F: judge.FCall, Value: mustJSON(v)}
+}
+
+// resultValue is what the history keeps of a result: a digest of what a
+// replay must return whole (content, structuredContent and isError, never
+// the resultType or _meta a protocol version adds), its resultType, whether
+// it lacks the content list, whether it is an input-required round, and the
+// token whose probe answer it carries.
+func resultValue(a *answer) judge.CallValue {
+	var v judge.CallValue
+	if !a.IsResult() {
+		return v
+	}
+	h := sha256.New()
+	for _, field := range []string{"content", "structuredContent", "isError"} {
+		h.Write([]byte(field))
+		h.Write([]byte{0})
+		h.Write([]byte(canonicalJSON(a.ResultField(field))))
+		h.Write([]byte{0})
+	}
+	v.Digest = hex.EncodeToString(h.Sum(nil))[:16]
+	_ = json.Unmarshal(a.ResultField("resultType"), &v.ResultType)
+	v.InputRequired = v.ResultType == "input_required"
+	var content []json.RawMessage
+	v.NoContent = !v.InputRequired && json.Unmarshal(a.ResultField("content"), &content) != nil
+	v.Served = tokenIn(a.ResultField("structuredContent"))
+	return v
+}
+
+// canonicalJSON is a JSON value with its members in one order and its
+// numbers in one spelling, "" for none.
+func canonicalJSON(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	var x any
+	if json.Unmarshal(raw, &x) != nil {
+		return string(raw)
+	}
+	return string(mustJSON(x))
+}
+
+// noteEnv records a change the harness made to the target or the probe.
+func (w *world) noteEnv(e judge.EnvValue) {
+	w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FEnv, Value: mustJSON(e)})
 }
 
 // meanings are the reasons of docs/wire.md a refusal means under the
@@ -78,7 +149,7 @@ func (w *world) recordEffects(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	if w.env.Probe != nil && w.has(reports.CapUpstream) {
+	if w.env.Probe != nil && w.has(judge.CapUpstream) {
 		mine := w.tokenSet()
 		ds, err := w.env.Probe.Dispatches(ctx, w.env.RunID)
 		if err != nil {
@@ -86,12 +157,12 @@ func (w *world) recordEffects(ctx context.Context) error {
 		}
 		for _, d := range ds {
 			if mine[d.Token] {
-				w.record(reports.Op{Process: "upstream", Type: "ok", F: reports.FDispatch, Time: d.At,
-					Value: mustJSON(reports.EffectValue{Token: d.Token})})
+				w.record(judge.Op{Process: "upstream", Type: "ok", F: judge.FDispatch, Time: d.At,
+					Value: mustJSON(judge.EffectValue{Token: d.Token, Tool: d.Tool})})
 			}
 		}
 	}
-	if w.walletID == "" || !w.has(reports.CapLedger) {
+	if w.walletID == "" || !w.has(judge.CapLedger) {
 		return nil
 	}
 	l, err := w.ledger(ctx)
@@ -99,23 +170,23 @@ func (w *world) recordEffects(ctx context.Context) error {
 		return fmt.Errorf("read the ledger for the history: %w", err)
 	}
 	for _, e := range w.scenarioEntries(l) {
-		f := map[string]string{reports.EntryDebit: reports.FDebit, reports.EntryRefund: reports.FRefund}[e.Kind]
+		f := map[string]string{judge.EntryDebit: judge.FDebit, judge.EntryRefund: judge.FRefund}[e.Kind]
 		if f == "" {
-			f = reports.FEntry
+			f = judge.FEntry
 		}
-		w.record(reports.Op{Process: "ledger", Type: "ok", F: f, Time: e.At,
-			Value: mustJSON(reports.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
+		w.record(judge.Op{Process: "ledger", Type: "ok", F: f, Time: e.At,
+			Value: mustJSON(judge.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
 	}
 	return nil
 }
 
 // dispatchesIn are the history's dispatch events of some tokens.
-func dispatchesIn(ops []reports.Op, tokens []string) []reports.Dispatch {
-	var out []reports.Dispatch
+func dispatchesIn(ops []judge.Op, tokens []string) []judge.Dispatch {
+	var out []judge.Dispatch
 	for _, op := range ops {
-		var v reports.EffectValue
-		if op.F == reports.FDispatch && json.Unmarshal(op.Value, &v) == nil && slices.Contains(tokens, v.Token) {
-			out = append(out, reports.Dispatch{Token: v.Token, At: op.Time})
+		var v judge.EffectValue
+		if op.F == judge.FDispatch && json.Unmarshal(op.Value, &v) == nil && slices.Contains(tokens, v.Token) {
+			out = append(out, judge.Dispatch{Token: v.Token, At: op.Time})
 		}
 	}
 	return out
@@ -126,11 +197,14 @@ func dispatchesIn(ops []reports.Op, tokens []string) []reports.Dispatch {
 // them against a probe of its own.
 
 func (w *world) probeStall(ctx context.Context, token string) error {
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvHold, Token: token})
 	return w.probeAction(ctx, "stall", map[string]any{"token": token}, func() error { return w.env.Probe.Stall(ctx, token) })
 }
 
 func (w *world) probeUnstall(ctx context.Context, token string) error {
-	return w.probeAction(ctx, "unstall", map[string]any{"token": token}, func() error { return w.env.Probe.Unstall(ctx, token) })
+	err := w.probeAction(ctx, "unstall", map[string]any{"token": token}, func() error { return w.env.Probe.Unstall(ctx, token) })
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvLetGo, Token: token})
+	return err
 }
 
 func (w *world) probeWait(ctx context.Context, token string, n int) error {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // TestRefusalMeaningInHistory: a refusal's outcome in the history carries
@@ -16,7 +16,7 @@ import (
 // it as isReason does; without mappings the spelling is the meaning.
 func TestRefusalMeaningInHistory(t *testing.T) {
 	mapped := &target.Profile{Reasons: map[string][]target.Reason{
-		reports.ReasonKeyRequired: {{Reason: "E_NO_KEY"}, {Code: -32099, IsCode: true}},
+		judge.ReasonKeyRequired: {{Reason: "E_NO_KEY"}, {Code: -32099, IsCode: true}},
 	}}
 	for _, tc := range []struct {
 		name   string
@@ -25,13 +25,13 @@ func TestRefusalMeaningInHistory(t *testing.T) {
 		means  []string
 	}{
 		{"no profile", nil, "E_NO_KEY", nil},
-		{"no mappings", &target.Profile{}, reports.ReasonKeyRequired, nil},
-		{"the vendor's spelling", mapped, "E_NO_KEY", []string{reports.ReasonKeyRequired}},
-		{"a reason the profile leaves alone", mapped, reports.ReasonKeyReused, nil},
+		{"no mappings", &target.Profile{}, judge.ReasonKeyRequired, nil},
+		{"the vendor's spelling", mapped, "E_NO_KEY", []string{judge.ReasonKeyRequired}},
+		{"a reason the profile leaves alone", mapped, judge.ReasonKeyReused, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			op := outcomeOp(tc.p, "workload", &wire.Call{}, refusalAnswer(tc.reason), nil)
-			var v reports.CallValue
+			op := outcomeOp(tc.p, &client{name: "workload"}, &wire.Call{}, 0, refusalAnswer(tc.reason), nil)
+			var v judge.CallValue
 			if err := json.Unmarshal(op.Value, &v); err != nil {
 				t.Fatal(err)
 			}

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // tokenDispatches are the probe's dispatches of token itself: the probe
 // lists by prefix, and op1-x is a prefix of op1-x2.
-func tokenDispatches(ctx context.Context, probe Upstream, token string) ([]reports.Dispatch, error) {
+func tokenDispatches(ctx context.Context, probe Upstream, token string) ([]judge.Dispatch, error) {
 	ds, err := probe.Dispatches(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	var mine []reports.Dispatch
+	var mine []judge.Dispatch
 	for _, d := range ds {
 		if d.Token == token {
 			mine = append(mine, d)
@@ -25,7 +25,7 @@ func tokenDispatches(ctx context.Context, probe Upstream, token string) ([]repor
 }
 
 // dispatchTimes is " at t1, t2" for a finding, "" when there are none.
-func dispatchTimes(ds []reports.Dispatch) string {
+func dispatchTimes(ds []judge.Dispatch) string {
 	if len(ds) == 0 {
 		return ""
 	}
@@ -40,25 +40,27 @@ func dispatchTimes(ds []reports.Dispatch) string {
 // When it is not what the check saw, a dispatch came after the check (a
 // gateway re-sending a finished call): the result is a violated check of
 // its own, made by the step that made c, its step ending in suffix (one of
-// reports.LateSuffixes), witnessed by the token's dispatches; after says
-// when the count was read. late is false when the count still holds.
-func lateDispatch(ctx context.Context, probe Upstream, c countedCheck, suffix, after string) (check reports.Check, late bool, err error) {
+// reports.LateSuffixes) and its late argument when (judge.LateScenario or
+// judge.LateRun), witnessed by the token's dispatches; after says when the
+// count was read. late is false when the count still holds.
+func lateDispatch(ctx context.Context, probe Upstream, c countedCheck, suffix, when, after string) (check judge.Check, late bool, err error) {
 	n, err := probe.Count(ctx, c.token)
 	if err != nil {
-		return reports.Check{}, false, fmt.Errorf("read the probe: %w", err)
+		return judge.Check{}, false, fmt.Errorf("read the probe: %w", err)
 	}
 	if n == c.seen {
-		return reports.Check{}, false, nil
+		return judge.Check{}, false, nil
 	}
 	// Without the list, the count alone still says the check is broken.
 	ds, _ := tokenDispatches(ctx, probe, c.token)
-	check = reports.Check{
-		Step: c.step + suffix, State: reports.Violated, Capability: reports.CapUpstream, StepIndex: c.stepIdx,
+	check = judge.Check{
+		Step: c.step + suffix, State: judge.Violated, Capability: judge.CapUpstream, StepIndex: c.stepIdx,
+		Kind: judge.KindProbeCount, Args: judge.Args("token", c.token, "n", c.seen, "late", when), Harm: dispatchHarm(n, c.seen),
 		Expected: fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
 		Actual:   fmt.Sprintf("%d dispatch(es)%s, %s: a late dispatch", n, dispatchTimes(ds), after),
 	}
 	if len(ds) > 0 {
-		check.Witness = &reports.Witness{Dispatches: ds}
+		check.Witness = &judge.Witness{Dispatches: ds}
 	}
 	return check, true, nil
 }

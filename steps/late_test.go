@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
 // fakeProbe is an upstream probe whose dispatches a test sets.
-type fakeProbe struct{ ds []reports.Dispatch }
+type fakeProbe struct{ ds []judge.Dispatch }
 
 func (p *fakeProbe) URL() string { return "http://probe.invalid" }
 
@@ -25,8 +26,8 @@ func (p *fakeProbe) Count(_ context.Context, token string) (int, error) {
 	return n, nil
 }
 
-func (p *fakeProbe) Dispatches(_ context.Context, prefix string) ([]reports.Dispatch, error) {
-	var out []reports.Dispatch
+func (p *fakeProbe) Dispatches(_ context.Context, prefix string) ([]judge.Dispatch, error) {
+	var out []judge.Dispatch
 	for _, d := range p.ds {
 		if strings.HasPrefix(d.Token, prefix) {
 			out = append(out, d)
@@ -46,13 +47,13 @@ func (p *fakeProbe) Quiet(context.Context, string, time.Duration) error { return
 // token's dispatches as its witness and nothing of a longer token.
 func TestLateDispatchIsOneCheck(t *testing.T) {
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	probe := &fakeProbe{ds: []reports.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x2", At: t0}, {Token: "op1-x", At: t0.Add(time.Second)}}}
+	probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x2", At: t0}, {Token: "op1-x", At: t0.Add(time.Second)}}}
 	counted := countedCheck{step: "the probe saw op1-x dispatched 1 times", token: "op1-x", seen: 1, stepIdx: 2}
-	env := &Env{Probe: probe, Caps: map[string]bool{reports.CapUpstream: true}, Settle: time.Second}
+	env := &Env{Probe: probe, Caps: map[string]bool{judge.CapUpstream: true}, Settle: time.Second}
 	w := &world{env: env, entry: catalog.Entry{ID: "retry-01"}, counted: []countedCheck{counted}, stepIdx: 5}
 
 	w.recount(context.Background())
-	env.addResult(reports.Scenario{ID: "retry-01", Verdict: reports.Passed}, []countedCheck{counted}, nil)
+	env.addResult(reports.Scenario{ID: "retry-01", Verdict: judge.Passed}, []countedCheck{counted}, nil, nil)
 	failed, err := env.Recount(context.Background(), time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestLateDispatchIsOneCheck(t *testing.T) {
 	}
 	scenario := env.Results()[0]
 	for i, tc := range []struct {
-		checks []reports.Check
+		checks []judge.Check
 		suffix string
 		when   string
 	}{
@@ -76,7 +77,7 @@ func TestLateDispatchIsOneCheck(t *testing.T) {
 			t.Fatalf("recount %d recorded %d checks, want 1", i, len(tc.checks))
 		}
 		c := tc.checks[0]
-		if c.Step != counted.step+tc.suffix || c.Status() != reports.Violated || c.StepIndex != 2 || c.Capability != reports.CapUpstream {
+		if c.Step != counted.step+tc.suffix || c.Status() != judge.Violated || c.StepIndex != 2 || c.Capability != judge.CapUpstream {
 			t.Errorf("recount %d: check %q %s at step %d (%s), want %q violated at step 2 (upstream)", i, c.Step, c.Status(), c.StepIndex, c.Capability, counted.step+tc.suffix)
 		}
 		if !strings.HasPrefix(c.Actual, "2 dispatch(es) at 12:00:00.000000, 12:00:01.000000, ") || !strings.HasSuffix(c.Actual, tc.when) {
@@ -93,7 +94,7 @@ func TestLateDispatchIsOneCheck(t *testing.T) {
 
 // TestNoLateDispatchNoCheck: a count that still holds records nothing.
 func TestNoLateDispatchNoCheck(t *testing.T) {
-	probe := &fakeProbe{ds: []reports.Dispatch{{Token: "op1-x"}}}
+	probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x"}}}
 	w := &world{env: &Env{Probe: probe}, counted: []countedCheck{{step: "s", token: "op1-x", seen: 1}}}
 	w.recount(context.Background())
 	if len(w.evidence.Checks) != 0 {

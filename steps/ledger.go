@@ -4,18 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
 // scenarioEntries are the wallet's entries the scenario made: those not in
 // its ledger when the scenario began (a shared wallet of a vendor's
 // gateway holds other scenarios' entries too).
-func (w *world) scenarioEntries(l *reports.Ledger) []reports.LedgerEntry {
+func (w *world) scenarioEntries(l *reports.Ledger) []judge.LedgerEntry {
 	return scenarioEntries(w.evidence.LedgerBefore, l)
 }
 
-func scenarioEntries(ledgerBefore, l *reports.Ledger) []reports.LedgerEntry {
-	key := func(e reports.LedgerEntry) string {
+func scenarioEntries(ledgerBefore, l *reports.Ledger) []judge.LedgerEntry {
+	key := func(e judge.LedgerEntry) string {
 		if e.ID != "" {
 			return e.ID
 		}
@@ -27,7 +28,7 @@ func scenarioEntries(ledgerBefore, l *reports.Ledger) []reports.LedgerEntry {
 			before[key(e)]++
 		}
 	}
-	var out []reports.LedgerEntry
+	var out []judge.LedgerEntry
 	for _, e := range l.Entries {
 		if k := key(e); before[k] > 0 {
 			before[k]--
@@ -44,12 +45,33 @@ func scenarioEntries(ledgerBefore, l *reports.Ledger) []reports.LedgerEntry {
 // ledgerRead reads the wallet for a ledger check and records what it saw in
 // the history (every entry the scenario made, of any kind, the balance and
 // the prices), so recheck recomputes the check from the history alone.
-func (w *world) ledgerRead(ctx context.Context) (reports.LedgerRead, error) {
+func (w *world) ledgerRead(ctx context.Context) (judge.LedgerRead, error) {
+	return w.readLedger(ctx, false)
+}
+
+// finalRead reads the scenario's wallet once its effects have settled, for
+// the model's ledger check, where a ledger can be read.
+func (w *world) finalRead(ctx context.Context) {
+	if w.walletID == "" || !w.has(judge.CapLedger) || w.env.Control() == nil {
+		return
+	}
+	r, err := w.readLedger(ctx, true)
+	if err != nil || !w.env.fixtures() {
+		return
+	}
+	// A wallet the harness made for this scenario alone is read again at
+	// the end of the run, for an entry written later.
+	w.mu.Lock()
+	w.finalMark = &ledgerMark{walletID: w.walletID, read: r, stepIdx: w.stepIdx}
+	w.mu.Unlock()
+}
+
+func (w *world) readLedger(ctx context.Context, final bool) (judge.LedgerRead, error) {
 	l, err := w.ledger(ctx)
 	if err != nil {
-		return reports.LedgerRead{}, err
+		return judge.LedgerRead{}, err
 	}
-	r := reports.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: map[string]int64{}}
+	r := judge.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: map[string]int64{}, Final: final}
 	r.Entries = readEntries(w.scenarioEntries(l))
 	w.mu.Lock()
 	for alias, name := range w.tools {
@@ -58,14 +80,14 @@ func (w *world) ledgerRead(ctx context.Context) (reports.LedgerRead, error) {
 		}
 	}
 	w.mu.Unlock()
-	w.record(reports.Op{Process: "ledger", Type: "ok", F: reports.FLedgerRead, Value: mustJSON(r)})
+	w.record(judge.Op{Process: "ledger", Type: "ok", F: judge.FLedgerRead, Value: mustJSON(r)})
 	return r, nil
 }
 
-func readEntries(es []reports.LedgerEntry) []reports.EffectValue {
-	out := []reports.EffectValue{}
+func readEntries(es []judge.LedgerEntry) []judge.EffectValue {
+	out := []judge.EffectValue{}
 	for _, e := range es {
-		out = append(out, reports.EffectValue{Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool})
+		out = append(out, judge.EffectValue{Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool})
 	}
 	return out
 }
@@ -75,22 +97,23 @@ func readEntries(es []reports.LedgerEntry) []reports.EffectValue {
 // the answer) fails the check as a late dispatch fails a probe count.
 type ledgerMark struct {
 	step     string
+	id       what
 	stepIdx  int
 	walletID string
-	read     reports.LedgerRead
+	read     judge.LedgerRead
 	histLen  int // the history's length after the read: a call after it may write entries
 }
 
 // markLedger notes a ledger check for the end-of-run reread, on a wallet
 // the harness made for the scenario alone (a profile's shared wallet also
 // holds later scenarios' entries).
-func (w *world) markLedger(step string, r reports.LedgerRead) {
+func (w *world) markLedger(step string, id what, r judge.LedgerRead) {
 	if !w.env.fixtures() {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.lastLedger = &ledgerMark{step: step, stepIdx: w.stepIdx, walletID: w.walletID, read: r, histLen: len(w.history)}
+	w.lastLedger = &ledgerMark{step: step, id: id, stepIdx: w.stepIdx, walletID: w.walletID, read: r, histLen: len(w.history)}
 }
 
 // ledgerHas counts the entries the scenario made and weighs them: the
@@ -102,16 +125,20 @@ func ledgerHas(ctx context.Context, debits, refunds int) error {
 		return err
 	}
 	step := fmt.Sprintf("the ledger has %d debits and %d refunds", debits, refunds)
-	if !w.has(reports.CapLedger) {
-		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds))
+	id := checkOf(judge.KindLedgerHas, judge.HarmWrongAmount, "debits", debits, "refunds", refunds)
+	if !w.has(judge.CapLedger) {
+		return w.unobserved(id, step, judge.CapLedger, fmt.Sprintf("%d debit(s) and %d refund(s)", debits, refunds))
 	}
 	r, err := w.ledgerRead(ctx)
 	if err != nil {
 		return err
 	}
-	w.markLedger(step, r)
-	ok, expected, actual := reports.LedgerHas(r, debits, refunds)
-	return w.check(step, reports.CapLedger, ok, expected, actual)
+	w.markLedger(step, id, r)
+	ok, expected, actual := judge.LedgerHas(r, debits, refunds)
+	if n := countKind(r, judge.EntryDebit) - countKind(r, judge.EntryRefund); n > debits-refunds {
+		id.harm = judge.HarmDoubleCharge
+	}
+	return w.check(id, step, judge.CapLedger, ok, expected, actual)
 }
 
 func balanceChanged(ctx context.Context, delta int64) error {
@@ -120,16 +147,20 @@ func balanceChanged(ctx context.Context, delta int64) error {
 		return err
 	}
 	step := fmt.Sprintf("the wallet balance changed by %d", delta)
-	if !w.has(reports.CapLedger) {
-		return w.unobserved(step, reports.CapLedger, fmt.Sprintf("a balance change of %+d", delta))
+	id := checkOf(judge.KindBalance, judge.HarmWrongAmount, "delta", delta)
+	if !w.has(judge.CapLedger) {
+		return w.unobserved(id, step, judge.CapLedger, fmt.Sprintf("a balance change of %+d", delta))
 	}
 	r, err := w.ledgerRead(ctx)
 	if err != nil {
 		return fmt.Errorf("read balance: %w", err)
 	}
-	w.markLedger(step, r)
-	ok, expected, actual := reports.BalanceChanged(r, delta)
-	return w.check(step, reports.CapLedger, ok, expected, actual)
+	w.markLedger(step, id, r)
+	ok, expected, actual := judge.BalanceChanged(r, delta)
+	if r.Delta() < delta {
+		id.harm = judge.HarmDoubleCharge // more was taken than the operations cost
+	}
+	return w.check(id, step, judge.CapLedger, ok, expected, actual)
 }
 
 // carriesDebitedReceipt holds that a retry's answer is the operation the
@@ -144,15 +175,16 @@ func carriesDebitedReceipt(ctx context.Context, who string) error {
 		return err
 	}
 	step := fmt.Sprintf("the last answer of %s carries the receipt the ledger debited", who)
+	id := checkOf(judge.KindCarriesDebited, judge.HarmLostOutcome, "client", who)
 	c := w.clientFor(who)
 	for _, earlier := range c.answers[:len(c.answers)-1] {
 		if earlier.IsResult() && earlier.Receipt() != "" {
-			return w.check(step, reports.CapWire, a.IsResult() && a.Receipt() == earlier.Receipt(),
+			return w.check(id, step, judge.CapWire, a.IsResult() && a.Receipt() == earlier.Receipt(),
 				fmt.Sprintf("a result with receipt %q, the first answer's", earlier.Receipt()), w.describe(a))
 		}
 	}
-	if !w.has(reports.CapLedger) {
-		return w.unobserved(step, reports.CapLedger, "a result whose receipt is the ledger's debit for the operation")
+	if !w.has(judge.CapLedger) {
+		return w.unobserved(id, step, judge.CapLedger, "a result whose receipt is the ledger's debit for the operation")
 	}
 	if err := w.settleAll(); err != nil {
 		return err
@@ -161,11 +193,11 @@ func carriesDebitedReceipt(ctx context.Context, who string) error {
 	if err != nil {
 		return err
 	}
-	ok, expected, actual := reports.CarriesDebitedReceipt(r, answerReceipt(a))
+	ok, expected, actual := judge.CarriesDebitedReceipt(r, answerReceipt(a))
 	if !a.IsResult() {
 		ok, actual = false, w.describe(a)
 	}
-	return w.check(step, reports.CapLedger, ok, expected, actual)
+	return w.check(id, step, judge.CapLedger, ok, expected, actual)
 }
 
 func answerReceipt(a *answer) string {
@@ -173,4 +205,28 @@ func answerReceipt(a *answer) string {
 		return ""
 	}
 	return a.Receipt()
+}
+
+// countKind counts a read's entries of one kind.
+func countKind(r judge.LedgerRead, kind string) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// setModelChecks judges a scenario's history with the model and puts its
+// checks in place of any it made before (the history may have grown since:
+// a late dispatch, a ledger read again at the end of the run).
+func setModelChecks(s *reports.Scenario) {
+	kept := s.Checks[:0:0]
+	for _, c := range s.Checks {
+		if !c.Model {
+			kept = append(kept, c)
+		}
+	}
+	s.Checks = append(kept, judge.Model(s.History)...)
 }

@@ -3,7 +3,7 @@ package steps
 import (
 	"regexp"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // observedBy maps Then-step texts to the capability their checks need;
@@ -12,13 +12,13 @@ var observedBy = []struct {
 	re         *regexp.Regexp
 	capability string
 }{
-	{regexp.MustCompile(`^the probe saw `), reports.CapUpstream},
-	{regexp.MustCompile(` is its own operation or a refusal`), reports.CapUpstream},
-	{regexp.MustCompile(`^no operation was dispatched twice$`), reports.CapUpstream},
-	{regexp.MustCompile(`^the ledger has `), reports.CapLedger},
-	{regexp.MustCompile(`^the wallet balance changed by `), reports.CapLedger},
-	{regexp.MustCompile(` carries the receipt the ledger debited$`), reports.CapLedger},
-	{regexp.MustCompile(`^every dispatched operation was charged exactly once$`), reports.CapLedger},
+	{regexp.MustCompile(`^the probe saw `), judge.CapUpstream},
+	{regexp.MustCompile(` is its own operation or a refusal`), judge.CapUpstream},
+	{regexp.MustCompile(`^no operation was dispatched twice$`), judge.CapUpstream},
+	{regexp.MustCompile(`^the ledger has `), judge.CapLedger},
+	{regexp.MustCompile(`^the wallet balance changed by `), judge.CapLedger},
+	{regexp.MustCompile(` carries the receipt the ledger debited$`), judge.CapLedger},
+	{regexp.MustCompile(`^every dispatched operation was charged exactly once$`), judge.CapLedger},
 }
 
 // ObservedBy is the capability a step's checks need to be observed, "" for

@@ -12,8 +12,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/probe"
-	"github.com/mcpconform/mcpconform/drivers/wire"
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Multi-round calls, as MCP 2026-07-28 has them: a tool may answer a round
@@ -38,7 +37,7 @@ func registerRounds(sc *godog.ScenarioContext) {
 func aProbeTool(ctx context.Context, alias string, price int64, tool, what string) error {
 	w := getWorld(ctx)
 	if !w.env.fixtures() {
-		return w.cannot(reports.CapFixtures, fmt.Sprintf("%s %q routed to the probe's %s", what, alias, tool))
+		return w.cannot(judge.CapFixtures, fmt.Sprintf("%s %q routed to the probe's %s", what, alias, tool))
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
 	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: price,
@@ -46,6 +45,7 @@ func aProbeTool(ctx context.Context, alias string, price int64, tool, what strin
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
 	w.tools[alias], w.prices[alias] = name, price
+	w.noteTool(name, map[string]string{probe.ToolAsk: judge.RoleAsk, probe.ToolSample: judge.RoleSample}[tool], price)
 	return nil
 }
 
@@ -84,7 +84,7 @@ func asksForInput(ctx context.Context, who string) error {
 	if a.IsResult() {
 		actual = "a result: " + string(a.Result())
 	}
-	return w.check(fmt.Sprintf("the last answer of %s asks for input", who), reports.CapWire, askedOf(a) != nil,
+	return w.check(checkOf(judge.KindAsksForInput, judge.HarmShape, "client", who), fmt.Sprintf("the last answer of %s asks for input", who), judge.CapWire, askedOf(a) != nil,
 		`a result with resultType "input_required", its inputRequests and a requestState`, actual)
 }
 
@@ -121,10 +121,11 @@ func answersInput(ctx context.Context, who string) error {
 }
 
 // finalResultOfItsVersion checks the last answer is a final tools/call
-// result in the form of the protocol version the client speaks now:
-// 2026-07-28's schema requires resultType "complete" of a final result,
-// 2025-11-25's has no such member. A replay is checked as a first answer
-// is, whichever wire produced the stored outcome.
+// result in the form the schema of the protocol version the client speaks
+// now requires (judge.FinalShape): 2026-07-28's requires resultType
+// "complete" of a final result; 2025-11-25's requires a content list and
+// admits any other member, a resultType too. A replay is checked as a
+// first answer is, whichever wire produced the stored outcome.
 func finalResultOfItsVersion(ctx context.Context, who string) error {
 	w := getWorld(ctx)
 	a, err := w.lastAnswer(who)
@@ -133,16 +134,17 @@ func finalResultOfItsVersion(ctx context.Context, who string) error {
 	}
 	version := w.clientFor(who).wire.Version()
 	step := fmt.Sprintf("the last answer of %s is a final result as %s writes one", who, version)
-	if !a.IsResult() {
-		return w.check(step, reports.CapWire, false, "a result", w.describe(a))
+	id := checkOf(judge.KindFinalShape, judge.HarmShape, "client", who, "wire", version)
+	v := resultValue(a)
+	ok, expected := judge.FinalShape(a.IsResult(), v, version)
+	actual := w.describe(a)
+	if a.IsResult() {
+		actual = fmt.Sprintf("a result with resultType %s", orAbsent(a.ResultField("resultType")))
+		if v.NoContent {
+			actual += " and no content list"
+		}
 	}
-	rt := a.ResultField("resultType")
-	if version >= wire.V20260728 {
-		return w.check(step, reports.CapWire, string(rt) == `"complete"`,
-			`a result with resultType "complete"`, fmt.Sprintf("a result with resultType %s", orAbsent(rt)))
-	}
-	return w.check(step, reports.CapWire, rt == nil, "a result without resultType, which "+version+" does not define",
-		fmt.Sprintf("a result with resultType %s", orAbsent(rt)))
+	return w.check(id, step, judge.CapWire, ok, expected, actual)
 }
 
 func orAbsent(raw json.RawMessage) string {

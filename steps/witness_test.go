@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -22,8 +23,8 @@ func TestViolationNamesItsWitness(t *testing.T) {
 	w := &world{env: &Env{}, entry: catalog.Entry{ID: "retry-01"}}
 	w.evidence.Exchanges = []reports.Exchange{{Label: "initialize", Lane: "A", Started: t0.Add(-time.Millisecond)}, call}
 	w.noteAnswer(&answer{Answer: &wire.Answer{Exchange: call}})
-	w.noteDispatches([]reports.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x", At: t0.Add(2 * time.Millisecond)}})
-	if err := w.check("the probe saw op1-x dispatched 1 times", reports.CapUpstream, false, "1 dispatch(es) of token op1-x", "2 dispatch(es)"); err != nil {
+	w.noteDispatches([]judge.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x", At: t0.Add(2 * time.Millisecond)}})
+	if err := w.check(checkOf(judge.KindProbeCount, judge.HarmDoubleDispatch, "token", "op1-x", "n", 1), "the probe saw op1-x dispatched 1 times", judge.CapUpstream, false, "1 dispatch(es) of token op1-x", "2 dispatch(es)"); err != nil {
 		t.Fatalf("a violated check stopped the scenario: %v", err)
 	}
 	finding := failure(w.evidence, w.evidence.Checks[0]) + w.evidenceNote()
@@ -40,7 +41,7 @@ func TestViolationNamesItsWitness(t *testing.T) {
 	if got == nil || len(got.Exchanges) != 1 || got.Exchanges[0] != 1 || len(got.Dispatches) != 2 {
 		t.Errorf("witness %+v", got)
 	}
-	_ = w.check("another check", reports.CapWire, true, "x", "x")
+	_ = w.check(checkOf(judge.KindGetsResult, "", "client", "A"), "another check", judge.CapWire, true, "x", "x")
 	if w.evidence.Checks[1].Witness != nil {
 		t.Errorf("the next check inherited a witness: %+v", w.evidence.Checks[1].Witness)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -34,8 +36,9 @@ type world struct {
 	walletID     string
 	apiKey       string
 	keyID        string
-	tools        map[string]string // alias in the feature -> tool name on the target
-	prices       map[string]int64  // alias -> price
+	tools        map[string]string   // alias in the feature -> tool name on the target
+	toolInfo     map[string]toolInfo // tool name on the target -> its role and price
+	prices       map[string]int64    // alias -> price
 	clients      map[string]*client
 	faults       map[string]string // fault point -> fault id
 	principal    map[string]string // principal name -> principal id on the target
@@ -47,20 +50,22 @@ type world struct {
 	holdToken    string            // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
-	history      []reports.Op
+	history      []judge.Op
 	evidence     reports.Scenario
 	// counted are the probe-count checks, recounted once the probe settled:
 	// a dispatch that arrives after the check still fails the scenario.
 	counted    []countedCheck
 	lastLedger *ledgerMark // the last ledger check, reread at the end of the run
+	finalMark  *ledgerMark // the wallet as the scenario settled, reread at the end of the run
 
 	clockMoved, settingsMoved, faultsArmed bool
+	notApplicableWhy                       string // why the scenario does not apply to the target
 	effectsRecorded                        bool
 	stepErr                                error // the first step error or skip
 	stepIdx                                int   // index of the step running, in the pickle's order
 	// seen is what the running step looked at since its last check: the
 	// witness the next check carries.
-	seen reports.Witness
+	seen judge.Witness
 }
 
 func getWorld(ctx context.Context) *world {
@@ -68,14 +73,27 @@ func getWorld(ctx context.Context) *world {
 	return w
 }
 
+// toolInfo is what the scenario set up a tool as.
+type toolInfo struct {
+	role  string
+	price int64
+}
+
 // client is one named caller ("A", "alice"): its wire client and its answers.
 type client struct {
-	name    string
-	wire    *wire.Client
-	answers []*answer
-	last    *wire.Call
-	pending chan callOutcome
-	cancel  context.CancelFunc // abandons the call in flight (pending)
+	name string
+	wire *wire.Client
+	url  int // the index of its gateway URL
+	// Who it is, as the history names it for the model: its API key
+	// ("" the scenario's own, "second-key", "other-wallet"), the wallet it
+	// charges ("" the scenario's, "other"), the principal it acts as, and
+	// whether its principal token is forged.
+	credential, wallet, principal string
+	forged                        bool
+	answers                       []*answer
+	last                          *wire.Call
+	pending                       chan callOutcome
+	cancel                        context.CancelFunc // abandons the call in flight (pending)
 }
 
 type countedCheck struct {
@@ -112,7 +130,8 @@ func (w *world) expand(s string) string {
 	})
 }
 
-func (w *world) record(op reports.Op) {
+// record appends an event to the history and returns its index.
+func (w *world) record(op judge.Op) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	op.Index = len(w.history)
@@ -124,6 +143,7 @@ func (w *world) record(op reports.Op) {
 		op.Time = time.Now()
 	}
 	w.history = append(w.history, op)
+	return op.Index
 }
 
 // addControl keeps a call the harness made beside the MCP exchanges.
@@ -139,22 +159,43 @@ func (w *world) addExchange(ex reports.Exchange) {
 	w.evidence.Exchanges = append(w.evidence.Exchanges, ex)
 }
 
+// what identifies a step's check: its kind and arguments (from which
+// recheck recomputes it, never from its text) and the harm its violation
+// means.
+type what struct {
+	kind string
+	harm judge.Harm
+	args map[string]string
+}
+
+func (id what) intArg(name string) int {
+	n, _ := strconv.Atoi(id.args[name])
+	return n
+}
+
+// checkOf names a check: its kind, its harm, and its arguments as name,
+// value pairs.
+func checkOf(kind string, harm judge.Harm, kv ...any) what {
+	return what{kind: kind, harm: harm, args: judge.Args(kv...)}
+}
+
 // check records an observed assertion. A violation fails the scenario but
 // does not stop it: the later steps run and their checks are observed too,
 // so the evidence shows the harm a bug does (the second dispatch and debit
 // after a stale holder answered wrongly), and the self-test can hold each
-// bug to the check it names. The scenario's reason is built from the first
-// violated check and its witness (the requests, dispatches and ledger
-// entries the step looked at) when the scenario ends.
-func (w *world) check(step, capability string, ok bool, expected, actual string) error {
-	state := reports.Held
+// bug to the check it names. The scenario's reason is built from the
+// leading violated check and its witness (the requests, dispatches and
+// ledger entries the step looked at) when the scenario ends.
+func (w *world) check(id what, step, capability string, ok bool, expected, actual string) error {
+	state := judge.Held
 	if !ok {
-		state = reports.Violated
+		state = judge.Violated
 	}
-	if !ok && capability == reports.CapLedger {
+	if !ok && capability == judge.CapLedger {
 		w.ledgerWitness()
 	}
-	c := reports.Check{Step: step, State: state, OK: ok, Capability: capability, Expected: expected, Actual: actual}
+	c := judge.Check{Step: step, State: state, Capability: capability, Expected: expected, Actual: actual,
+		Kind: id.kind, Args: id.args, Harm: id.harm}
 	w.addCheck(c)
 	return nil
 }
@@ -166,7 +207,7 @@ func (w *world) evidenceNote() string {
 
 // failure is a violated check as a reason: the observation first, then
 // the check and each item of its witness on a line of its own.
-func failure(s reports.Scenario, c reports.Check) string {
+func failure(s reports.Scenario, c judge.Check) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n  check: %s", reports.Finding(c), c.Step)
 	for _, l := range reports.WitnessLines(s, c) {
@@ -182,7 +223,7 @@ func (w *world) ledgerWitness() {
 	w.mu.Lock()
 	looked := len(w.seen.Ledger) > 0
 	w.mu.Unlock()
-	if looked || w.walletID == "" || !w.has(reports.CapLedger) {
+	if looked || w.walletID == "" || !w.has(judge.CapLedger) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.env.CallTimeout)
@@ -211,7 +252,7 @@ func (w *world) noteAnswer(a *answer) {
 }
 
 // noteDispatches adds probe dispatches to what the running step looked at.
-func (w *world) noteDispatches(ds []reports.Dispatch) {
+func (w *world) noteDispatches(ds []judge.Dispatch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seen.Dispatches = append(w.seen.Dispatches, ds...)
@@ -232,14 +273,14 @@ func (w *world) noteLedger(l *reports.Ledger) {
 
 // unobserved records a check the target gives no way to observe; the
 // scenario goes on, and cannot pass.
-func (w *world) unobserved(step, capability, expected string) error {
-	w.addCheck(reports.Check{Step: step, State: reports.NotObserved, Capability: capability, Expected: expected,
-		Actual: "not observed: " + capabilityHint(capability)})
+func (w *world) unobserved(id what, step, capability, expected string) error {
+	w.addCheck(judge.Check{Step: step, State: judge.NotObserved, Capability: capability, Expected: expected,
+		Actual: "not observed: " + capabilityHint(capability), Kind: id.kind, Args: id.args, Harm: id.harm})
 	return nil
 }
 
 // addCheck records a check made by the step running.
-func (w *world) addCheck(c reports.Check) {
+func (w *world) addCheck(c judge.Check) {
 	w.mu.Lock()
 	i := w.stepIdx
 	w.mu.Unlock()
@@ -249,7 +290,7 @@ func (w *world) addCheck(c reports.Check) {
 // addCheckAt records a check made by step i: a late recount belongs to the
 // step whose count it contradicts, not to the one running. A check without
 // a witness of its own takes what the step looked at since the last check.
-func (w *world) addCheckAt(i int, c reports.Check) {
+func (w *world) addCheckAt(i int, c judge.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c.StepIndex = i
@@ -257,9 +298,9 @@ func (w *world) addCheckAt(i int, c reports.Check) {
 		wit := w.seen
 		c.Witness = &wit
 	}
-	w.seen = reports.Witness{}
+	w.seen = judge.Witness{}
 	w.evidence.Checks = append(w.evidence.Checks, c)
-	if c.State == reports.Violated && w.evidence.Expected == "" {
+	if c.State == judge.Violated && w.evidence.Expected == "" {
 		w.evidence.Expected, w.evidence.Actual = c.Expected, c.Actual
 	}
 }
@@ -290,7 +331,7 @@ func (w *world) cannot(capability, why string) error {
 // count towards the run.
 func (w *world) notApplicable(why string) error {
 	w.mu.Lock()
-	w.evidence.Verdict, w.evidence.Reason = reports.NotApplicable, why
+	w.notApplicableWhy = why
 	w.mu.Unlock()
 	return fmt.Errorf("%s: %w", why, godog.ErrSkip)
 }
@@ -301,31 +342,31 @@ func (w *world) notApplicable(why string) error {
 // are not applicable to it; a second key, another wallet or another tool,
 // which every metered gateway has, are gaps when missing.
 var optionalFeature = map[string]bool{
-	reports.CapPrincipalTokens: true,
-	reports.CapToolReadOnly:    true,
-	reports.CapToolApproval:    true,
+	judge.CapPrincipalTokens: true,
+	judge.CapToolReadOnly:    true,
+	judge.CapToolApproval:    true,
 }
 
 // capabilityHint says what would give the harness a capability.
 func capabilityHint(capability string) string {
 	switch capability {
-	case reports.CapUpstream:
+	case judge.CapUpstream:
 		return "the target's tools must reach the harness's upstream probe (profile tools, or a control API with fixtures)"
-	case reports.CapLedger:
+	case judge.CapLedger:
 		return "a control API with ledger (docs/control-api.md) would show debits, refunds and balances"
-	case reports.CapPrincipalTokens:
+	case judge.CapPrincipalTokens:
 		return "the profile's identity (harness_idp with subjects, or principal_tokens) would let the harness act as distinct principals"
-	case reports.CapSecondKey:
+	case judge.CapSecondKey:
 		return "a second API key of the same wallet in the profile's credentials.api_keys"
-	case reports.CapOtherWallet:
+	case judge.CapOtherWallet:
 		return "an API key of another wallet in the profile's credentials.other_wallet"
-	case reports.CapToolWriteOther:
+	case judge.CapToolWriteOther:
 		return "a second mutating tool routed to the probe (profile tools.write_other)"
-	case reports.CapToolReadOnly:
+	case judge.CapToolReadOnly:
 		return "a metered read-only tool routed to the probe (profile tools.read_only)"
-	case reports.CapToolApproval:
+	case judge.CapToolApproval:
 		return "an approval-gated tool routed to the probe (profile tools.approval)"
-	case reports.CapTwoURLs:
+	case judge.CapTwoURLs:
 		return "two gateway URLs on one store (profile urls, or --workers 2 for the reference)"
 	}
 	return fmt.Sprintf("a control API offering %q (docs/control-api.md)", capability)
@@ -337,8 +378,9 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		ctx = control.WithRecorder(ctx, w.addControl)
-		if policy := w.policyTag(); policy != "" && policy != env.Policy {
-			return ctx, w.notApplicable(fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, env.Policy))
+		w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FTarget, Value: mustJSON(env.facts())})
+		if why := w.inapplicable(); why != "" {
+			return ctx, w.notApplicable(why)
 		}
 		return ctx, nil
 	})
@@ -346,7 +388,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		if w := getWorld(ctx); w != nil {
 			w.mu.Lock()
 			w.stepIdx++
-			w.seen = reports.Witness{}
+			w.seen = judge.Witness{}
 			w.mu.Unlock()
 		}
 		return ctx, nil
@@ -386,7 +428,7 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	}
 	w := &world{
 		env: env, entry: entry, start: time.Now(),
-		vars: map[string]string{}, tools: map[string]string{}, prices: map[string]int64{},
+		vars: map[string]string{}, tools: map[string]string{}, toolInfo: map[string]toolInfo{}, prices: map[string]int64{},
 		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{}, permits: map[string]string{}, stepIdx: -1,
 	}
 	w.evidence = reports.Scenario{
@@ -398,6 +440,27 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	}
 	return w
 }
+
+// inapplicable says why the scenario is not for the target, decided before
+// it runs: another unkeyed policy, or a protocol version a step speaks that
+// the target does not serve; "" when it applies.
+func (w *world) inapplicable() string {
+	if policy := w.policyTag(); policy != "" && policy != w.env.Policy {
+		return fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, w.env.Policy)
+	}
+	if w.env.Speaks == nil {
+		return ""
+	}
+	for _, st := range w.entry.Steps {
+		if m := speaksStep.FindStringSubmatch(st.Text); m != nil && !w.env.Speaks[m[1]] {
+			return fmt.Sprintf("for gateways that serve MCP %s; negotiation found the target does not", m[1])
+		}
+	}
+	return ""
+}
+
+// speaksStep is a step that makes a client speak a protocol version.
+var speaksStep = regexp.MustCompile(`speaks? protocol (\S+)$`)
 
 // policyTag is the unkeyed policy a scenario is written for, "" for both.
 func (w *world) policyTag() string {
@@ -421,9 +484,12 @@ func (w *world) noteStep(st *godog.Step, status godog.StepResultStatus, err erro
 	}
 	r := &w.evidence.Steps[i]
 	r.Text, r.Status = st.Text, status.String()
+	if status == godog.StepUndefined && w.stepErr == nil {
+		w.stepErr = fmt.Errorf("%w: %s", godog.ErrUndefined, st.Text)
+	}
 	for _, c := range w.evidence.Checks {
 		// A violated check lets the scenario go on, but its step failed.
-		if c.StepIndex == i && c.Status() == reports.Violated && r.Error == "" {
+		if c.StepIndex == i && c.Status() == judge.Violated && r.Error == "" {
 			r.Status, r.Error = "failed", failure(w.evidence, c)
 		}
 	}
@@ -460,18 +526,18 @@ func (w *world) finish(ctx context.Context, err error) {
 			c.cancel()
 		}
 	}
-	if w.env.Probe != nil && w.has(reports.CapUpstream) && w.env.Settle > 0 {
+	if w.env.Probe != nil && w.has(judge.CapUpstream) && w.env.Settle > 0 {
 		// Effects are final before they are judged: wait for the probe to
 		// stay quiet, then recount what each probe check saw.
 		_ = w.env.Probe.Quiet(ctx, w.env.RunID, w.env.Settle)
 		w.recount(ctx)
 	}
-	if w.walletID != "" && w.has(reports.CapLedger) {
+	if w.walletID != "" && w.has(judge.CapLedger) {
 		if l, lerr := w.ledger(ctx); lerr == nil {
 			w.evidence.LedgerAfter = l
 		}
 	}
-	if w.env.Probe != nil && w.has(reports.CapUpstream) {
+	if w.env.Probe != nil && w.has(judge.CapUpstream) {
 		if ds, derr := w.env.Probe.Dispatches(ctx, w.env.RunID); derr == nil {
 			mine := w.tokenSet()
 			for _, d := range ds {
@@ -482,10 +548,12 @@ func (w *world) finish(ctx context.Context, err error) {
 		}
 	}
 	_ = w.recordEffects(ctx)
+	w.finalRead(ctx)
 	w.evidence.History = w.history
+	setModelChecks(&w.evidence)
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	w.decide(err, interrupted)
-	w.env.addResult(w.evidence, w.counted, w.lastLedger)
+	w.env.addResult(w.evidence, w.counted, w.lastLedger, w.finalMark)
 }
 
 // recount compares each probe count a check saw with the count once the
@@ -493,7 +561,7 @@ func (w *world) finish(ctx context.Context, err error) {
 func (w *world) recount(ctx context.Context) {
 	after := fmt.Sprintf("after the scenario's calls were answered and the probe was quiet for %v", w.env.Settle)
 	for _, c := range w.counted {
-		late, ok, err := lateDispatch(ctx, w.env.Probe, c, reports.LateSuffixes[0], after)
+		late, ok, err := lateDispatch(ctx, w.env.Probe, c, reports.LateSuffixes[0], judge.LateScenario, after)
 		if err != nil || !ok {
 			continue
 		}
@@ -511,68 +579,65 @@ func (w *world) tokenSet() map[string]bool {
 	return m
 }
 
-// decide derives the verdict from the checks and how the steps ended:
-// failed on any violated check or step error, skipped when the situation
-// could not be created, incomplete when a check was not observed (or a skip
-// came after checks), passed only when every check held.
+// decide derives the verdict with the one verdict rule (judge.Decide)
+// from the checks and how the steps ended, and leads a failure's reason
+// with its most harmful violated check.
 func (w *world) decide(err error, interrupted bool) {
-	ev := &w.evidence
-	if ev.Verdict == reports.NotApplicable {
-		return
-	}
 	if err == nil {
 		err = w.stepErr
 	}
-	var violated, unobserved []string
-	var first *reports.Check
-	for i, c := range ev.Checks {
-		switch c.Status() {
-		case reports.Violated:
-			if first == nil {
-				first = &ev.Checks[i]
-			}
-			violated = append(violated, c.Step)
-		case reports.NotObserved:
-			unobserved = append(unobserved, fmt.Sprintf("%s (needs %s)", c.Step, c.Capability))
-		}
-	}
+	end := judge.Ending{NotApplicable: w.notApplicableWhy, Interrupted: interrupted}
 	var skip *skipNeed
 	switch {
-	case err != nil && (errors.Is(err, godog.ErrUndefined) || strings.Contains(err.Error(), "step is undefined")):
-		ev.Verdict, ev.Reason = reports.Undefined, err.Error()
-	case interrupted:
-		// Whatever the steps saw after the stop is not the target's doing.
-		ev.Verdict, ev.Reason = reports.Interrupted, "the run was interrupted"
-	case len(violated) > 0:
-		// The first violated check is the finding, whatever error godog
-		// hands over (it may join the step's error with others).
-		ev.Verdict = reports.Failed
-		ev.Reason = failure(*ev, *first) + w.evidenceNote()
-		if len(violated) > 1 {
-			ev.Reason += "\n  also violated: " + strings.Join(violated[1:], "; ")
+	case err == nil:
+	case errors.Is(err, godog.ErrUndefined):
+		end.Undefined = err.Error()
+	case errors.As(err, &skip):
+		end.Skip, end.Missing = err.Error(), skip.capability
+	case errors.Is(err, godog.ErrSkip):
+		if end.NotApplicable == "" {
+			end.Skip = err.Error()
 		}
-		if err != nil && !errors.Is(err, godog.ErrSkip) {
-			ev.Reason += "\n  then: " + err.Error()
-		}
-	case err != nil && errors.As(err, &skip):
-		ev.Missing = skip.capability
-		if len(ev.Checks) > 0 {
-			ev.Verdict = reports.Incomplete
-			ev.Reason = "a later step was skipped: " + err.Error()
-		} else {
-			ev.Verdict, ev.Reason = reports.Skipped, err.Error()
-		}
-	case err != nil && errors.Is(err, godog.ErrSkip):
-		ev.Verdict, ev.Reason = reports.Skipped, err.Error()
-	case err != nil:
-		ev.Verdict, ev.Reason = reports.Failed, err.Error()
-	case len(ev.Checks) == 0:
-		// A scenario that observed nothing has not passed.
-		ev.Verdict, ev.Reason = reports.Failed, "no check was recorded"
-	case len(unobserved) > 0:
-		ev.Verdict, ev.Reason = reports.Incomplete, "not observed: "+strings.Join(unobserved, "; ")
 	default:
-		ev.Verdict = reports.Passed
+		end.Error = err.Error()
+	}
+	w.settleVerdict(end)
+}
+
+// settleVerdict applies the verdict rule to the scenario's checks and
+// ending, again whenever a check is added after the scenario ended.
+func (w *world) settleVerdict(end judge.Ending) {
+	applyDecision(&w.evidence, end, w.evidenceNote())
+}
+
+// applyDecision sets a scenario's verdict, reason and missing capability
+// from the verdict rule; note ends a failure's reason (where its evidence
+// is).
+func applyDecision(ev *reports.Scenario, end judge.Ending, note string) {
+	d := judge.Decide(ev.Checks, end)
+	ev.Ending = &end
+	ev.Verdict, ev.Reason, ev.Missing = d.Verdict, d.Reason, end.Missing
+	ev.Expected, ev.Actual = "", ""
+	if d.First < 0 {
+		return
+	}
+	first := ev.Checks[d.First]
+	ev.Expected, ev.Actual = first.Expected, first.Actual
+	if d.Verdict != judge.Failed {
+		return
+	}
+	ev.Reason = failure(*ev, first) + note
+	var also []string
+	for i, c := range ev.Checks {
+		if i != d.First && c.Status() == judge.Violated {
+			also = append(also, c.Step)
+		}
+	}
+	if len(also) > 0 {
+		ev.Reason += "\n  also violated: " + strings.Join(also, "; ")
+	}
+	if end.Error != "" {
+		ev.Reason += "\n  then: " + end.Error
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -15,7 +16,7 @@ func TestBundleVerifyCmd(t *testing.T) {
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "report")
 	run := reports.Run{Tool: "mcpconform", Version: "0.1.0", Level: reports.LevelWire, Target: reports.Target{Kind: "reference"}, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must",
-		Verdict: reports.Passed, Checks: []reports.Check{{Step: "held", State: reports.Held, OK: true}}}}}
+		Verdict: judge.Passed, Checks: []judge.Check{{Step: "held", State: judge.Held}}}}}
 	if err := reports.Write(dir, run); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
-	"github.com/mcpconform/mcpconform/reports"
 )
 
 // Crash scenarios (issue 5, Reliability): the reference gateway is killed
@@ -231,7 +231,7 @@ func crashOne(ctx context.Context, t *testing.T, tg *target.Target, pr *probe.Pr
 		t.Fatal(err)
 	}
 	// Nothing lost: every entry before the kill is there, unchanged.
-	have := map[string]reports.LedgerEntry{}
+	have := map[string]judge.LedgerEntry{}
 	for _, e := range after {
 		have[e.ID] = e
 	}
@@ -241,7 +241,7 @@ func crashOne(ctx context.Context, t *testing.T, tg *target.Target, pr *probe.Pr
 			t.Errorf("ledger entry %+v before the kill is %+v after (present %v)", e, g, ok)
 		}
 	}
-	var debits []reports.LedgerEntry
+	var debits []judge.LedgerEntry
 	var credit int64
 	for _, e := range after {
 		switch e.Kind {
@@ -333,7 +333,7 @@ func retryWhenStale(ctx context.Context, t *testing.T, cc *control.Client, retry
 	if err != nil {
 		t.Fatal(err)
 	}
-	var debits []reports.LedgerEntry
+	var debits []judge.LedgerEntry
 	for _, e := range ledger {
 		if e.Kind == "debit" {
 			debits = append(debits, e)

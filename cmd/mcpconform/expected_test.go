@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
-	"github.com/mcpconform/mcpconform/reports"
 )
 
 // A known bug listed as expected failures keeps the run green; an expected
@@ -24,9 +24,9 @@ func TestExpectedFailures(t *testing.T) {
 		verdicts   map[string]string
 	}{
 		{"bug's catchers listed", "# floor-bucket is known\nwindow-01 no previous-bucket join yet\nwindow-02 # the same bug\n", true,
-			map[string]string{"window-01": reports.ExpectedFailure, "window-02": reports.ExpectedFailure, "retry-01": reports.Passed}},
+			map[string]string{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
 		{"a passing scenario listed", "window-01 boundary bug\nwindow-02 boundary bug\nretry-01 # fixed since\n", false,
-			map[string]string{"window-01": reports.ExpectedFailure, "retry-01": reports.UnexpectedPass}},
+			map[string]string{"window-01": judge.ExpectedFailure, "retry-01": judge.UnexpectedPass}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "expected.txt")

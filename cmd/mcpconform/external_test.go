@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -63,12 +64,12 @@ func TestExternalTargetWithControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, v := range verdicts(out.Run) {
-		want := reports.Passed
+		want := judge.Passed
 		switch id {
 		case "twins-04":
-			want = reports.Skipped
+			want = judge.Skipped
 		case "refuse-10":
-			want = reports.NotApplicable // the reference derives unkeyed keys
+			want = judge.NotApplicable // the reference derives unkeyed keys
 		}
 		if v != want {
 			t.Errorf("%s: verdict %s, want %s", id, v, want)
@@ -95,15 +96,15 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 	}
 	for _, s := range out.Run.Scenarios {
 		switch s.Verdict {
-		case reports.Failed, reports.Undefined, reports.UnexpectedPass:
+		case judge.Failed, judge.Undefined, judge.UnexpectedPass:
 			t.Errorf("%s: %s on a correct gateway: %s", s.ID, s.Verdict, s.Reason)
-		case reports.Passed:
+		case judge.Passed:
 			for _, c := range s.Checks {
-				if c.Status() != reports.Held {
+				if c.Status() != judge.Held {
 					t.Errorf("%s passed with check %q %s", s.ID, c.Step, c.Status())
 				}
 			}
-		case reports.Skipped:
+		case judge.Skipped:
 			if s.Missing == "" || reports.WithinLevel(s.Missing, reports.LevelWire) {
 				t.Errorf("%s skipped for %q at level wire: %s", s.ID, s.Missing, s.Reason)
 			}
@@ -111,10 +112,10 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 	}
 	v := verdicts(out.Run)
 	for id, want := range map[string]string{
-		"retry-01": reports.Incomplete, // the probe saw one dispatch; the ledger is not observable
-		"scope-02": reports.Passed,     // wire and probe only
-		"iga-01":   reports.Incomplete, // principals by the harness's tokens; its ledger check is not observed
-		"lock-01":  reports.Skipped,    // no clock to move
+		"retry-01": judge.Incomplete, // the probe saw one dispatch; the ledger is not observable
+		"scope-02": judge.Passed,     // wire and probe only
+		"iga-01":   judge.Incomplete, // principals by the harness's tokens; its ledger check is not observed
+		"lock-01":  judge.Skipped,    // no clock to move
 	} {
 		if v[id] != want {
 			t.Errorf("%s: verdict %s, want %s", id, v[id], want)
@@ -170,7 +171,7 @@ func TestExternalTargetWithoutControlAPIOtherModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range out.Run.Scenarios {
-			if s.Verdict == reports.Failed || s.Verdict == reports.Undefined {
+			if s.Verdict == judge.Failed || s.Verdict == judge.Undefined {
 				t.Errorf("%s: %s: %s on a correct gateway: %s", mode, s.ID, s.Verdict, s.Reason)
 			}
 		}

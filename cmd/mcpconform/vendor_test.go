@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/internal/vendorgw"
 	"github.com/mcpconform/mcpconform/reports"
@@ -94,7 +95,7 @@ func TestVendorGatewayWithoutIdempotencyFails(t *testing.T) {
 	out := vendorRun(t, vendorgw.Naive, "")
 	v := verdicts(out.Run)
 	for _, id := range []string{"retry-01", "retry-02", "retry-06", "twins-01", "lost-01", "cancel-01", "refuse-10", "ledger-02"} {
-		if v[id] != reports.Failed {
+		if v[id] != judge.Failed {
 			t.Errorf("%s: %s against a gateway with no idempotency, want failed", id, v[id])
 		}
 	}
@@ -120,9 +121,41 @@ func TestVendorGatewayIdempotent(t *testing.T) {
 	}
 	out := vendorRun(t, vendorgw.Idempotent, waivers)
 	for _, s := range out.Run.Scenarios {
-		if s.Verdict == reports.Failed || s.Verdict == reports.UnexpectedPass || s.Verdict == reports.Undefined {
+		if s.Verdict == judge.Failed || s.Verdict == judge.UnexpectedPass || s.Verdict == judge.Undefined {
 			t.Errorf("%s: %s against a correct gateway: %s", s.ID, s.Verdict, s.Reason)
 		}
+	}
+	if out.Result != reports.RunPass || out.Run.Level != reports.LevelWire {
+		t.Errorf("run %s at level %s, want PASS at wire: %v", out.Result, out.Run.Level, out.Why)
+	}
+}
+
+// A thin go-sdk proxy hands on its 2026-07-28 upstream's results whole, a
+// resultType among their members, to 2025-11-25 clients too: that
+// version's Result admits any member, so the run passes with no violated
+// check, as it must for a correct gateway.
+func TestVendorGatewayKeepsTheUpstreamsResultType(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.KeepUpstreamResult = true })
+	sawResultType := false
+	for _, s := range out.Run.Scenarios {
+		for _, c := range s.Checks {
+			if c.Status() == judge.Violated && s.Verdict != judge.ExpectedFailure {
+				t.Errorf("%s: %s violated against a correct gateway: %s", s.ID, c.Step, c.Actual)
+			}
+		}
+		if s.ID != "retry-06" {
+			continue
+		}
+		for _, ex := range s.Exchanges {
+			sawResultType = sawResultType || strings.Contains(ex.ResponseBody, `"resultType":"complete"`)
+		}
+	}
+	if !sawResultType {
+		t.Error("retry-06's 2025-11-25 answers carry no resultType: the test no longer shows what it is for")
 	}
 	if out.Result != reports.RunPass || out.Run.Level != reports.LevelWire {
 		t.Errorf("run %s at level %s, want PASS at wire: %v", out.Result, out.Run.Level, out.Why)
@@ -145,7 +178,7 @@ func TestVendorGatewayLateDuplicateFails(t *testing.T) {
 	out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.LateDuplicate = 300 * time.Millisecond })
 	v := verdicts(out.Run)
 	for _, id := range []string{"retry-01", "retry-06", "twins-01", "lost-01", "cancel-01"} {
-		if v[id] != reports.Failed {
+		if v[id] != judge.Failed {
 			t.Errorf("%s: %s with a late duplicate dispatch, want failed", id, v[id])
 		}
 	}
@@ -161,7 +194,7 @@ func TestLateDuplicateIsInTheHistory(t *testing.T) {
 		if s.ID != "retry-01" {
 			continue
 		}
-		if ok, twice := reports.AtMostOnce(s.History); ok {
+		if ok, twice := judge.AtMostOnce(s.History); ok {
 			t.Errorf("retry-01's history shows no second dispatch: %v", twice)
 		}
 		if _, mismatch := reports.Recheck(s); mismatch {
@@ -195,7 +228,7 @@ func TestVendorGatewayReviewedFaultsAreCaught(t *testing.T) {
 			out := vendorRun(t, vendorgw.Idempotent, waivers, func(o *vendorgw.Options) { o.Bugs = tc.bugs })
 			v := verdicts(out.Run)
 			for _, id := range tc.failed {
-				if v[id] != reports.Failed {
+				if v[id] != judge.Failed {
 					t.Errorf("%s: %s, want failed", id, v[id])
 				}
 			}
@@ -216,13 +249,13 @@ func TestVendorGatewayUndeclaredReadOnlyTool(t *testing.T) {
 	}
 	forward := func(o *vendorgw.Options) { o.Bugs.ForwardUnkeyedReads = true }
 	declared := vendorRun(t, vendorgw.Idempotent, waivers, forward)
-	if v := verdicts(declared.Run)["refuse-02"]; v != reports.Failed {
+	if v := verdicts(declared.Run)["refuse-02"]; v != judge.Failed {
 		t.Errorf("refuse-02 with the read-only tool declared: %s, want failed", v)
 	}
 	omitted := vendorRun(t, vendorgw.Idempotent, waivers, forward, func(p map[string]any) {
 		delete(p["tools"].(map[string]any), "read_only")
 	})
-	if v := verdicts(omitted.Run)["refuse-02"]; v != reports.Skipped {
+	if v := verdicts(omitted.Run)["refuse-02"]; v != judge.Skipped {
 		t.Errorf("refuse-02 with the read-only tool left out of the profile: %s, want skipped", v)
 	}
 	if omitted.Result != reports.RunIncomplete || omitted.Code != runner.ExitIncomplete {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -225,9 +226,9 @@ func (c *Client) Wallet(ctx context.Context, walletID string) (*Wallet, error) {
 }
 
 // Ledger reads a wallet's ledger entries.
-func (c *Client) Ledger(ctx context.Context, walletID string) ([]reports.LedgerEntry, error) {
+func (c *Client) Ledger(ctx context.Context, walletID string) ([]judge.LedgerEntry, error) {
 	var out struct {
-		Entries []reports.LedgerEntry `json:"entries"`
+		Entries []judge.LedgerEntry `json:"entries"`
 	}
 	return out.Entries, c.do(ctx, "GET", "/wallets/"+url.PathEscape(walletID)+"/ledger", nil, nil, &out)
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // fake is an in-memory implementation of docs/control-api.md, just enough
@@ -20,7 +20,7 @@ type fake struct {
 	mu         sync.Mutex
 	n          int
 	wallets    map[string]int64
-	ledger     map[string][]reports.LedgerEntry
+	ledger     map[string][]judge.LedgerEntry
 	keys       map[string]string // key id -> wallet id
 	trust      []Trust
 	principals map[string]*Principal
@@ -37,7 +37,7 @@ type fake struct {
 func newFake(token string) *fake {
 	s := Settings{WindowSeconds: 300, PermitTTLSeconds: 120, EffectiveWindowSeconds: 120, StaleLockSeconds: 120, LockTimeout: Duration(time.Second)}
 	return &fake{
-		token: token, wallets: map[string]int64{}, ledger: map[string][]reports.LedgerEntry{},
+		token: token, wallets: map[string]int64{}, ledger: map[string][]judge.LedgerEntry{},
 		keys: map[string]string{}, principals: map[string]*Principal{}, revoked: map[string]bool{},
 		tools: map[string]Tool{}, settings: s, startup: s, faults: map[string]*FaultState{},
 		changed: make(chan struct{}), clock: Clock{Now: time.Now().UTC()},
@@ -113,7 +113,7 @@ func (f *fake) handler() http.Handler {
 			return
 		}
 		f.wallets[id] += in.Amount
-		f.ledger[id] = append(f.ledger[id], reports.LedgerEntry{ID: f.id("le"), Kind: "credit", Amount: in.Amount, At: time.Now().UTC()})
+		f.ledger[id] = append(f.ledger[id], judge.LedgerEntry{ID: f.id("le"), Kind: "credit", Amount: in.Amount, At: time.Now().UTC()})
 		writeJSON(w, 200, map[string]int64{"balance": f.wallets[id]})
 	})
 	h("GET /control/wallets/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +129,7 @@ func (f *fake) handler() http.Handler {
 	h("GET /control/wallets/{id}/ledger", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		writeJSON(w, 200, map[string]any{"entries": append([]reports.LedgerEntry{}, f.ledger[r.PathValue("id")]...)})
+		writeJSON(w, 200, map[string]any{"entries": append([]judge.LedgerEntry{}, f.ledger[r.PathValue("id")]...)})
 	})
 	h("POST /control/keys", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

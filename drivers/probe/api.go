@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // The observation API, served beside /mcp to loopback clients only. JSON
@@ -87,7 +87,7 @@ type countResponse struct {
 }
 
 type dispatchesResponse struct {
-	Dispatches []reports.Dispatch `json:"dispatches"`
+	Dispatches []judge.Dispatch `json:"dispatches"`
 }
 
 type waitRequest struct {

@@ -24,10 +24,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpconform/mcpconform/reports"
 )
 
 // Tool names the probe serves.
@@ -96,7 +95,7 @@ type Probe struct {
 
 // entry is a dispatch and its place among every dispatch ever recorded.
 type entry struct {
-	d       reports.Dispatch
+	d       judge.Dispatch
 	arrival uint64
 }
 
@@ -226,7 +225,7 @@ func (p *Probe) record(tool, token string) (Result, bool) {
 	p.seq++
 	p.arrivals++
 	p.counts[token]++
-	p.dispatches = append(p.dispatches, entry{reports.Dispatch{Token: token, Tool: tool, At: time.Now().UTC()}, p.arrivals})
+	p.dispatches = append(p.dispatches, entry{judge.Dispatch{Token: token, Tool: tool, At: time.Now().UTC()}, p.arrivals})
 	fail := p.failNext > 0
 	if fail {
 		p.failNext--
@@ -279,14 +278,14 @@ func (p *Probe) Count(token string) int {
 }
 
 // Dispatches is every dispatch so far, in arrival order.
-func (p *Probe) Dispatches() []reports.Dispatch { return p.dispatchesWith("") }
+func (p *Probe) Dispatches() []judge.Dispatch { return p.dispatchesWith("") }
 
 // dispatchesWith is the dispatches whose token starts with prefix, in
 // arrival order; never nil.
-func (p *Probe) dispatchesWith(prefix string) []reports.Dispatch {
+func (p *Probe) dispatchesWith(prefix string) []judge.Dispatch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := []reports.Dispatch{}
+	out := []judge.Dispatch{}
 	for _, e := range p.dispatches {
 		if strings.HasPrefix(e.d.Token, prefix) {
 			out = append(out, e.d)

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Remote is a probe another process serves (`mcpconform probe`), observed
@@ -76,7 +76,7 @@ func (r *Remote) Count(ctx context.Context, token string) (int, error) {
 
 // Dispatches is the dispatches whose token starts with tokenPrefix, in
 // arrival order.
-func (r *Remote) Dispatches(ctx context.Context, tokenPrefix string) ([]reports.Dispatch, error) {
+func (r *Remote) Dispatches(ctx context.Context, tokenPrefix string) ([]judge.Dispatch, error) {
 	var res dispatchesResponse
 	if err := r.do(ctx, http.MethodGet, "/dispatches", url.Values{"token_prefix": {tokenPrefix}}, nil, &res); err != nil {
 		return nil, err

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Upstream is a probe the harness observes: in-process (Local) or another
@@ -13,8 +13,8 @@ type Upstream interface {
 	URL() string // the MCP endpoint a gateway's upstream should point at
 	// Count is how many dispatches carried token; "" counts every dispatch.
 	Count(ctx context.Context, token string) (int, error)
-	Dispatches(ctx context.Context, tokenPrefix string) ([]reports.Dispatch, error) // arrival order; "" = all
-	WaitFor(ctx context.Context, token string, n int) error                         // until >= n dispatches of token
+	Dispatches(ctx context.Context, tokenPrefix string) ([]judge.Dispatch, error) // arrival order; "" = all
+	WaitFor(ctx context.Context, token string, n int) error                       // until >= n dispatches of token
 	Stall(ctx context.Context, token string) error
 	Unstall(ctx context.Context, token string) error
 	// Quiet returns once no dispatch whose token starts with tokenPrefix has arrived for `quiet`
@@ -50,7 +50,7 @@ func (l local) Count(ctx context.Context, token string) (int, error) {
 	return l.p.Count(token), nil
 }
 
-func (l local) Dispatches(ctx context.Context, tokenPrefix string) ([]reports.Dispatch, error) {
+func (l local) Dispatches(ctx context.Context, tokenPrefix string) ([]judge.Dispatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

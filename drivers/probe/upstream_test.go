@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpconform/mcpconform/reports"
 )
 
 func startOpts(t *testing.T, opts Options) (*Probe, context.Context) {
@@ -51,7 +50,7 @@ func view(ctx context.Context, t *testing.T, p *Probe, kind string) Upstream {
 
 var kinds = []string{"local", "remote"}
 
-func describe(ds []reports.Dispatch) []string {
+func describe(ds []judge.Dispatch) []string {
 	out := []string{}
 	for _, d := range ds {
 		out = append(out, d.Tool+" "+d.Token)
@@ -116,7 +115,7 @@ func TestRemoteAnswersAsLocal(t *testing.T) {
 			}
 			continue
 		}
-		var first []reports.Dispatch
+		var first []judge.Dispatch
 		for _, k := range kinds {
 			u := views[k]
 			switch s.op {

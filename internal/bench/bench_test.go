@@ -72,7 +72,7 @@ func TestSummarize(t *testing.T) {
 
 func TestFitLine(t *testing.T) {
 	f := FitLine([]float64{9, 18, 36}, []time.Duration{3 * time.Second, 5 * time.Second, 9 * time.Second})
-	want := Fit{Fixed: 1 * time.Second, PerUnit: time.Second * 2 / 9, OK: true}
+	want := Fit{Fixed: 1 * time.Second, PerUnit: time.Second * 2 / 9}
 	if !f.OK || (f.Fixed-want.Fixed).Abs() > time.Microsecond || (f.PerUnit-want.PerUnit).Abs() > time.Microsecond {
 		t.Errorf("FitLine = %+v, want %+v", f, want)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
-	"github.com/mcpconform/mcpconform/reports"
 )
 
 // SuiteRun is one timed runner.Run against the reference gateway.
@@ -90,9 +90,9 @@ func TimeSuite(ctx context.Context, binary string, spec SuiteSpec) SuiteRun {
 	sr.Scenarios = len(o.Run.Scenarios)
 	for _, s := range o.Run.Scenarios {
 		switch s.Verdict {
-		case reports.Passed, reports.ExpectedFailure:
+		case judge.Passed, judge.ExpectedFailure:
 			sr.Passed++
-		case reports.Failed, reports.UnexpectedPass:
+		case judge.Failed, judge.UnexpectedPass:
 			sr.Failed++
 		default:
 			sr.Skipped++

@@ -175,7 +175,7 @@ var Catchers = map[string][]Check{
 	"capability-refusal-kept":   at(`the wallet balance changed by 0`, "refuse-13"),
 	"capability-refund-twice":   at(`the wallet balance changed by 0`, "refuse-13"),
 	"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
-	"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
+	"session-content-dropped":   at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 	"rounds-to-legacy-client":   at(`"A" is refused with retryable "dispatch_failed"`, "rounds-02"),
 	"rounds-fingerprinted":      at(`the last answer of "A" replays its second answer`, "rounds-03"),
 	"refusals-retryable": join(

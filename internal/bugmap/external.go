@@ -44,7 +44,7 @@ var External = map[string]map[string][]Check{
 		// The adversarial review of issue 10.
 		"replay-drops-structured":   at(`the last answer of "A" replays its first answer`, "retry-01", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
 		"replay-resulttype-missing": at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-07", "retry-09"),
-		"resulttype-everywhere":     at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
+		"session-content-dropped":   at(`the last answer of "A" is a final result as its protocol version writes one`, "retry-06", "retry-09", "retry-10"),
 		"refusals-retryable": join(
 			at(`"A" is refused with "idempotency_key_required"`, "refuse-02", "refuse-03"),
 			at(`"A" is refused with "parse_error"`, "refuse-07"),

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/internal/buildinfo"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -549,7 +550,7 @@ func (v *Verification) recompute(files map[string][]byte, suite *Suite, bad func
 	}
 	var waived []string
 	for _, s := range run.Scenarios {
-		if s.Verdict == reports.ExpectedFailure {
+		if s.Verdict == judge.ExpectedFailure {
 			waived = append(waived, s.ID)
 		}
 	}

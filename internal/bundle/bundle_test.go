@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -35,23 +36,24 @@ var suite = &Suite{Version: "0.1.0", Commit: "0123456789abcdef", IDs: []string{"
 func exampleRun(dispatches int, start time.Time) reports.Run {
 	urls := []string{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8081/mcp"}
 	scenario := func(id, token string, dispatches int) reports.Scenario {
-		var hist []reports.Op
+		var hist []judge.Op
 		for i := range dispatches {
-			v, _ := json.Marshal(reports.EffectValue{Token: token})
-			hist = append(hist, reports.Op{Index: i, Process: "probe", Type: "ok", F: reports.FDispatch, Value: v, Time: start})
+			v, _ := json.Marshal(judge.EffectValue{Token: token})
+			hist = append(hist, judge.Op{Index: i, Process: "probe", Type: "ok", F: judge.FDispatch, Value: v, Time: start})
 		}
 		step := "the probe saw " + token + " dispatched 1 times"
-		check := reports.Check{Step: step, State: reports.Held, OK: true, Capability: reports.CapUpstream, Expected: "1 dispatch", Actual: "1 dispatch"}
-		verdict := reports.Passed
+		check := judge.Check{Step: step, State: judge.Held, Capability: judge.CapUpstream, Expected: "1 dispatch", Actual: "1 dispatch",
+			Kind: judge.KindProbeCount, Args: judge.Args("token", token, "n", 1)}
+		verdict := judge.Passed
 		if dispatches != 1 {
-			check.State, check.OK, check.Actual = reports.Violated, false, "2 dispatches"
-			verdict = reports.Failed
+			check.State, check.Actual = judge.Violated, "2 dispatches"
+			verdict = judge.Failed
 		}
 		ex := reports.Exchange{Label: "call A", Lane: "A", Method: "POST", URL: urls[0], Status: 200,
 			Started: start.Add(100 * time.Millisecond), Finished: start.Add(200 * time.Millisecond)}
 		return reports.Scenario{ID: id, Title: "A retry dispatches once (" + id + ")", Level: "must", Tags: []string{"@" + id, "@must"}, Verdict: verdict,
 			Steps:  []reports.StepResult{{Keyword: "Then ", Text: step, Status: "passed"}},
-			Checks: []reports.Check{check}, History: hist, Exchanges: []reports.Exchange{ex}}
+			Checks: []judge.Check{check}, History: hist, Exchanges: []reports.Exchange{ex}}
 	}
 	return reports.Run{Tool: "mcpconform", Version: "0.1.0", Commit: "0123456789abcdef", Level: reports.LevelWire,
 		Target:  reports.Target{Kind: "url", URLs: urls, Profile: "Acme MCP gateway 4.2 (staging)", ServerName: "acme-gateway", ServerVersion: "2.3.1"},
@@ -266,7 +268,6 @@ func TestTamperedBundlesFail(t *testing.T) {
 		{"edited verdict, hashes recomputed", rewrite(t, failing, true, func(e map[string][]byte) {
 			replace(t, e, "report/evidence/retry-01.json", `"verdict": "failed"`, `"verdict": "passed"`)
 			replace(t, e, "report/evidence/retry-01.json", `"state": "violated"`, `"state": "held"`)
-			replace(t, e, "report/evidence/retry-01.json", `"ok": false`, `"ok": true`)
 			replace(t, e, "report/summary.json", `"verdict": "failed"`, `"verdict": "passed"`)
 			replace(t, e, "report/summary.json", `"result": "FAIL"`, `"result": "PASS"`)
 			replace(t, e, ManifestFile, `"result": "FAIL"`, `"result": "PASS"`)
@@ -433,11 +434,11 @@ func TestVendorAttacks(t *testing.T) {
 	// recomputes from the untouched history.
 	relaxed := exampleRun(2, at)
 	r := &relaxed.Scenarios[0]
-	r.Verdict, r.Steps[0].Text = reports.Passed, "the probe saw op1 dispatched at most 2 times"
-	r.Checks[0] = reports.Check{Step: r.Steps[0].Text, State: reports.Held, OK: true, Capability: reports.CapUpstream, Expected: "at most 2", Actual: "2 dispatches"}
+	r.Verdict, r.Steps[0].Text = judge.Passed, "the probe saw op1 dispatched at most 2 times"
+	r.Checks[0] = judge.Check{Step: r.Steps[0].Text, State: judge.Held, Capability: judge.CapUpstream, Expected: "at most 2", Actual: "2 dispatches"}
 	demoted := exampleRun(2, at)
 	demoted.Scenarios[0].Level, demoted.Scenarios[0].Tags[1] = "should", "@should"
-	demoted.Scenarios[0].Verdict, demoted.Scenarios[0].Checks = reports.Skipped, nil
+	demoted.Scenarios[0].Verdict, demoted.Scenarios[0].Checks = judge.Skipped, nil
 	rewritten := exampleRun(1, at)
 	rewritten.Scenarios[0].History = append(rewritten.Scenarios[0].History, rewritten.Scenarios[0].History[0])
 	rewritten.Scenarios[0].History[1].Index = 1
@@ -505,8 +506,8 @@ func TestWhatVerifyCannotProve(t *testing.T) {
 	forgerPriv, _ := keys(t)
 	forged := exampleRun(2, at)
 	s := &forged.Scenarios[0]
-	s.History, s.Verdict = s.History[:1], reports.Passed
-	s.Checks[0].State, s.Checks[0].OK, s.Checks[0].Actual = reports.Held, true, "1 dispatch"
+	s.History, s.Verdict = s.History[:1], judge.Passed
+	s.Checks[0].State, s.Checks[0].Actual = judge.Held, "1 dispatch"
 	dir := write(t, forged)
 	for _, tc := range []struct {
 		name string
@@ -534,7 +535,7 @@ func TestWhatVerifyCannotProve(t *testing.T) {
 // A PASS that rests on waivers says so: they are accepted gaps, not passes.
 func TestWaiversAreNamed(t *testing.T) {
 	run := exampleRun(2, at)
-	run.Scenarios[0].Verdict, run.Scenarios[0].Reason = reports.ExpectedFailure, "known: replays are not idempotent yet"
+	run.Scenarios[0].Verdict, run.Scenarios[0].Reason = judge.ExpectedFailure, "known: replays are not idempotent yet"
 	v := verify(t, forge(t, write(t, run), nil, readFile(t, profileFile)), nil)
 	if !v.OK() || v.Manifest.Result != reports.RunPass {
 		t.Fatalf("verify = %+v", v)

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -105,7 +106,7 @@ func Script(in Input) (Result, error) {
 	}
 	g := &gen{in: in, bound: map[string]bool{}, witnessed: map[int]bool{}, ended: map[string]bool{}}
 	for _, c := range judged(sc) {
-		if c.Witness != nil && c.Capability == reports.CapFaults {
+		if c.Witness != nil && c.Capability == judge.CapFaults {
 			for _, ix := range c.Witness.Exchanges {
 				g.witnessed[ix] = true
 			}
@@ -620,17 +621,17 @@ func (g *gen) observe() {
 
 // judged are the checks the script decides by: the violated ones, or
 // every check of a scenario that violated none.
-func judged(sc reports.Scenario) []reports.Check {
+func judged(sc reports.Scenario) []judge.Check {
 	if v := violated(sc); len(v) > 0 {
 		return v
 	}
 	return sc.Checks
 }
 
-func violated(sc reports.Scenario) []reports.Check {
-	var out []reports.Check
+func violated(sc reports.Scenario) []judge.Check {
+	var out []judge.Check
 	for _, c := range sc.Checks {
-		if c.Status() == reports.Violated {
+		if c.Status() == judge.Violated {
 			out = append(out, c)
 		}
 	}

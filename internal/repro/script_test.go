@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -276,7 +277,7 @@ func TestScriptPrincipalsFixedIssuer(t *testing.T) {
 
 func TestScriptNothingRecorded(t *testing.T) {
 	in := load(t, "retry-03")
-	in.Scenario.Verdict, in.Scenario.Reason = reports.Skipped, "target lacks capability faults"
+	in.Scenario.Verdict, in.Scenario.Reason = judge.Skipped, "target lacks capability faults"
 	in.Scenario.Exchanges, in.Scenario.Control, in.Scenario.Checks = nil, nil, nil
 	res, err := Script(in)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
@@ -95,7 +96,7 @@ func orNone(s string) string {
 
 // listedTools holds the profile's tools to the target's tools/list.
 func listedTools(ctx context.Context, env *steps.Env) []Finding {
-	if env.Control() != nil && env.Caps[reports.CapFixtures] {
+	if env.Control() != nil && env.Caps[judge.CapFixtures] {
 		return nil // tools are registered per scenario
 	}
 	c := env.Profile.Client(env.URLs[0])
@@ -129,7 +130,7 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	t, ok := env.Profile.Tool(target.RoleWrite)
 	if !ok {
 		f.OK, f.Detail = true, "skipped: the profile names no write tool (upstream checks will not be observed)"
-		if env.Control() != nil && env.Caps[reports.CapFixtures] {
+		if env.Control() != nil && env.Caps[judge.CapFixtures] {
 			f.Detail = "skipped: tools are registered per scenario through the control API"
 		}
 		return f

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/wire"
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/steps"
 )
 
@@ -91,7 +91,7 @@ func evidentFeatures(result json.RawMessage) map[string]string {
 		}
 	}
 	if len(ro) > 0 {
-		out[reports.CapToolReadOnly] = "its tools/list marks read-only: " + strings.Join(ro, ", ")
+		out[judge.CapToolReadOnly] = "its tools/list marks read-only: " + strings.Join(ro, ", ")
 	}
 	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mcpconform/mcpconform/internal/buildinfo"
 	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/internal/catalog/tagexpr"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
@@ -401,19 +402,19 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 // demand), else from the profile (the operator's tools, keys and trust).
 func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[string]bool, error) {
 	p := env.Profile
-	caps := map[string]bool{reports.CapWire: true, reports.CapTwoURLs: len(env.URLs) >= 2}
+	caps := map[string]bool{judge.CapWire: true, judge.CapTwoURLs: len(env.URLs) >= 2}
 	env.Policy = p.UnkeyedPolicy
 	_, write := p.Tool(target.RoleWrite)
 	_, other := p.Tool(target.RoleWriteOther)
 	_, ro := p.Tool(target.RoleReadOnly)
 	_, appr := p.Tool(target.RoleApproval)
-	caps[reports.CapUpstream] = write && env.Probe != nil
-	caps[reports.CapToolWriteOther] = other && caps[reports.CapUpstream]
-	caps[reports.CapToolReadOnly] = ro && env.Probe != nil
-	caps[reports.CapToolApproval] = appr && caps[reports.CapUpstream]
-	caps[reports.CapSecondKey] = len(p.Credentials.APIKeys) >= 2
-	caps[reports.CapOtherWallet] = p.Credentials.OtherWallet != nil && p.Credentials.OtherWallet.APIKey != ""
-	caps[reports.CapPrincipalTokens] = (p.Identity.HarnessIdP && len(p.Identity.Subjects) > 0 && env.IdP != nil) || len(p.Credentials.PrincipalTokens) > 0
+	caps[judge.CapUpstream] = write && env.Probe != nil
+	caps[judge.CapToolWriteOther] = other && caps[judge.CapUpstream]
+	caps[judge.CapToolReadOnly] = ro && env.Probe != nil
+	caps[judge.CapToolApproval] = appr && caps[judge.CapUpstream]
+	caps[judge.CapSecondKey] = len(p.Credentials.APIKeys) >= 2
+	caps[judge.CapOtherWallet] = p.Credentials.OtherWallet != nil && p.Credentials.OtherWallet.APIKey != ""
+	caps[judge.CapPrincipalTokens] = (p.Identity.HarnessIdP && len(p.Identity.Subjects) > 0 && env.IdP != nil) || len(p.Credentials.PrincipalTokens) > 0
 	c := env.Control()
 	if c == nil {
 		return caps, nil
@@ -435,21 +436,21 @@ func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[stri
 		}
 	}
 	fixtures := has["fixtures"]
-	caps[reports.CapFixtures] = fixtures
-	caps[reports.CapLedger] = has["ledger"]
-	caps[reports.CapClock] = has["clock"]
-	caps[reports.CapFaults] = has["faults"]
-	caps[reports.CapSettings] = has["settings"]
-	caps[reports.CapPrincipals] = has["principals"] && env.IdP != nil
+	caps[judge.CapFixtures] = fixtures
+	caps[judge.CapLedger] = has["ledger"]
+	caps[judge.CapClock] = has["clock"]
+	caps[judge.CapFaults] = has["faults"]
+	caps[judge.CapSettings] = has["settings"]
+	caps[judge.CapPrincipals] = has["principals"] && env.IdP != nil
 	if fixtures {
 		up := has["upstream"] && env.Probe != nil
-		caps[reports.CapUpstream] = caps[reports.CapUpstream] || up
-		for _, k := range []string{reports.CapToolWriteOther, reports.CapToolReadOnly, reports.CapToolApproval} {
+		caps[judge.CapUpstream] = caps[judge.CapUpstream] || up
+		for _, k := range []string{judge.CapToolWriteOther, judge.CapToolReadOnly, judge.CapToolApproval} {
 			caps[k] = caps[k] || up
 		}
-		caps[reports.CapSecondKey], caps[reports.CapOtherWallet] = true, true
+		caps[judge.CapSecondKey], caps[judge.CapOtherWallet] = true, true
 	}
-	caps[reports.CapPrincipalTokens] = caps[reports.CapPrincipalTokens] || caps[reports.CapPrincipals]
+	caps[judge.CapPrincipalTokens] = caps[judge.CapPrincipalTokens] || caps[judge.CapPrincipals]
 	return caps, nil
 }
 
@@ -500,11 +501,11 @@ func applyExpected(ss []reports.Scenario, expected map[string]string) {
 			continue
 		}
 		switch ss[i].Verdict {
-		case reports.Failed, reports.Skipped, reports.Incomplete:
+		case judge.Failed, judge.Skipped, judge.Incomplete:
 			ss[i].Reason = fmt.Sprintf("waived (%s); was %s: %s", reason, ss[i].Verdict, ss[i].Reason)
-			ss[i].Verdict = reports.ExpectedFailure
-		case reports.Passed:
-			ss[i].Verdict = reports.UnexpectedPass
+			ss[i].Verdict = judge.ExpectedFailure
+		case judge.Passed:
+			ss[i].Verdict = judge.UnexpectedPass
 			ss[i].Reason = "listed as an expected failure (" + reason + ") but passed"
 		}
 	}

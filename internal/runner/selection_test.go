@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -59,8 +60,8 @@ func TestSelection(t *testing.T) {
 // the record of the failure, and never touches a directory that is no report.
 func TestSetupFailureReplacesTheOldReport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	old := reports.Run{Tool: "mcpconform", Level: reports.LevelWire, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must", Verdict: reports.Passed,
-		Checks: []reports.Check{{Step: "s", State: reports.Held, OK: true}}}}}
+	old := reports.Run{Tool: "mcpconform", Level: reports.LevelWire, Scenarios: []reports.Scenario{{ID: "retry-01", Level: "must", Verdict: judge.Passed,
+		Checks: []judge.Check{{Step: "s", State: judge.Held}}}}}
 	if err := reports.Write(dir, old); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -32,7 +33,7 @@ func catchRow(run reports.Run, bug string, catchers []bugmap.Check, collateral [
 	byID := map[string]*reports.Scenario{}
 	for i, s := range run.Scenarios {
 		byID[s.ID] = &run.Scenarios[i]
-		if s.Verdict == reports.Failed || s.Verdict == reports.Undefined {
+		if s.Verdict == judge.Failed || s.Verdict == judge.Undefined {
 			failed = append(failed, s.ID)
 		}
 	}
@@ -46,7 +47,11 @@ func catchRow(run reports.Run, bug string, catchers []bugmap.Check, collateral [
 		checks = append(checks, cc)
 	}
 	for _, id := range failed {
-		ok = ok && (slices.Contains(want, id) || slices.Contains(collateral, id))
+		// A scenario beyond the named catchers may fail by the model's
+		// checks: the judge saw the bug's harm where no step looks for it,
+		// which is what the model is for. Failing by a step's check there
+		// would be a failure for another reason.
+		ok = ok && (slices.Contains(want, id) || slices.Contains(collateral, id) || onlyModel(byID[id]))
 	}
 	var contradicted []string
 	for _, s := range run.Scenarios {
@@ -66,7 +71,7 @@ func caughtAt(s *reports.Scenario, c bugmap.Check) reports.CatchCheck {
 	}
 	var others []string
 	for _, ch := range s.Checks {
-		if ch.Status() != reports.Violated {
+		if ch.Status() != judge.Violated {
 			continue
 		}
 		if ch.StepIndex >= 0 && ch.StepIndex < len(s.Steps) && s.Steps[ch.StepIndex].Text == c.Step {
@@ -116,4 +121,18 @@ func SelfTest(ctx context.Context, cfg Config, only []string, progress func(repo
 		}
 	}
 	return table, nil
+}
+
+// onlyModel says every violated check of a scenario is the model's.
+func onlyModel(s *reports.Scenario) bool {
+	any := false
+	for _, c := range s.Checks {
+		if c.Status() == judge.Violated {
+			if !c.Model {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
 }

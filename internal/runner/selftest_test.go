@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -13,10 +14,10 @@ import (
 func TestCatchCountsOnlyTheNamedCheck(t *testing.T) {
 	steps := []reports.StepResult{{Text: `"A" waits at "fence.read"`}, {Text: `the probe saw "$op1" dispatched 1 time`}}
 	scenario := func(violatedAt ...int) reports.Scenario {
-		s := reports.Scenario{ID: "lock-01", Verdict: reports.Passed, Steps: steps}
+		s := reports.Scenario{ID: "lock-01", Verdict: judge.Passed, Steps: steps}
 		for _, i := range violatedAt {
-			s.Checks = append(s.Checks, reports.Check{Step: "some check", State: reports.Violated, StepIndex: i, Actual: "2 dispatch(es)"})
-			s.Verdict = reports.Failed
+			s.Checks = append(s.Checks, judge.Check{Step: "some check", State: judge.Violated, StepIndex: i, Actual: "2 dispatch(es)"})
+			s.Verdict = judge.Failed
 		}
 		return s
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Kind classifies one call's answer.
@@ -69,9 +69,9 @@ func (o *Op) Settled() bool {
 
 // Wallet is a wallet's state read back after the workload.
 type Wallet struct {
-	ID      string                `json:"id"`
-	Balance int64                 `json:"balance"`
-	Ledger  []reports.LedgerEntry `json:"ledger"`
+	ID      string              `json:"id"`
+	Balance int64               `json:"balance"`
+	Ledger  []judge.LedgerEntry `json:"ledger"`
 }
 
 // History is everything the checks need: the operations as the client saw

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpconform/mcpconform/reports"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // cleanHistory is a small run a correct gateway could have produced: a
@@ -34,7 +34,7 @@ func cleanHistory() History {
 		},
 		Probe: map[string]int{"t0": 1, "t1": 1, "t2": 1, "t3": 1, "t4": 1},
 		Wallets: []Wallet{
-			{ID: "w1", Balance: 100 - 9, Ledger: []reports.LedgerEntry{
+			{ID: "w1", Balance: 100 - 9, Ledger: []judge.LedgerEntry{
 				{ID: "c", Kind: "credit", Amount: 100},
 				{ID: "d0", Kind: "debit", Amount: 3, Receipt: "r0"},
 				{ID: "d1", Kind: "debit", Amount: 3, Receipt: "r1"},
@@ -42,11 +42,11 @@ func cleanHistory() History {
 				{ID: "fx", Kind: "refund", Amount: 3, Receipt: "r-refunded"},
 				{ID: "d3", Kind: "debit", Amount: 3, Receipt: "r3"},
 			}},
-			{ID: "w2", Balance: 30 - 3, Ledger: []reports.LedgerEntry{
+			{ID: "w2", Balance: 30 - 3, Ledger: []judge.LedgerEntry{
 				{ID: "c2", Kind: "credit", Amount: 30},
 				{ID: "d2", Kind: "debit", Amount: 3, Receipt: "r2"},
 			}},
-			{ID: "w3", Balance: 30 - 3, Ledger: []reports.LedgerEntry{
+			{ID: "w3", Balance: 30 - 3, Ledger: []judge.LedgerEntry{
 				{ID: "c3", Kind: "credit", Amount: 30},
 				{ID: "d4x", Kind: "debit", Amount: 3, Receipt: "r4-failed"},
 				{ID: "f4x", Kind: "refund", Amount: 3, Receipt: "r4-failed"},
@@ -66,7 +66,7 @@ func failedBefore(proc int) Attempt {
 // balance as a gateway that never wrote it would have.
 func dropEntry(h *History, w int, id string) {
 	wl := &h.Wallets[w]
-	i := slices.IndexFunc(wl.Ledger, func(e reports.LedgerEntry) bool { return e.ID == id })
+	i := slices.IndexFunc(wl.Ledger, func(e judge.LedgerEntry) bool { return e.ID == id })
 	switch e := wl.Ledger[i]; e.Kind {
 	case "refund":
 		wl.Balance -= e.Amount
@@ -89,7 +89,7 @@ func TestCheck(t *testing.T) {
 		}, []string{CheckDispatch}},
 		{"double debit on one receipt", func(h *History) {
 			w := &h.Wallets[0]
-			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "d0b", Kind: "debit", Amount: 3, Receipt: "r0"})
+			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "d0b", Kind: "debit", Amount: 3, Receipt: "r0"})
 			w.Balance -= 3 // the wallet adds up: only the operation is charged twice
 		}, []string{CheckDebit, CheckTotal}},
 		{"receipt mismatch", func(h *History) {
@@ -100,7 +100,7 @@ func TestCheck(t *testing.T) {
 		}, []string{CheckBalance}},
 		{"debit without an operation", func(h *History) {
 			w := &h.Wallets[1]
-			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "dz", Kind: "debit", Amount: 3, Receipt: "r-nobody"})
+			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "dz", Kind: "debit", Amount: 3, Receipt: "r-nobody"})
 			w.Balance -= 3
 		}, []string{CheckStrayDebit, CheckTotal}},
 		{"debit booked on another wallet", func(h *History) {
@@ -121,7 +121,7 @@ func TestCheck(t *testing.T) {
 		}, []string{CheckRefund, CheckTotal}},
 		{"planned failure: refunded twice", func(h *History) {
 			w := &h.Wallets[2]
-			w.Ledger = append(w.Ledger, reports.LedgerEntry{ID: "f4y", Kind: "refund", Amount: 3, Receipt: "r4-failed"})
+			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "f4y", Kind: "refund", Amount: 3, Receipt: "r4-failed"})
 			w.Balance += 3
 		}, []string{CheckRefund, CheckTotal}},
 		{"planned failure: refunded on the retry's receipt", func(h *History) {

@@ -172,6 +172,10 @@ func (g *Gateway) dispatch(ctx context.Context, t Tool, args json.RawMessage) (*
 			_, _ = g.upstream.CallTool(ctx, &mcp.CallToolParams{Name: t.Upstream, Arguments: args})
 		})
 	}
+	if err == nil && g.o.KeepUpstreamResult {
+		res.Meta = nil
+		return res, nil
+	}
 	if err == nil {
 		content := res.Content
 		if content == nil {

@@ -41,6 +41,11 @@ type Options struct {
 	// retry queue that re-sends finished work), so the harness's end-of-run
 	// recount can be shown to see a dispatch that came late.
 	LateDuplicate time.Duration
+	// KeepUpstreamResult answers with the upstream's result as its client
+	// decoded it, as a thin go-sdk proxy does: against a 2026-07-28
+	// upstream it carries resultType "complete" on every wire, which
+	// 2025-11-25's schema admits (its Result allows any member).
+	KeepUpstreamResult bool
 	// Bugs put in the faults an adversarial review built against the
 	// harness, each shown caught by a test of cmd/mcpconform.
 	Bugs Bugs

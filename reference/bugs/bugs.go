@@ -54,7 +54,7 @@ const (
 	CapabilityRefundTwice   = "capability-refund-twice"
 	ReplayDropsStructured   = "replay-drops-structured"
 	ReplayResultTypeMissing = "replay-resulttype-missing"
-	ResultTypeEverywhere    = "resulttype-everywhere"
+	SessionContentDropped   = "session-content-dropped"
 	RoundsToLegacyClient    = "rounds-to-legacy-client"
 	RoundsFingerprinted     = "rounds-fingerprinted"
 	RefusalsRetryable       = "refusals-retryable"
@@ -115,7 +115,7 @@ var All = []Bug{
 	{Name: CapabilityRefundTwice, Description: "an upstream's -32021 refusal is refunded twice over (a refund of twice the debit): the caller is credited the price for a call that never ran"},
 	{Name: ReplayDropsStructured, Description: "a replay serves the stored result without its structuredContent: the retry gets less than the call it paid for"},
 	{Name: ReplayResultTypeMissing, Layer: "wire", Description: "a replay on 2026-07-28 is written as the outcome was stored, without the resultType that revision's schema requires (first calls carry it): a stock 2026-07-28 client rejects the answer to its retry"},
-	{Name: ResultTypeEverywhere, Layer: "wire", Description: "every tools/call result carries resultType \"complete\", on 2025-11-25 too, whose schema does not define it: the 2026-07-28 form written on the wire that has no such member"},
+	{Name: SessionContentDropped, Layer: "wire", Description: "on 2025-11-25 a tools/call result that has structuredContent is written without its content list, as if the structured form were enough: that version's CallToolResult requires content, so a stock 2025-11-25 client rejects the answer"},
 	{Name: RoundsToLegacyClient, Layer: "wire", Description: "every caller is taken for a 2026-07-28 one that answers input requests in a next round: a 2025-11-25 client that declared neither sampling nor elicitation is handed an upstream's input-required result, which its protocol does not have, as an empty success of a tool that never ran"},
 	{Name: RefusalsRetryable, Layer: "wire", Description: "every refusal the wire writes is marked data.retryable true, the final ones too (idempotency_key_required, insufficient_funds, unknown_tool...): a client that trusts the flag sends the same refused call again, forever"},
 	{Name: RoundsFingerprinted, Description: "a later round's inputResponses and requestState are part of the call's fingerprint: the first round sent again after the call finished is refused idempotency_key_reused instead of replaying the final result"},

@@ -118,8 +118,8 @@ func (h *handler) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 	if h.opts.Bugs.On(bugs.ReplayResultTypeMissing) && result.replayed() {
 		delete(result.fields, "resultType") // BUG replay-resulttype-missing
 	}
-	if _, set := result.fields["resultType"]; h.opts.Bugs.On(bugs.ResultTypeEverywhere) && !set {
-		result.fields["resultType"] = json.RawMessage(resultComplete) // BUG resulttype-everywhere
+	if _, structured := result.fields["structuredContent"]; h.opts.Bugs.On(bugs.SessionContentDropped) && structured && !usesNewProtocol(params) {
+		delete(result.fields, "content") // BUG session-content-dropped
 	}
 	return result, nil
 }

@@ -1,4 +1,4 @@
-package reports
+package judge
 
 import (
 	"encoding/json"
@@ -6,58 +6,6 @@ import (
 	"sort"
 	"strings"
 )
-
-// FCall is the F of a client's tools/call events: an invoke, then its
-// outcome (ok with a receipt, fail for a definite refusal, info when the
-// outcome is unknown).
-const FCall = "tools/call"
-
-// FRaw is the F of a raw body a client sent (a batch, malformed JSON, an
-// oversized call): its outcome is recorded like a call's.
-const FRaw = "raw"
-
-// CallValue is the value of a tools/call event. Token is the operation's
-// probe token, which ties the call to its dispatches, and its receipt to
-// its debits.
-type CallValue struct {
-	Tool      string `json:"tool"`
-	Key       string `json:"key,omitempty"`
-	Token     string `json:"token,omitempty"`
-	Arguments any    `json:"arguments,omitempty"`
-	Receipt   string `json:"receipt,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Retryable bool   `json:"retryable,omitempty"`
-	Status    int    `json:"status,omitempty"`
-	Error     string `json:"error,omitempty"`
-	// Served is the token a result's structuredContent names: the probe
-	// answers each dispatch with its own token, so a result naming another
-	// operation's token is that operation's result served for this one.
-	Served string `json:"served,omitempty"`
-	// Means are the reasons of docs/wire.md a refusal means as the target's
-	// profile maps them, when data.reason alone does not say (a vendor's
-	// own code for idempotency_key_required): a check judged from the
-	// history reads the meaning, not the spelling. Empty: data.reason is it.
-	Means []string `json:"means,omitempty"`
-
-	typ string // the event's Type, for the recheck's reading
-}
-
-// The refusals the workload's operations may meet (docs/wire.md).
-const (
-	// ReasonKeyRequired refuses an unkeyed call the gateway gives no
-	// derived key (its unkeyed policy is refuse).
-	ReasonKeyRequired = "idempotency_key_required"
-	// ReasonKeyReused refuses a client key reused with other arguments.
-	ReasonKeyReused = "idempotency_key_reused"
-)
-
-// means reports whether a refusal means reason.
-func (v CallValue) means(reason string) bool {
-	if len(v.Means) > 0 {
-		return containsStr(v.Means, reason)
-	}
-	return v.Reason == reason
-}
 
 // operation is what the history shows of one operation token: its calls'
 // outcomes and its effects.
@@ -116,7 +64,7 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 			}
 		case op.Type == "fail":
 			o.refusals = append(o.refusals, v.Reason)
-			if want := o.refusalReason(); want != "" && !v.means(want) {
+			if want := o.refusalReason(); want != "" && !v.MeansReason(want) {
 				o.misrefused = append(o.misrefused, v.Reason)
 			}
 		case op.Type == "info":

@@ -1,27 +1,10 @@
-package reports
+package judge
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 )
-
-// FLedgerRead is the history event of a ledger check: the wallet as the
-// check saw it (LedgerRead), so the check can be recomputed from the
-// history alone, amounts and balance included.
-const FLedgerRead = "ledger-read"
-
-// LedgerRead is the value of a FLedgerRead event.
-type LedgerRead struct {
-	Baseline int64 `json:"baseline"` // the balance when the scenario began
-	Balance  int64 `json:"balance"`
-	// Entries are the entries the scenario made (the wallet's entries not
-	// in its ledger when the scenario began), of every kind.
-	Entries []EffectValue `json:"entries"`
-	// Prices are the prices the scenario set or the profile declares, by
-	// tool name on the target.
-	Prices map[string]int64 `json:"prices,omitempty"`
-}
 
 // allowed is the amounts a debit of tool may have: its price, or, when the
 // ledger does not name the tool, any price of the scenario.
@@ -47,9 +30,6 @@ func containsInt(xs []int64, x int64) bool {
 	}
 	return false
 }
-
-// Delta is the balance change since the scenario began.
-func (r LedgerRead) Delta() int64 { return r.Balance - r.Baseline }
 
 // LedgerHas judges "the ledger has N debits and M refunds" from what a
 // ledger read saw: exactly those entries and no entry of any other kind,
@@ -112,36 +92,12 @@ func LedgerHas(r LedgerRead, debits, refunds int) (ok bool, expected, actual str
 	return ok, expected, actual
 }
 
-// JudgeLedgerStep judges a check made from one ledger read, named by its
-// step ("the ledger has N debits and M refunds", "the wallet balance
-// changed by D", with or without a late suffix); known is false for any
-// other step.
-func JudgeLedgerStep(step string, r LedgerRead) (ok bool, expected, actual string, known bool) {
-	var n, m int
-	var d int64
-	switch {
-	case scan(step, "the ledger has %d debits and %d refunds", &n, &m):
-		ok, expected, actual = LedgerHas(r, n, m)
-	case scan(step, "the wallet balance changed by %d", &d):
-		ok, expected, actual = BalanceChanged(r, d)
-	default:
-		return false, "", "", false
-	}
-	return ok, expected, actual, true
-}
-
 // BalanceChanged judges "the wallet balance changed by delta".
 func BalanceChanged(r LedgerRead, delta int64) (ok bool, expected, actual string) {
 	return r.Delta() == delta,
 		fmt.Sprintf("balance %d (%+d from %d)", r.Baseline+delta, delta, r.Baseline),
 		fmt.Sprintf("balance %d (%+d)", r.Balance, r.Delta())
 }
-
-// Ledger entry kinds of the control API.
-const (
-	EntryDebit  = "debit"
-	EntryRefund = "refund"
-)
 
 // Row is an entry as a failure message shows it.
 func (e EffectValue) Row() string {

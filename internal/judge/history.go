@@ -1,0 +1,260 @@
+// Package judge is the harness's judgement, kept apart from everything that
+// gathers evidence or renders it: the history of what the harness saw (its
+// calls and their answers, the probe's dispatches, the ledger, and what the
+// harness changed about the target), a model of the retry contract of
+// docs/wire.md that decides what the gateway was allowed to do at each point
+// of that history, the checks it makes, and the one rule that turns checks
+// into a scenario's verdict. It does no I/O and imports nothing of the
+// harness: scenarios, explore, recheck and bundle verify all judge through
+// it, so a harm is seen whether or not a scenario's author wrote its check.
+package judge
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Op is one history event, Jepsen style: a client's operation is recorded
+// as invoke, then ok, fail or info (outcome unknown), with a value unique
+// to it; effects (dispatches, ledger entries) and what the harness changed
+// (clock, settings, revocations, faults) are events of their own.
+type Op struct {
+	Index   int             `json:"index"`
+	Process string          `json:"process"` // the client lane, or "upstream", "ledger", "harness"
+	Type    string          `json:"type"`    // invoke | ok | fail | info
+	F       string          `json:"f"`       // e.g. "tools/call"
+	Value   json.RawMessage `json:"value"`   // operation token, key, receipt, reason...
+	Time    time.Time       `json:"time"`
+	// Step is the index in the scenario's steps of the step that was running
+	// when the event was recorded, so a check made by a step can be
+	// recomputed from the events it saw; nil in files written before it
+	// existed.
+	Step *int `json:"step,omitempty"`
+}
+
+// Event types.
+const (
+	Invoke = "invoke"
+	OK     = "ok"
+	Fail   = "fail"
+	Info   = "info"
+)
+
+// The F of each kind of event.
+const (
+	// FCall is a client's tools/call: an invoke, then its outcome (ok with a
+	// result, fail for a definite refusal, info when the outcome is unknown
+	// or not final: a transport error, an in-progress answer).
+	FCall = "tools/call"
+	// FRaw is a raw body a client sent (a batch, malformed JSON, an
+	// oversized call): its outcome is recorded like a call's.
+	FRaw      = "raw"
+	FDispatch = "dispatch" // Value: EffectValue with Token (and Tool)
+	FDebit    = "debit"    // Value: EffectValue with Amount and Receipt
+	FRefund   = "refund"
+	// FEntry is a ledger entry of another kind than debit or refund (a fee,
+	// say): the history shows every entry the scenario made.
+	FEntry = "ledger-entry"
+	// FLedgerRead is a read of a wallet (LedgerRead): what a ledger check
+	// saw, or the scenario's last read, so ledger checks and the model's
+	// ledger can be recomputed from the history alone.
+	FLedgerRead = "ledger-read"
+	// FTarget opens a scenario's history with what the harness knows of
+	// the target (Facts), so the model judges from the history alone.
+	FTarget = "target"
+	// FEnv is a change the harness made to the target or the probe
+	// (EnvValue): a clock move, a setting, a revocation, a removed tool, a
+	// fault armed or released, a dispatch held or let go.
+	FEnv = "env"
+)
+
+// Ledger entry kinds of the control API.
+const (
+	EntryDebit  = "debit"
+	EntryRefund = "refund"
+)
+
+// CallValue is the value of a tools/call event. Token is the operation's
+// probe token, which ties the call to its dispatches, and its receipt to
+// its debits.
+type CallValue struct {
+	Tool      string `json:"tool"`
+	Key       string `json:"key,omitempty"`
+	Token     string `json:"token,omitempty"`
+	Arguments any    `json:"arguments,omitempty"`
+	Receipt   string `json:"receipt,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Retryable bool   `json:"retryable,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Served is the token a result's structuredContent names: the probe
+	// answers each dispatch with its own token, so a result naming another
+	// operation's token is that operation's result served for this one.
+	Served string `json:"served,omitempty"`
+	// Means are the reasons of docs/wire.md a refusal means as the target's
+	// profile maps them, when data.reason alone does not say (a vendor's
+	// own code for idempotency_key_required): a check judged from the
+	// history reads the meaning, not the spelling. Empty: data.reason is it.
+	Means []string `json:"means,omitempty"`
+
+	// Call is the index of the call's invoke event, on its outcome, so the
+	// two pair up whatever else the client did meanwhile.
+	Call *int `json:"call,omitempty"`
+	// The call as the harness made it, on the invoke: the protocol version
+	// it spoke, the gateway URL (an index into the target's URLs), who sent
+	// it (the API key, named by the harness, and the wallet it charges),
+	// the principal it acted as, an explicit permit, and the tool's role
+	// and price as the harness set them up.
+	Wire       string `json:"wire,omitempty"`
+	URL        int    `json:"url,omitempty"`
+	Credential string `json:"credential,omitempty"`
+	Wallet     string `json:"wallet,omitempty"`
+	Principal  string `json:"principal,omitempty"`
+	Forged     bool   `json:"forged,omitempty"` // the principal token is signed by nobody the gateway trusts
+	Permit     string `json:"permit,omitempty"`
+	Role       string `json:"role,omitempty"`
+	Price      *int64 `json:"price,omitempty"`
+	// Dropped and Cancelled say the client gave up on purpose: it closed the
+	// connection once the tool ran, or cancelled the call.
+	Dropped   bool `json:"dropped,omitempty"`
+	Cancelled bool `json:"cancelled,omitempty"`
+	// The result, on an ok: a digest of what a replay must return whole
+	// (content, structuredContent, isError), its resultType, whether it has
+	// the content list every version's schema requires, and whether it is a
+	// 2026-07-28 input-required round rather than a final result.
+	Digest        string `json:"digest,omitempty"`
+	ResultType    string `json:"result_type,omitempty"`
+	NoContent     bool   `json:"no_content,omitempty"`
+	InputRequired bool   `json:"input_required,omitempty"`
+}
+
+// MeansReason reports whether a refusal means reason: one of its mapped meanings,
+// or its data.reason when the profile maps none.
+func (v CallValue) MeansReason(reason string) bool {
+	if len(v.Means) > 0 {
+		return slices.Contains(v.Means, reason)
+	}
+	return v.Reason == reason
+}
+
+// Meaning is the refusal's meaning under the profile: its one mapped
+// meaning, else its data.reason.
+func (v CallValue) Meaning() string {
+	if len(v.Means) == 1 {
+		return v.Means[0]
+	}
+	return v.Reason
+}
+
+// EffectValue is the value of a dispatch, debit or refund event, and of an
+// entry in a ledger read.
+type EffectValue struct {
+	Token   string `json:"token,omitempty"`
+	Amount  int64  `json:"amount,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+	Kind    string `json:"kind,omitempty"` // a ledger entry's kind, also one other than debit or refund
+	Tool    string `json:"tool,omitempty"`
+	// Wallet names the wallet of a ledger entry, as the calls name it.
+	Wallet string `json:"wallet,omitempty"`
+}
+
+// LedgerRead is the value of a FLedgerRead event.
+type LedgerRead struct {
+	Baseline int64 `json:"baseline"` // the balance when the scenario began
+	Balance  int64 `json:"balance"`
+	// Entries are the entries the scenario made (the wallet's entries not
+	// in its ledger when the scenario began), of every kind.
+	Entries []EffectValue `json:"entries"`
+	// Prices are the prices the scenario set or the profile declares, by
+	// tool name on the target.
+	Prices map[string]int64 `json:"prices,omitempty"`
+	// Wallet names the wallet read, as the calls name it ("" the
+	// scenario's own).
+	Wallet string `json:"wallet,omitempty"`
+	// Final marks the read the harness made once the scenario's effects
+	// settled (not a check's own read).
+	Final bool `json:"final,omitempty"`
+}
+
+// Delta is the balance change since the scenario began.
+func (r LedgerRead) Delta() int64 { return r.Balance - r.Baseline }
+
+// Facts are what the harness knows of the target when a history begins: its
+// unkeyed policy and window, its stale-lock threshold and permit life (when
+// a control API says them), the protocol versions it serves, and the
+// capabilities that observe it.
+type Facts struct {
+	Policy string `json:"policy,omitempty"` // "derived" (default) or "refuse"
+	// WindowSeconds is the effective unkeyed retry window, 0 when unknown.
+	WindowSeconds    int64    `json:"window_seconds,omitempty"`
+	StaleLockSeconds int64    `json:"stale_lock_seconds,omitempty"`
+	PermitTTLSeconds int64    `json:"permit_ttl_seconds,omitempty"`
+	Wires            []string `json:"wires,omitempty"`
+	Capabilities     []string `json:"capabilities,omitempty"`
+}
+
+// Has reports whether the facts list a capability.
+func (f Facts) Has(capability string) bool { return slices.Contains(f.Capabilities, capability) }
+
+// Environment changes, the Kind of an EnvValue.
+const (
+	EnvClock       = "clock"       // the gateway clock was set or moved: Now is its time after
+	EnvSetting     = "setting"     // a setting changed: WindowSeconds / StaleLockSeconds
+	EnvRevoke      = "revoke"      // Principal was revoked
+	EnvRemoveTool  = "remove-tool" // Tool was removed
+	EnvFault       = "fault"       // a fault was armed: Point, Action, Tool
+	EnvRelease     = "release"     // the pause at Point was released
+	EnvHold        = "hold"        // the probe holds Token's dispatches
+	EnvLetGo       = "let-go"      // the probe lets Token's dispatches go
+	EnvWallet      = "wallet"      // a wallet the scenario uses: Wallet, Balance (when known)
+	EnvTool        = "tool"        // a tool the scenario uses: Tool, Role, Price
+	EnvCrash       = "crash"       // a gateway process was killed
+	EnvEntitlement = "entitlement" // Principal's entitlement to Tool changed: On
+)
+
+// EnvValue is the value of a FEnv event.
+type EnvValue struct {
+	Kind             string     `json:"kind"`
+	Now              *time.Time `json:"now,omitempty"` // the gateway clock after a clock change
+	Frozen           bool       `json:"frozen,omitempty"`
+	WindowSeconds    *int64     `json:"window_seconds,omitempty"`
+	StaleLockSeconds *int64     `json:"stale_lock_seconds,omitempty"`
+	Principal        string     `json:"principal,omitempty"`
+	Tool             string     `json:"tool,omitempty"`
+	Role             string     `json:"role,omitempty"`
+	Price            *int64     `json:"price,omitempty"`
+	Point            string     `json:"point,omitempty"`
+	Action           string     `json:"action,omitempty"`
+	Token            string     `json:"token,omitempty"`
+	Wallet           string     `json:"wallet,omitempty"`
+	Balance          *int64     `json:"balance,omitempty"`
+	On               bool       `json:"on,omitempty"`
+}
+
+// Dispatch is one call the upstream probe received.
+type Dispatch struct {
+	Token string    `json:"token"`
+	Tool  string    `json:"tool"`
+	At    time.Time `json:"at"`
+}
+
+// LedgerEntry mirrors the control API's ledger entry.
+type LedgerEntry struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	Amount  int64     `json:"amount"`
+	Receipt string    `json:"receipt,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// MustJSON marshals a history value; a value that cannot be marshalled
+// becomes its error as a JSON string, so the event still says something.
+func MustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(err.Error())
+	}
+	return b
+}

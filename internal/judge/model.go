@@ -1,0 +1,1060 @@
+package judge
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Reasons of docs/wire.md the model reasons about.
+const (
+	ReasonInProgress      = "idempotency_in_progress"
+	ReasonKeyRequired     = "idempotency_key_required"
+	ReasonKeyReused       = "idempotency_key_reused"
+	ReasonPrincipalDenied = "principal_denied"
+	ReasonPrincipalBad    = "principal_invalid"
+	ReasonUnknownTool     = "unknown_tool"
+	ReasonFunds           = "insufficient_funds"
+	ReasonDispatchFailed  = "dispatch_failed"
+	ReasonResponseFailed  = "response_failed"
+	ReasonCapabilities    = "client_capabilities_missing"
+)
+
+// retryableReasons are the refusals a client may send again unchanged.
+var retryableReasons = map[string]bool{ReasonInProgress: true, ReasonDispatchFailed: true, ReasonResponseFailed: true}
+
+// notRun are the refusals that say the call did no work: its tool was not
+// dispatched for it and nothing stays charged.
+var notRun = map[string]bool{
+	ReasonKeyRequired: true, ReasonKeyReused: true, ReasonPrincipalDenied: true, ReasonPrincipalBad: true,
+	ReasonUnknownTool: true, ReasonFunds: true, ReasonDispatchFailed: true, ReasonCapabilities: true,
+	"permit_invalid": true, "permit_exhausted": true, "permit_expired": true, "unauthenticated": true,
+	"invalid_arguments": true, "idempotency_key_invalid": true,
+}
+
+// Tool roles the model knows (the profile's, and the probe's own tools).
+const (
+	RoleReadOnly = "read_only"
+	RoleApproval = "approval"
+	RoleAsk      = "ask"    // a multi-round tool: asks for input first
+	RoleSample   = "sample" // needs the client to declare sampling
+)
+
+// Policies of an unkeyed mutating call.
+const (
+	PolicyDerived = "derived"
+	PolicyRefuse  = "refuse"
+)
+
+// Kinds of the model's checks.
+const (
+	KindAnswer     = "answer"     // call: every answer is one the contract allows at its point
+	KindShape      = "shape"      // call: the answer is valid for its protocol version
+	KindDispatches = "dispatches" // token: dispatches as the operations' answers allow
+	KindLedger     = "ledger"     // wallet: one debit of its price per operation that ran, nothing else
+	KindDecided    = "decided"    // op: retried until decided, every operation gets an outcome (explore)
+)
+
+// HasFacts reports whether a history opens with the target's facts, as
+// every history the model can judge does.
+func HasFacts(ops []Op) bool {
+	for _, op := range ops {
+		if op.F == FTarget {
+			return true
+		}
+	}
+	return false
+}
+
+// Options change what the model requires beyond what every history must
+// show.
+type Options struct {
+	// Decided requires every operation to end decided: a result, or a
+	// refusal that says nothing ran. explore retries every operation until
+	// it is decided before it judges, so an operation left in progress for
+	// ever (charged, never run) is seen.
+	Decided bool
+}
+
+// Model judges a history against the retry contract (docs/wire.md) and
+// returns its checks: a violated check for each deviation it finds, and,
+// for each kind of check it could make and found nothing wrong with, one
+// held check saying what it looked at. Where the contract admits several
+// answers the model admits each; what the history cannot decide (an
+// answer lost on the wire) is never guessed against the gateway.
+func Model(ops []Op, opts ...Options) []Check {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	m := newModel(ops)
+	var out []Check
+	out = append(out, m.answers()...)
+	out = append(out, m.dispatchChecks()...)
+	out = append(out, m.ledgerChecks()...)
+	if o.Decided {
+		out = append(out, m.decided()...)
+	}
+	return out
+}
+
+// mcall is one call of the history: its invoke and its outcome.
+type mcall struct {
+	inv, out   int // event indexes; out -1 while unanswered
+	v          CallValue
+	a          CallValue // the outcome's value
+	typ        string    // the outcome's type, "" unanswered
+	start, end time.Time // wall times; end is far away while unanswered
+	slot       string
+	scope      string
+	fp         string // the arguments, canonical
+	op         *mop
+}
+
+func (c *mcall) result() bool { return c.typ == OK && !c.a.InputRequired }
+func (c *mcall) refusal() bool {
+	return c.typ != OK && c.typ != "" && (c.a.Reason != "" || len(c.a.Means) > 0)
+}
+func (c *mcall) unknown() bool {
+	return c.typ == "" || (!c.result() && !c.refusal() && !c.inputRound())
+}
+func (c *mcall) inputRound() bool { return c.typ == OK && c.a.InputRequired }
+func (c *mcall) meaning() string  { return c.a.Meaning() }
+func (c *mcall) keyed() bool      { return c.v.Key != "" }
+func (c *mcall) name() string     { return fmt.Sprintf("call #%d (%s)", c.inv, c.v.Tool) }
+func (c *mcall) overlaps(d *mcall) bool {
+	return c != d && d.start.Before(c.end) && c.start.Before(d.end)
+}
+
+// ranNothing says the call's answer tells the client no work was done.
+func (c *mcall) ranNothing() bool {
+	return c.inputRound() || (c.refusal() && c.a.Status < 500 && notRun[c.meaning()])
+}
+
+// mop is one operation as the model groups calls: a key's calls with one
+// fingerprint, an unkeyed call and its retries inside the window, the
+// calls under one explicit permit.
+type mop struct {
+	id         int
+	calls      []*mcall
+	token      string
+	reuseOf    *mop   // a key's first operation, when this one reuses the key with other arguments
+	mustRefuse string // the refusal every call of it must get, "" when it may run
+	outcome    *mcall // the first call that got a result
+	wallet     string
+	price      int64
+	priced     bool
+}
+
+// ran says a call of the operation got a result.
+func (o *mop) ran() bool { return o.outcome != nil }
+
+// mayRun says the tool may have run for the operation: some call of it was
+// not answered with a refusal that says nothing ran.
+func (o *mop) mayRun() bool {
+	if o.mustRefuse != "" {
+		return false
+	}
+	for _, c := range o.calls {
+		if !c.ranNothing() {
+			return true
+		}
+	}
+	return false
+}
+
+// proven says a result of the operation carries the probe's answer to its
+// own token: the probe saw its dispatch.
+func (o *mop) proven() bool {
+	for _, c := range o.calls {
+		if c.result() && c.a.Served != "" && c.a.Served == o.token {
+			return true
+		}
+	}
+	return false
+}
+
+type model struct {
+	ops    []Op
+	facts  Facts
+	calls  []*mcall
+	mops   []*mop
+	env    []envAt
+	reads  map[string]ledgerAt // the last final read of each wallet
+	prices map[string]int64    // tool -> price, from the scenario's tools
+}
+
+type envAt struct {
+	i   int
+	t   time.Time
+	env EnvValue
+}
+
+type ledgerAt struct {
+	i    int
+	read LedgerRead
+}
+
+var forever = time.Unix(1<<40, 0)
+
+func newModel(ops []Op) *model {
+	m := &model{ops: ops, reads: map[string]ledgerAt{}, prices: map[string]int64{}}
+	var reads []ledgerAt
+	byInvoke := map[int]*mcall{}
+	open := map[string][]*mcall{} // process -> calls awaiting an outcome, in order
+	for i, op := range ops {
+		switch op.F {
+		case FTarget:
+			_ = json.Unmarshal(op.Value, &m.facts)
+		case FEnv:
+			var e EnvValue
+			if json.Unmarshal(op.Value, &e) == nil {
+				m.env = append(m.env, envAt{i, op.Time, e})
+				if e.Kind == EnvTool && e.Price != nil {
+					m.prices[e.Tool] = *e.Price
+				}
+			}
+		case FLedgerRead:
+			var r LedgerRead
+			if json.Unmarshal(op.Value, &r) == nil {
+				reads = append(reads, ledgerAt{i, r})
+			}
+		case FCall:
+			var v CallValue
+			if json.Unmarshal(op.Value, &v) != nil {
+				continue
+			}
+			if op.Type == Invoke {
+				c := &mcall{inv: i, out: -1, v: v, start: op.Time, end: forever}
+				byInvoke[i] = c
+				m.calls = append(m.calls, c)
+				open[op.Process] = append(open[op.Process], c)
+				continue
+			}
+			var c *mcall
+			if v.Call != nil {
+				c = byInvoke[*v.Call]
+			} else if q := open[op.Process]; len(q) > 0 {
+				c = q[0] // a file from before calls were paired: the process's oldest open call
+			}
+			if c == nil || c.out >= 0 {
+				continue
+			}
+			c.out, c.a, c.typ, c.end = i, v, op.Type, op.Time
+			q := open[op.Process]
+			for k, x := range q {
+				if x == c {
+					open[op.Process] = append(q[:k:k], q[k+1:]...)
+					break
+				}
+			}
+		}
+	}
+	// The ledger judged is each wallet's last read once the scenario's
+	// effects settled: its final read, or a read after it (the end of the
+	// run's).
+	settled := map[string]bool{}
+	for _, r := range reads {
+		if r.read.Final {
+			settled[r.read.Wallet] = true
+		}
+	}
+	for _, r := range reads {
+		if settled[r.read.Wallet] {
+			m.reads[r.read.Wallet] = r
+		}
+	}
+	m.group()
+	return m
+}
+
+// canonical is the arguments as one string, member order and number
+// spelling aside.
+func canonical(args any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Sprint(args)
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	b, _ = json.Marshal(v)
+	return string(b)
+}
+
+// gatewayTime is the gateway clock at wall time t, as the harness set it.
+func (m *model) gatewayTime(t time.Time) time.Time {
+	now := t
+	for _, e := range m.env {
+		if e.t.After(t) {
+			break
+		}
+		if e.env.Kind == EnvClock && e.env.Now != nil {
+			if e.env.Frozen {
+				now = *e.env.Now
+			} else {
+				now = e.env.Now.Add(t.Sub(e.t))
+			}
+		}
+	}
+	return now
+}
+
+// window is the unkeyed retry window in force at wall time t; known is
+// false when neither the facts nor a setting say it (a vendor's gateway).
+func (m *model) window(t time.Time) (w time.Duration, known bool) {
+	secs, known := m.facts.WindowSeconds, m.facts.WindowSeconds > 0
+	for _, e := range m.env {
+		if e.t.After(t) {
+			break
+		}
+		if e.env.Kind == EnvSetting && e.env.WindowSeconds != nil {
+			secs, known = *e.env.WindowSeconds, true
+		}
+	}
+	return time.Duration(secs) * time.Second, known
+}
+
+// unknownWindow is how long a gateway whose window nobody stated is held to
+// replaying an unkeyed retry: past it either a replay or a new operation
+// is allowed.
+const unknownWindow = time.Second
+
+func (m *model) refusesUnkeyed(c *mcall) string {
+	switch {
+	case c.v.Role == RoleReadOnly || c.v.Role == RoleApproval:
+		return ReasonKeyRequired
+	case m.facts.Policy == PolicyRefuse:
+		return ReasonKeyRequired
+	}
+	if w, known := m.window(c.start); known && w == 0 {
+		return ReasonKeyRequired
+	}
+	return ""
+}
+
+// group sorts calls into operations, in the order they were made.
+func (m *model) group() {
+	sort.SliceStable(m.calls, func(i, j int) bool { return m.calls[i].inv < m.calls[j].inv })
+	slots := map[string][]*mop{}
+	firstOfKey := map[string]*mop{} // scope|tool|key -> the key's first operation
+	newOp := func(c *mcall) *mop {
+		o := &mop{id: len(m.mops), token: c.v.Token, wallet: c.v.Wallet}
+		if c.v.Price != nil {
+			o.price, o.priced = *c.v.Price, true
+		} else if p, ok := m.prices[c.v.Tool]; ok {
+			o.price, o.priced = p, true
+		}
+		m.mops = append(m.mops, o)
+		return o
+	}
+	for _, c := range m.calls {
+		c.scope = c.v.Credential + "|" + c.v.Principal
+		c.fp = canonical(c.v.Arguments)
+		unkeyed := !c.keyed()
+		switch {
+		case unkeyed && c.v.Permit != "":
+			c.slot = "permit|" + c.v.Permit + "|" + c.fp
+		case unkeyed:
+			c.slot = "unkeyed|" + c.scope + "|" + c.v.Tool + "|" + c.fp
+		default:
+			c.slot = "key|" + c.scope + "|" + c.v.Tool + "|" + c.v.Key + "|" + c.fp
+		}
+		if unkeyed {
+			if why := m.refusesUnkeyed(c); why != "" {
+				o := newOp(c)
+				o.mustRefuse = why
+				c.op, o.calls = o, []*mcall{c}
+				continue
+			}
+		}
+		ops := slots[c.slot]
+		var o *mop
+		if len(ops) > 0 {
+			o = ops[len(ops)-1]
+			if unkeyed && c.v.Permit == "" && m.newUnkeyedOp(o, c) {
+				o = nil
+			}
+		}
+		if o == nil {
+			o = newOp(c)
+			slots[c.slot] = append(slots[c.slot], o)
+			if !unkeyed {
+				k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
+				if first, ok := firstOfKey[k]; ok && first != o {
+					o.reuseOf = first
+				} else {
+					firstOfKey[k] = o
+				}
+			}
+		}
+		c.op = o
+		o.calls = append(o.calls, c)
+	}
+	for _, o := range m.mops {
+		for _, c := range o.calls {
+			if c.result() && (o.outcome == nil || c.end.Before(o.outcome.end)) {
+				o.outcome = c
+			}
+		}
+	}
+}
+
+// newUnkeyedOp says an unkeyed call starts a new operation rather than
+// retrying o: only once o is idle (no call of it running) and its window
+// has passed on the gateway clock, and then only if the answer is not o's
+// outcome served again (a replay past the window is allowed too).
+func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
+	for _, d := range o.calls {
+		if d.end.After(c.start) {
+			return false // o is running: a retry joins it, whatever its age
+		}
+	}
+	w, known := m.window(c.start)
+	if !known {
+		w = unknownWindow
+	}
+	first := o.calls[0]
+	if m.gatewayTime(c.start).Sub(m.gatewayTime(first.start)) < w {
+		return false
+	}
+	if !c.result() {
+		return false
+	}
+	for _, d := range o.calls {
+		if d.result() && (d.a.Receipt != "" && d.a.Receipt == c.a.Receipt || d.a.Digest != "" && d.a.Digest == c.a.Digest) {
+			return false
+		}
+	}
+	return true
+}
+
+// violation builds a model check of a deviation.
+func violation(kind string, args map[string]string, capability string, harm Harm, step, expected, actual string, events ...int) Check {
+	c := Check{Model: true, Kind: kind, Args: args, State: Violated, Capability: capability, Harm: harm, StepIndex: -1,
+		Step: step, Expected: expected, Actual: actual}
+	if len(events) > 0 {
+		c.Witness = &Witness{Events: events}
+	}
+	return c
+}
+
+func held(kind, capability, step, expected, actual string, args map[string]string) Check {
+	return Check{Model: true, Kind: kind, Args: args, State: Held, Capability: capability, StepIndex: -1, Step: step, Expected: expected, Actual: actual}
+}
+
+// answers holds every answer to what the contract allows at its point.
+func (m *model) answers() []Check {
+	var out []Check
+	answered := 0
+	flagged := map[int]bool{}
+	for _, c := range m.calls {
+		if c.typ == "" {
+			continue
+		}
+		answered++
+		if bad := m.answer(c); len(bad) > 0 {
+			flagged[c.inv] = true
+			out = append(out, bad...)
+		}
+		if c.result() || c.inputRound() {
+			if ok, exp := FinalShape(true, c.a, c.v.Wire); !ok && !c.inputRound() && c.v.Wire != "" {
+				out = append(out, violation(KindShape, Args("call", c.inv), CapWire, HarmShape,
+					fmt.Sprintf("the result of %s is valid for %s", c.name(), c.v.Wire), exp, answerShape(c), c.out))
+			} else if c.inputRound() && c.v.Wire != "" && c.v.Wire < "2026-07-28" {
+				out = append(out, violation(KindShape, Args("call", c.inv), CapWire, HarmShape,
+					fmt.Sprintf("the result of %s is valid for %s", c.name(), c.v.Wire),
+					"a final result: "+c.v.Wire+" has no input-required results", answerShape(c), c.out))
+			}
+		}
+	}
+	out = append(out, m.crossOperation(flagged)...)
+	if answered > 0 && len(out) == 0 {
+		out = append(out, held(KindAnswer, CapWire, "every answer is one the contract allows at its point",
+			"each answer allowed by the calls, refusals, revocations and faults before it", fmt.Sprintf("%d answer(s), all allowed", answered), Args("answers", answered)))
+	}
+	return out
+}
+
+func answerShape(c *mcall) string {
+	rt := c.a.ResultType
+	if rt == "" {
+		rt = "(absent)"
+	}
+	s := "resultType " + rt
+	if c.a.NoContent {
+		s += ", no content list"
+	}
+	return "a result with " + s
+}
+
+// describe is an answer in a finding.
+func describe(c *mcall) string {
+	switch {
+	case c.result():
+		s := fmt.Sprintf("a result with receipt %q", c.a.Receipt)
+		if c.a.Served != "" && c.a.Served != c.v.Token {
+			s += fmt.Sprintf(" carrying the probe's answer for %s", c.a.Served)
+		}
+		return s
+	case c.refusal():
+		return fmt.Sprintf("refused %q retryable=%v (HTTP %d)", c.meaning(), c.a.Retryable, c.a.Status)
+	case c.a.Error != "":
+		return "no answer: " + c.a.Error
+	}
+	return fmt.Sprintf("HTTP %d with no JSON-RPC answer", c.a.Status)
+}
+
+// since reports whether an environment change of kind, matching, happened
+// before wall time t.
+func (m *model) since(t time.Time, kind string, match func(EnvValue) bool) bool {
+	for _, e := range m.env {
+		if e.t.Before(t) && e.env.Kind == kind && match(e.env) {
+			return true
+		}
+	}
+	return false
+}
+
+// during reports whether, at some point of c's call, a change of kind
+// matching was in force (made before c ended, not undone before c began).
+func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) bool {
+	for _, e := range m.env {
+		if e.env.Kind != kind || !match(e.env) || !e.t.Before(c.end) {
+			continue
+		}
+		undone := false
+		for _, u := range m.env {
+			if u.env.Kind == undo && u.i > e.i && u.t.Before(c.start) && (u.env.Token == e.env.Token && u.env.Point == e.env.Point) {
+				undone = true
+			}
+		}
+		if !undone {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed is the set of refusals the contract allows for c at its point.
+func (m *model) allowed(c *mcall) map[string]bool {
+	a := map[string]bool{}
+	if c.op.mustRefuse != "" {
+		a[c.op.mustRefuse] = true
+	}
+	busy := false
+	for _, d := range m.calls {
+		if d.overlaps(c) {
+			busy = true
+			break
+		}
+	}
+	uncertain := false
+	for _, d := range c.op.calls {
+		if d == c || !d.start.Before(c.start) {
+			continue
+		}
+		if d.result() && d.end.Before(c.start) {
+			uncertain = false
+			break
+		}
+		if !d.ranNothing() {
+			uncertain = true
+		}
+	}
+	faulted := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool { return e.Tool == "" || e.Tool == c.v.Tool })
+	held := m.during(c, EnvHold, EnvLetGo, func(e EnvValue) bool { return e.Token == c.v.Token })
+	if busy || uncertain || faulted || held {
+		a[ReasonInProgress] = true
+	}
+	if c.keyed() {
+		for _, d := range m.calls {
+			if d != c && d.v.Key == c.v.Key && d.start.Before(c.end) && (d.fp != c.fp || d.v.Tool != c.v.Tool || d.scope != c.scope) {
+				a[ReasonKeyReused] = true
+			}
+		}
+	}
+	if c.v.Principal != "" && m.since(c.end, EnvRevoke, func(e EnvValue) bool { return e.Principal == c.v.Principal }) {
+		a[ReasonPrincipalDenied] = true
+	}
+	if c.v.Forged {
+		a[ReasonPrincipalBad] = true
+	}
+	if c.v.Role == "" || m.since(c.end, EnvRemoveTool, func(e EnvValue) bool { return e.Tool == c.v.Tool }) {
+		a[ReasonUnknownTool] = true
+	}
+	if m.lowFunds(c) {
+		a[ReasonFunds] = true
+	}
+	clockMoved := false
+	for _, e := range m.env {
+		clockMoved = clockMoved || (e.env.Kind == EnvClock && e.t.After(c.start) && e.t.Before(c.end))
+	}
+	if faulted || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
+		a[ReasonDispatchFailed] = true
+	}
+	if faulted {
+		a[ReasonResponseFailed] = true
+	}
+	if c.v.Permit != "" {
+		a["permit_invalid"], a["permit_exhausted"], a["permit_expired"] = true, true, true
+	}
+	if c.v.Role == RoleSample {
+		a[ReasonCapabilities] = true
+	}
+	return a
+}
+
+// lowFunds says the wallet may hold less than c's price when c is made:
+// its balance is unknown, or its known balance less the price of every
+// operation of it that may have run before is below the price.
+func (m *model) lowFunds(c *mcall) bool {
+	var balance *int64
+	for _, e := range m.env {
+		if e.env.Kind == EnvWallet && e.env.Wallet == c.v.Wallet && e.env.Balance != nil && e.t.Before(c.end) {
+			balance = e.env.Balance
+		}
+	}
+	if balance == nil || !c.op.priced {
+		return true
+	}
+	left := *balance
+	for _, o := range m.mops {
+		if o != c.op && o.wallet == c.v.Wallet && o.calls[0].start.Before(c.end) && o.mayRun() {
+			left -= o.price
+		}
+	}
+	return left < c.op.price
+}
+
+// answer judges one answer.
+func (m *model) answer(c *mcall) []Check {
+	args := Args("call", c.inv)
+	step := fmt.Sprintf("%s is answered as the contract allows", c.name())
+	bad := func(harm Harm, expected string, events ...int) []Check {
+		return []Check{violation(KindAnswer, args, CapWire, harm, step, expected, describe(c), append([]int{c.inv, c.out}, events...)...)}
+	}
+	switch {
+	case c.a.Status >= 500:
+		return bad(HarmWrongRefusal, "an answer the client can act on: a result or a refusal below HTTP 500")
+	case c.refusal():
+		meaning := c.meaning()
+		allowed := m.allowed(c)
+		if !allowed[meaning] {
+			return bad(HarmWrongRefusal, "an answer allowed here: "+m.expectation(c, allowed))
+		}
+		if c.a.Retryable && !retryableReasons[meaning] {
+			return bad(HarmWrongRefusal, fmt.Sprintf("%q not marked retryable: the same call is refused again", meaning))
+		}
+		return nil
+	case !c.result():
+		return nil
+	}
+	// A result.
+	o := c.op
+	switch {
+	case c.v.Forged:
+		return bad(HarmWrongRefusal, "a refusal meaning "+ReasonPrincipalBad+": the principal token is signed by no key the gateway trusts")
+	case c.v.Principal != "" && m.since(c.start, EnvRevoke, func(e EnvValue) bool { return e.Principal == c.v.Principal }):
+		return bad(HarmCrossScope, fmt.Sprintf("a refusal meaning %s: principal %q was revoked before the call", ReasonPrincipalDenied, c.v.Principal))
+	case o.mustRefuse != "":
+		return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s: %s", o.mustRefuse, m.mustRefuseWhy(c)))
+	}
+	if r := o.reuseOf; r != nil && (r.ran() || r.running(c.start)) {
+		if r.outcome != nil && sameResult(r.outcome, c) {
+			return bad(HarmLostOutcome, fmt.Sprintf("a refusal meaning %s: the key names another operation, whose stored result this is", ReasonKeyReused), r.outcome.out)
+		}
+		return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s: the key already names an operation with other arguments", ReasonKeyReused), r.calls[0].inv)
+	}
+	if first := o.outcome; first != nil && first != c {
+		if first.a.Receipt != c.a.Receipt || (first.a.Digest != "" && c.a.Digest != "" && first.a.Digest != c.a.Digest) {
+			what := "its stored result served again whole (the same receipt, content, structuredContent and isError)"
+			return bad(HarmLostOutcome, what+fmt.Sprintf(": receipt %q", first.a.Receipt), first.out)
+		}
+	}
+	if first := o.outcome; first == c {
+		for _, e := range m.env {
+			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) {
+				return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s, or an outcome stored before the tool was removed: a removed tool starts no work", ReasonUnknownTool), e.i)
+			}
+		}
+	}
+	return nil
+}
+
+func (o *mop) running(t time.Time) bool {
+	for _, c := range o.calls {
+		if c.start.Before(t) && c.end.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameResult(a, b *mcall) bool {
+	return a.a.Receipt != "" && a.a.Receipt == b.a.Receipt || a.a.Digest != "" && a.a.Digest == b.a.Digest
+}
+
+func (m *model) mustRefuseWhy(c *mcall) string {
+	switch {
+	case c.v.Role == RoleReadOnly:
+		return "an unkeyed read-only call (a permit is not a key)"
+	case c.v.Role == RoleApproval:
+		return "an unkeyed approval-gated call (a permit is not a key)"
+	case m.facts.Policy == PolicyRefuse:
+		return "an unkeyed mutating call under the refuse policy"
+	}
+	return "an unkeyed call with the window set to 0"
+}
+
+// expectation lists what c could have been answered with.
+func (m *model) expectation(c *mcall, allowed map[string]bool) string {
+	var rs []string
+	for r := range allowed {
+		rs = append(rs, r)
+	}
+	sort.Strings(rs)
+	s := "a result"
+	if c.op.mustRefuse != "" {
+		s = "a refusal"
+	}
+	if len(rs) > 0 {
+		s += ", or a refusal meaning " + strings.Join(rs, ", ")
+	}
+	return s
+}
+
+// crossOperation finds a result that is another operation's: one receipt
+// answering two operations, or an answer carrying the probe's answer to
+// another operation's token.
+func (m *model) crossOperation(flagged map[int]bool) []Check {
+	var out []Check
+	seen := map[string]bool{}
+	report := func(c, first *mcall, what string) {
+		if !flagged[c.inv] {
+			flagged[c.inv] = true
+			out = append(out, m.foreign(c, first, what))
+		}
+	}
+	owner := map[string]*mcall{}
+	for _, c := range m.calls {
+		if !c.result() || c.a.Receipt == "" {
+			continue
+		}
+		if first, ok := owner[c.a.Receipt]; ok && first.op != c.op && !seen[c.a.Receipt] && !m.sameOperation(first, c) {
+			seen[c.a.Receipt] = true
+			report(c, first, fmt.Sprintf("receipt %q, which answered %s", c.a.Receipt, first.name()))
+			continue
+		}
+		if _, ok := owner[c.a.Receipt]; !ok {
+			owner[c.a.Receipt] = c
+		}
+	}
+	byToken := map[string]*mcall{}
+	for _, c := range m.calls {
+		if c.result() && c.a.Served == c.v.Token && byToken[c.v.Token] == nil {
+			byToken[c.v.Token] = c
+		}
+	}
+	for _, c := range m.calls {
+		if !c.result() || c.a.Served == "" || c.a.Served == c.v.Token {
+			continue
+		}
+		if other := byToken[c.a.Served]; other != nil {
+			report(c, other, "the probe's answer to "+c.a.Served+", another operation's token")
+		}
+	}
+	// The probe answers every dispatch differently, so the same content
+	// under two operations is one operation's result served for the other.
+	byDigest := map[string]*mcall{}
+	for _, c := range m.calls {
+		if !c.result() || c.a.Digest == "" || c.a.Served == "" {
+			continue
+		}
+		if first, ok := byDigest[c.a.Digest]; ok && first.op != c.op && !m.sameOperation(first, c) {
+			report(c, first, "the content of "+first.name()+"'s result")
+			continue
+		}
+		if _, ok := byDigest[c.a.Digest]; !ok {
+			byDigest[c.a.Digest] = c
+		}
+	}
+	return out
+}
+
+// sameOperation says two calls of two model operations may be one: an
+// unkeyed retry past its window that the gateway replayed is one operation
+// served again, which newUnkeyedOp already keeps together; nothing else is.
+func (m *model) sameOperation(a, b *mcall) bool { return a.op == b.op }
+
+func (m *model) foreign(c, first *mcall, what string) Check {
+	harm := HarmLostOutcome
+	if c.scope != first.scope || c.v.Tool != first.v.Tool || c.v.Wallet != first.v.Wallet {
+		harm = HarmCrossScope
+	}
+	return violation(KindAnswer, Args("call", c.inv), CapWire, harm,
+		fmt.Sprintf("%s is answered as the contract allows", c.name()),
+		"a result of its own operation, or a refusal: never another operation's stored result",
+		fmt.Sprintf("a result carrying %s", what), c.inv, c.out, first.out)
+}
+
+// dispatchChecks holds each token's dispatches at the probe to what its
+// operations' answers allow: at most one per operation that may have run,
+// at least one per operation whose result carries the probe's answer.
+func (m *model) dispatchChecks() []Check {
+	if !m.facts.Has(CapUpstream) {
+		return nil
+	}
+	count := map[string][]int{}
+	for i, op := range m.ops {
+		var v EffectValue
+		if op.F == FDispatch && json.Unmarshal(op.Value, &v) == nil {
+			count[v.Token] = append(count[v.Token], i)
+		}
+	}
+	byToken := map[string][]*mop{}
+	var tokens []string
+	for _, o := range m.mops {
+		if o.token == "" {
+			continue
+		}
+		if byToken[o.token] == nil {
+			tokens = append(tokens, o.token)
+		}
+		byToken[o.token] = append(byToken[o.token], o)
+	}
+	var out []Check
+	for _, t := range tokens {
+		most, least := 0, 0
+		var calls []int
+		for _, o := range byToken[t] {
+			if o.mayRun() {
+				most++
+			}
+			if o.proven() {
+				least++
+			}
+			for _, c := range o.calls {
+				calls = append(calls, c.inv)
+			}
+		}
+		n := len(count[t])
+		step := fmt.Sprintf("the probe saw %s dispatched as its operations allow", t)
+		witness := append(append([]int{}, count[t]...), calls...)
+		switch {
+		case n > most && most > 0:
+			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmDoubleDispatch, step,
+				fmt.Sprintf("at most %d dispatch(es): %s", most, m.opsSummary(byToken[t])), fmt.Sprintf("dispatched %d times", n), witness...))
+		case n > most:
+			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmLostOutcome, step,
+				"no dispatch: every call of it was refused with a refusal that says nothing ran", fmt.Sprintf("dispatched %d time(s)", n), witness...))
+		case n < least:
+			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmLostOutcome, step,
+				fmt.Sprintf("at least %d dispatch(es): %d result(s) of their own carry the probe's answer", least, least), fmt.Sprintf("dispatched %d time(s)", n), witness...))
+		}
+	}
+	if len(out) == 0 && len(tokens) > 0 {
+		out = append(out, held(KindDispatches, CapUpstream, "every operation was dispatched as often as its answers allow",
+			"at most one dispatch per operation that may have run, one for each whose result is the probe's answer",
+			fmt.Sprintf("%d token(s), all as allowed", len(tokens)), Args("tokens", len(tokens))))
+	}
+	return out
+}
+
+func (m *model) opsSummary(os []*mop) string {
+	var parts []string
+	for _, o := range os {
+		state := "refused, nothing ran"
+		switch {
+		case o.ran():
+			state = fmt.Sprintf("ran (receipt %q)", o.outcome.a.Receipt)
+		case o.mayRun():
+			state = "may have run (its answer was lost or in progress)"
+		}
+		parts = append(parts, fmt.Sprintf("operation of %s %s", o.calls[0].name(), state))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ledgerChecks holds each wallet's final ledger to the operations: one
+// debit of its tool's price under its receipt for each operation that ran,
+// nothing that stays charged for an operation that was refused, no entry
+// of another kind, and a balance moved by exactly the entries.
+func (m *model) ledgerChecks() []Check {
+	if !m.facts.Has(CapLedger) {
+		return nil
+	}
+	var wallets []string
+	for w := range m.reads {
+		wallets = append(wallets, w)
+	}
+	sort.Strings(wallets)
+	var out []Check
+	for _, w := range wallets {
+		out = append(out, m.ledger(w, m.reads[w])...)
+	}
+	return out
+}
+
+func (m *model) ledger(wallet string, at ledgerAt) []Check {
+	r := at.read
+	args := Args("wallet", wallet)
+	step := "the wallet's ledger holds one debit of its price for each operation that ran, and nothing else"
+	if wallet != "" {
+		step = fmt.Sprintf("wallet %s's ledger holds one debit of its price for each operation that ran, and nothing else", wallet)
+	}
+	var harm Harm
+	var expected, actual []string
+	add := func(h Harm, exp, act string) {
+		if harm == "" || h.Rank() < harm.Rank() {
+			harm = h
+		}
+		expected, actual = append(expected, exp), append(actual, act)
+	}
+	owner := map[string]*mop{}
+	for _, o := range m.mops {
+		for _, c := range o.calls {
+			if c.result() && c.a.Receipt != "" {
+				owner[c.a.Receipt] = o
+			}
+		}
+	}
+	debits, refunds := map[string][]int64{}, map[string][]int64{}
+	var net int64
+	receipted := true
+	for _, e := range r.Entries {
+		switch e.Kind {
+		case EntryDebit:
+			debits[e.Receipt] = append(debits[e.Receipt], e.Amount)
+			net += e.Amount
+		case EntryRefund:
+			refunds[e.Receipt] = append(refunds[e.Receipt], e.Amount)
+			net -= e.Amount
+		default:
+			net += e.Amount
+			add(HarmWrongAmount, "debits and refunds only", fmt.Sprintf("a %q entry of %d credits", e.Kind, e.Amount))
+			continue
+		}
+		if e.Receipt == "" {
+			receipted = false
+		}
+	}
+	if r.Delta() != -net {
+		add(HarmWrongAmount, fmt.Sprintf("the balance moved by the entries' net, %+d", -net), fmt.Sprintf("balance %d, moved by %+d from %d", r.Balance, r.Delta(), r.Baseline))
+	}
+	price := func(o *mop, tool string) (int64, bool) {
+		if o != nil && o.priced {
+			return o.price, true
+		}
+		p, ok := r.Prices[tool]
+		return p, ok
+	}
+	sum := func(xs []int64) (s int64) {
+		for _, x := range xs {
+			s += x
+		}
+		return s
+	}
+	// Operations that ran, each charged once at its price under its receipt.
+	ran, maybe := 0, 0
+	var want, slack int64
+	for _, o := range m.mops {
+		if o.wallet != wallet {
+			continue
+		}
+		p, known := price(o, o.calls[0].v.Tool)
+		switch {
+		case o.ran():
+			ran++
+			want += p
+		case o.mayRun():
+			maybe++
+			slack += p
+		}
+		if !o.ran() || !receipted || !known {
+			continue
+		}
+		rc := o.outcome.a.Receipt
+		d, f := debits[rc], refunds[rc]
+		switch {
+		case len(d) > 1:
+			add(HarmDoubleCharge, fmt.Sprintf("one debit of %d under receipt %s", p, rc), fmt.Sprintf("%d debits %v, %d refund(s)", len(d), d, len(f)))
+		case len(d) == 1 && (d[0] != p || len(f) > 0):
+			add(HarmWrongAmount, fmt.Sprintf("one debit of %d under receipt %s, not refunded", p, rc), fmt.Sprintf("a debit of %d, refunds %v", d[0], f))
+		case len(d) == 0 && p > 0:
+			add(HarmWrongAmount, fmt.Sprintf("one debit of %d under receipt %s: the operation ran", p, rc), "no debit under its receipt")
+		}
+	}
+	if receipted {
+		// Receipts of no operation that ran: refused or lost calls. Each
+		// refund gives back its debit; what stays charged is at most one
+		// price per operation that may have run unseen.
+		var leftover int64
+		var rows []string
+		for rc, d := range debits {
+			if o := owner[rc]; o != nil {
+				if o.wallet != wallet {
+					add(HarmWrongAmount, fmt.Sprintf("no charge to this wallet for %s, another wallet's call", o.calls[0].name()), fmt.Sprintf("debits %v under receipt %s", d, rc))
+				}
+				continue
+			}
+			if n := sum(d) - sum(refunds[rc]); n != 0 {
+				leftover += n
+				rows = append(rows, fmt.Sprintf("%s: debits %v, refunds %v", rc, d, refunds[rc]))
+			}
+		}
+		for rc, f := range refunds {
+			if len(debits[rc]) == 0 {
+				leftover -= sum(f)
+				rows = append(rows, fmt.Sprintf("%s: a refund %v of no debit", rc, f))
+			}
+		}
+		if leftover < 0 || leftover > slack {
+			harm := HarmWrongAmount
+			if leftover > slack && maybe == 0 && ran > 0 {
+				harm = HarmDoubleCharge
+			}
+			sort.Strings(rows)
+			add(harm, fmt.Sprintf("each refused call's debit refunded (at most %d credits kept for %d call(s) whose answer was lost)", slack, maybe),
+				fmt.Sprintf("%+d credits kept under receipts of no operation that ran: %s", leftover, strings.Join(rows, "; ")))
+		}
+	} else if -r.Delta() < want || -r.Delta() > want+slack {
+		add(HarmWrongAmount, fmt.Sprintf("%d operation(s) ran: a net charge of %d (up to %d with %d call(s) whose answer was lost)", ran, want, want+slack, maybe),
+			fmt.Sprintf("a net charge of %d", -r.Delta()))
+	}
+	if len(expected) > 0 {
+		return []Check{violation(KindLedger, args, CapLedger, harm, step, strings.Join(expected, "; "), strings.Join(actual, "; "), at.i)}
+	}
+	return []Check{held(KindLedger, CapLedger, step, "one debit of its price per operation that ran, nothing else kept, the balance moved by the entries",
+		fmt.Sprintf("%d operation(s) ran, %d entr(ies), balance %+d", ran, len(r.Entries), r.Delta()), args)}
+}
+
+// decided holds that every operation ended decided: a result, or a refusal
+// that says nothing ran. An operation only ever answered in progress (or
+// with answers lost) after explore retried it until decided is stuck.
+func (m *model) decided() []Check {
+	var out []Check
+	for _, o := range m.mops {
+		if o.ran() || !o.mayRun() {
+			continue
+		}
+		last := o.calls[len(o.calls)-1]
+		out = append(out, violation(KindDecided, Args("op", o.calls[0].inv), CapWire, HarmLostOutcome,
+			fmt.Sprintf("the operation of %s is decided once retried", o.calls[0].name()),
+			"a result, or a refusal that says nothing ran, once its calls stopped and it was retried",
+			fmt.Sprintf("%d call(s), the last %s", len(o.calls), describe(last)), last.inv, last.out))
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

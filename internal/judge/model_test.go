@@ -1,0 +1,371 @@
+package judge
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hist builds a history event by event, each a millisecond after the last
+// unless a call runs in the background.
+type hist struct {
+	ops []Op
+	now time.Time
+}
+
+func newHist(f Facts) *hist {
+	h := &hist{now: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
+	h.add("harness", OK, FTarget, f)
+	return h
+}
+
+func (h *hist) add(process, typ, f string, v any) int {
+	h.now = h.now.Add(time.Millisecond)
+	b, _ := json.Marshal(v)
+	h.ops = append(h.ops, Op{Index: len(h.ops), Process: process, Type: typ, F: f, Value: b, Time: h.now})
+	return len(h.ops) - 1
+}
+
+// call is a call's invoke; answer its outcome.
+func (h *hist) call(process string, v CallValue) int { return h.add(process, Invoke, FCall, v) }
+
+func (h *hist) answer(process string, inv int, typ string, v CallValue) {
+	v.Call = &inv
+	h.add(process, typ, FCall, v)
+}
+
+// result is a call answered with a result carrying the probe's answer to
+// its token (digest names the content).
+func (h *hist) result(process string, v CallValue, receipt, digest string) {
+	inv := h.call(process, v)
+	h.answer(process, inv, OK, CallValue{Tool: v.Tool, Token: v.Token, Receipt: receipt, Digest: digest, Served: v.Token, Wire: v.Wire, ResultType: resultTypeOf(v.Wire)})
+}
+
+func resultTypeOf(wire string) string {
+	if wire == "2026-07-28" {
+		return "complete"
+	}
+	return ""
+}
+
+func (h *hist) refused(process string, v CallValue, reason string, retryable bool) {
+	inv := h.call(process, v)
+	typ := Fail
+	if retryable {
+		typ = Info
+	}
+	h.answer(process, inv, typ, CallValue{Tool: v.Tool, Token: v.Token, Reason: reason, Retryable: retryable, Status: 200})
+}
+
+func (h *hist) dispatch(token string) { h.add("upstream", OK, FDispatch, EffectValue{Token: token}) }
+
+func (h *hist) env(e EnvValue) { h.add("harness", OK, FEnv, e) }
+
+func (h *hist) read(r LedgerRead) {
+	r.Final = true
+	h.add("ledger", OK, FLedgerRead, r)
+}
+
+func price(p int64) *int64 { return &p }
+
+var (
+	full  = Facts{Policy: PolicyDerived, WindowSeconds: 120, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
+	write = CallValue{Tool: "write", Token: "op1", Key: "k1", Arguments: map[string]any{"token": "op1"}, Role: "write", Price: price(3)}
+)
+
+func unkeyed(v CallValue) CallValue { v.Key = ""; return v }
+
+func with(v CallValue, f func(*CallValue)) CallValue { f(&v); return v }
+
+// violations are the model's violated checks, as kind/harm.
+func violations(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		if c.State == Violated {
+			out = append(out, c.Kind+"/"+string(c.Harm))
+		}
+	}
+	return out
+}
+
+func TestModel(t *testing.T) {
+	oneDebit := LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}}
+	for _, tc := range []struct {
+		name  string
+		build func(h *hist)
+		want  []string // kind/harm of each violation, in order; nil: none
+	}{
+		{"a keyed retry replays", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", write, "r1", "d1")
+			h.read(oneDebit)
+		}, nil},
+		{"a keyed retry gets a new receipt and runs again", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"a replay that drops its content", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", write, "r1", "d-other")
+		}, []string{"answer/lost-outcome"}},
+		{"an unkeyed retry inside the window gets a new operation", func(h *hist) {
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"an unkeyed retry past the window may run again", func(h *hist) {
+			now := h.now
+			h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			later := now.Add(121 * time.Second)
+			h.env(EnvValue{Kind: EnvClock, Now: &later, Frozen: true})
+			h.result("A", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"an unknown window holds a retry to a replay for a second only", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(Facts{Capabilities: []string{CapUpstream}})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.now = h.now.Add(2 * time.Second)
+			h.result("A", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"in progress with nothing running", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", write, ReasonInProgress, true)
+		}, []string{"answer/wrong-refusal"}},
+		{"in progress while a twin runs", func(h *hist) {
+			inv := h.call("A", write)
+			h.refused("B", write, ReasonInProgress, true)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, nil},
+		{"in progress after a dropped call", func(h *hist) {
+			inv := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", inv, Info, CallValue{Token: "op1", Error: "EOF"})
+			h.refused("A", write, ReasonInProgress, true)
+			h.result("A", write, "r1", "d1")
+		}, nil},
+		{"in progress not marked retryable", func(h *hist) {
+			inv := h.call("A", write)
+			h.refused("B", write, ReasonInProgress, false)
+			h.answer("A", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+			h.dispatch("op1")
+		}, nil}, // a missing retryable mark is the explicit step's to judge; the meaning is allowed
+		{"a final refusal marked retryable", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), ReasonKeyReused, true)
+		}, []string{"answer/wrong-refusal"}},
+		{"the same key with other arguments is refused", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), ReasonKeyReused, false)
+		}, nil},
+		{"the same key with other arguments runs", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
+			h.dispatch("op2")
+		}, []string{"answer/wrong-refusal"}},
+		{"the same key with other arguments replays the first", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			inv := h.call("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }))
+			h.answer("A", inv, OK, CallValue{Token: "op2", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, []string{"answer/lost-outcome"}},
+		{"another API key gets the first caller's result", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			inv := h.call("B", with(write, func(v *CallValue) { v.Credential = "second-key" }))
+			h.answer("B", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"another API key gets its own operation", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("B", with(write, func(v *CallValue) { v.Credential = "second-key" }), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"another principal's content under a new receipt", func(h *hist) {
+			h.result("alice", with(unkeyed(write), func(v *CallValue) { v.Principal = "alice" }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("bob", with(unkeyed(write), func(v *CallValue) { v.Principal = "bob" }), "r2", "d1")
+		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"a revoked principal gets the stored result", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Principal = "alice" })
+			h.result("alice", v, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRevoke, Principal: "alice"})
+			h.result("alice", v, "r1", "d1")
+		}, []string{"answer/cross-scope-replay"}},
+		{"a revoked principal is refused", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Principal = "alice" })
+			h.result("alice", v, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRevoke, Principal: "alice"})
+			h.refused("alice", v, ReasonPrincipalDenied, false)
+		}, nil},
+		{"the refuse policy runs an unkeyed call", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(Facts{Policy: PolicyRefuse, Capabilities: []string{CapUpstream}})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal", "dispatches/lost-outcome"}},
+		{"an unkeyed read-only call is refused and not run", func(h *hist) {
+			v := with(unkeyed(write), func(v *CallValue) { v.Role = RoleReadOnly })
+			h.refused("A", v, ReasonKeyRequired, false)
+			h.refused("A", v, ReasonKeyRequired, false)
+		}, nil},
+		{"an unkeyed read-only call is refused but dispatched", func(h *hist) {
+			v := with(unkeyed(write), func(v *CallValue) { v.Role = RoleReadOnly })
+			h.refused("A", v, ReasonKeyRequired, false)
+			h.dispatch("op1")
+		}, []string{"dispatches/lost-outcome"}},
+		{"a refusal the contract has no place for", func(h *hist) {
+			h.refused("A", write, ReasonFunds, false)
+			h.read(LedgerRead{Baseline: 100, Balance: 100})
+		}, nil}, // the wallet's balance is unknown to this history: funds may be short
+		{"insufficient funds on a full wallet", func(h *hist) {
+			b := int64(100)
+			h.env(EnvValue{Kind: EnvWallet, Balance: &b})
+			h.refused("A", write, ReasonFunds, false)
+		}, []string{"answer/wrong-refusal"}},
+		{"a 5xx", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, Info, CallValue{Token: "op1", Reason: "internal_error", Status: 500})
+		}, []string{"answer/wrong-refusal"}},
+		{"2025-11-25 results may carry a resultType", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Wire = "2025-11-25" })
+			inv := h.call("A", v)
+			h.answer("A", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2025-11-25", ResultType: "complete"})
+			h.dispatch("op1")
+		}, nil},
+		{"2026-07-28 results must say complete", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Wire = "2026-07-28" })
+			inv := h.call("A", v)
+			h.answer("A", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2026-07-28"})
+			h.dispatch("op1")
+		}, []string{"shape/protocol-shape"}},
+		{"a 2025-11-25 result without content", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Wire = "2025-11-25" })
+			inv := h.call("A", v)
+			h.answer("A", inv, OK, CallValue{Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2025-11-25", NoContent: true})
+			h.dispatch("op1")
+		}, []string{"shape/protocol-shape"}},
+		{"a result the probe never produced", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+		}, []string{"dispatches/lost-outcome"}},
+		{"charged twice", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/double-charge"}},
+		{"charged twice the price", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{{Kind: EntryDebit, Amount: 6, Receipt: "r1"}}})
+		}, []string{"ledger/wrong-amount"}},
+		{"a fee on a refusal", func(h *hist) {
+			h.refused("A", with(unkeyed(write), func(v *CallValue) { v.Role = RoleReadOnly }), ReasonKeyRequired, false)
+			h.read(LedgerRead{Baseline: 100, Balance: 99, Entries: []EffectValue{{Kind: "fee", Amount: 1}}})
+		}, []string{"ledger/wrong-amount"}},
+		{"a refused call's debit refunded", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.before", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryRefund, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r2"}}})
+		}, nil},
+		{"a refused call's debit kept", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.before", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/wrong-amount"}},
+		{"dispatch failed with no cause", func(h *hist) {
+			h.refused("A", write, ReasonDispatchFailed, true)
+		}, []string{"answer/wrong-refusal"}},
+		{"the balance moved by more than the entries", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 96, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/wrong-amount"}},
+		{"a removed tool starts work", func(h *hist) {
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
+		{"a removed tool replays what it stored", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(full)
+			tc.build(h)
+			got := violations(Model(h.ops))
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("violations %q, want %q\n%s", got, tc.want, dump(Model(h.ops)))
+			}
+		})
+	}
+}
+
+func dump(cs []Check) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString("  " + c.State + " " + c.Kind + " " + string(c.Harm) + ": " + c.Step + " | observed " + c.Actual + " | expected " + c.Expected + "\n")
+	}
+	return b.String()
+}
+
+// Every check the model makes names what observes it, and a held check is
+// made only of a kind it could judge.
+func TestModelSaysWhatItLookedAt(t *testing.T) {
+	h := newHist(full)
+	h.result("A", write, "r1", "d1")
+	h.dispatch("op1")
+	h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+	kinds := map[string]string{}
+	for _, c := range Model(h.ops) {
+		if c.State != Held || !c.Model || c.StepIndex != -1 {
+			t.Errorf("check %+v", c)
+		}
+		kinds[c.Kind] = c.Capability
+	}
+	want := map[string]string{KindAnswer: CapWire, KindDispatches: CapUpstream, KindLedger: CapLedger}
+	for k, cp := range want {
+		if kinds[k] != cp {
+			t.Errorf("kinds %v, want %v", kinds, want)
+		}
+	}
+	// Without the probe and the ledger, only the answers are judged.
+	h = newHist(Facts{Policy: PolicyDerived})
+	h.result("A", write, "r1", "d1")
+	if got := Model(h.ops); len(got) != 1 || got[0].Kind != KindAnswer {
+		t.Errorf("model of a wire-only history: %s", dump(got))
+	}
+}
+
+// Decided: an operation left in progress after its retries is stuck.
+func TestModelDecided(t *testing.T) {
+	h := newHist(full)
+	inv := h.call("A", write)
+	h.answer("A", inv, Info, CallValue{Token: "op1", Error: "EOF"})
+	h.refused("A", write, ReasonInProgress, true)
+	if got := violations(Model(h.ops, Options{Decided: true})); strings.Join(got, ",") != "decided/lost-outcome" {
+		t.Errorf("violations %q, want the stuck operation", got)
+	}
+	if got := violations(Model(h.ops)); len(got) != 0 {
+		t.Errorf("violations %q without Decided", got)
+	}
+}

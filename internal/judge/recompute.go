@@ -1,0 +1,374 @@
+package judge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kinds of the checks Then steps make, each with the arguments it names.
+// Recompute redoes a check of each kind from the history alone.
+const (
+	KindGetsResult     = "gets-result"     // client
+	KindNewReceipt     = "new-receipt"     // client
+	KindRefused        = "refused"         // client, reason, retryable
+	KindReplays        = "replays"         // client, of, nth (0-based)
+	KindOwnOperation   = "own-operation"   // client, of, nth
+	KindProbeCount     = "probe-count"     // token, n, at_most; late: scenario|run once recounted
+	KindProbeTotal     = "probe-total"     // n
+	KindAtMostOnce     = "at-most-once"    //
+	KindLedgerHas      = "ledger-has"      // debits, refunds; late: run once reread
+	KindBalance        = "balance"         // delta; late
+	KindCarriesDebited = "carries-debited" // client
+	KindLostConnection = "lost-connection" // client
+	KindOneOperation   = "one-operation"   // reason
+	KindAnswered       = "answered"        // process
+	KindBank           = "bank"            //
+	KindAsksForInput   = "asks-for-input"  // client
+	KindFinalShape     = "final-shape"     // client, wire
+	KindConcurrency    = "concurrency"     // n, max: fewer clients than the step asks for
+)
+
+// Late marks a check made again once effects settled: "scenario" after the
+// scenario's settle period, "run" after the last scenario.
+const (
+	LateScenario = "scenario"
+	LateRun      = "run"
+)
+
+// Args builds a check's arguments from name, value pairs.
+func Args(kv ...any) map[string]string {
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+	}
+	return m
+}
+
+func (c Check) intArg(name string) int {
+	n, _ := strconv.Atoi(c.Args[name])
+	return n
+}
+
+// Recomputed is a check redone from the history: OK says whether it holds;
+// Complete says the history showed all the live check saw (a recomputation
+// that sees less can confirm a violation, never clear one).
+type Recomputed struct {
+	OK                 bool
+	Expected, Observed string
+	Complete           bool
+}
+
+// Recompute redoes a step's check from a scenario's history; known is false
+// for a check of no kind it knows (a model check, an unobservable one, a
+// file older than check kinds).
+func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
+	h := view{ops: ops}
+	i := c.StepIndex
+	who := c.Arg("client")
+	switch c.Kind {
+	case KindProbeCount:
+		n, got := c.intArg("n"), h.dispatches()[c.Arg("token")]
+		if c.Arg("at_most") == "true" {
+			return Recomputed{OK: got <= n, Expected: fmt.Sprintf("at most %d dispatch(es) of %s", n, c.Arg("token")), Observed: fmt.Sprintf("%d dispatch(es)", got), Complete: true}, true
+		}
+		return Recomputed{OK: got == n, Expected: fmt.Sprintf("%d dispatch(es) of %s", n, c.Arg("token")), Observed: fmt.Sprintf("%d dispatch(es)", got), Complete: true}, true
+	case KindProbeTotal:
+		n, got := c.intArg("n"), 0
+		for _, k := range h.dispatches() {
+			got += k
+		}
+		return Recomputed{OK: got == n, Expected: fmt.Sprintf("%d dispatch(es) in all", n), Observed: fmt.Sprintf("%d dispatch(es)", got), Complete: true}, true
+	case KindAtMostOnce:
+		ok, twice := AtMostOnce(ops)
+		return Recomputed{OK: ok, Expected: "every token dispatched at most once", Observed: "dispatched more than once: [" + strings.Join(twice, ", ") + "]", Complete: true}, true
+	case KindLedgerHas, KindBalance:
+		read, found := h.ledgerRead(i)
+		if !found {
+			return r, false
+		}
+		var ok bool
+		var exp, act string
+		if c.Kind == KindLedgerHas {
+			ok, exp, act = LedgerHas(read, c.intArg("debits"), c.intArg("refunds"))
+		} else {
+			d, _ := strconv.ParseInt(c.Arg("delta"), 10, 64)
+			ok, exp, act = BalanceChanged(read, d)
+		}
+		return Recomputed{OK: ok, Expected: exp, Observed: act, Complete: true}, true
+	case KindBank:
+		read, found := h.ledgerRead(i)
+		ps := read.allowed("")
+		if !found || len(ps) != 1 {
+			return r, false
+		}
+		ok, exp, act := BankInvariant(ops, ps[0])
+		return Recomputed{OK: ok, Expected: exp, Observed: act, Complete: true}, true
+	case KindAnswered:
+		ok, exp, act := EveryOperationAnswered(ops, c.Arg("process"))
+		return Recomputed{OK: ok, Expected: exp, Observed: act, Complete: true}, true
+	case KindGetsResult:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		return Recomputed{OK: last.isResult() && last.Receipt != "", Expected: "a result with a receipt", Observed: last.String(), Complete: true}, true
+	case KindNewReceipt:
+		return h.newReceipt(who, i)
+	case KindRefused:
+		return h.refused(who, c.Arg("reason"), c.Arg("retryable") == "true", i)
+	case KindLostConnection:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		return Recomputed{OK: last.lostConnection(), Expected: "the connection closed with no answer (not a client timeout)", Observed: last.String(), Complete: true}, true
+	case KindReplays:
+		last, found := h.last(who, i)
+		orig, ofound := h.nth(c.Arg("of"), c.intArg("nth"), i)
+		if !found || !ofound {
+			return r, false
+		}
+		ok := orig.isResult() && last.isResult() && last.Receipt == orig.Receipt
+		complete := orig.Digest != "" && last.Digest != ""
+		if complete {
+			ok = ok && last.Digest == orig.Digest
+		}
+		return Recomputed{OK: ok, Expected: fmt.Sprintf("a result with receipt %q and the same content", orig.Receipt), Observed: last.String(), Complete: complete}, true
+	case KindOwnOperation:
+		last, found := h.last(who, i)
+		orig, ofound := h.nth(c.Arg("of"), c.intArg("nth"), i)
+		if !found || !ofound {
+			return r, false
+		}
+		served := last.isResult() && (last.Receipt == orig.Receipt || (last.Digest != "" && last.Digest == orig.Digest))
+		return Recomputed{OK: orig.isResult() && !served && last.Status < 500, Expected: fmt.Sprintf("a result of its own (not receipt %q, not its content), or a refusal", orig.Receipt), Observed: last.String()}, true
+	case KindCarriesDebited:
+		return h.carriesReceipt(who, i)
+	case KindOneOperation:
+		return h.oneOperation(c.Arg("reason"), i)
+	case KindAsksForInput:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		return Recomputed{OK: last.isResult() && last.InputRequired, Expected: `a result with resultType "input_required"`, Observed: last.String(), Complete: true}, true
+	case KindFinalShape:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		ok, exp := FinalShape(last.isResult(), last.CallValue, c.Arg("wire"))
+		return Recomputed{OK: ok, Expected: exp, Observed: last.shape(), Complete: true}, true
+	}
+	return r, false
+}
+
+// FinalShape holds an answer to what its protocol version's schema says of
+// a final tools/call result: on 2026-07-28 resultType "complete"; on
+// 2025-11-25 (whose Result admits any member, so a resultType is allowed)
+// a content list, which its CallToolResult requires. The expectation is
+// returned for the message; result says v is a result at all.
+func FinalShape(result bool, v CallValue, wire string) (ok bool, expected string) {
+	if wire >= "2026-07-28" {
+		return result && !v.InputRequired && v.ResultType == "complete" && !v.NoContent,
+			`a final result with resultType "complete" and a content list`
+	}
+	return result && !v.InputRequired && !v.NoContent, "a final result with a content list (any other member, resultType too, is allowed by 2025-11-25's schema)"
+}
+
+// view answers the questions a recomputed check asks of one history.
+type view struct{ ops []Op }
+
+// atStep reports whether op was recorded at or before step i; an op of a
+// file written before steps were recorded is never placed.
+func atStep(op Op, i int) bool { return op.Step != nil && *op.Step <= i }
+
+// answer is an outcome event's value with its type.
+type answer struct {
+	CallValue
+	typ string
+}
+
+func (a answer) isResult() bool { return a.typ == OK }
+
+func (a answer) lostConnection() bool {
+	timedOut := strings.Contains(a.Error, "deadline exceeded") || strings.Contains(a.Error, "Client.Timeout")
+	return a.typ == Info && a.Error != "" && !timedOut
+}
+
+func (a answer) isRefusal() bool {
+	return a.typ != OK && a.Error == "" && (a.Reason != "" || a.Status >= 400) && a.Status < 500
+}
+
+// String is an outcome as a recheck line shows it.
+func (a answer) String() string {
+	switch {
+	case a.typ == OK:
+		return fmt.Sprintf("a result with receipt %q", a.Receipt)
+	case a.Reason != "":
+		return fmt.Sprintf("refused %q retryable=%v (HTTP %d)", a.Reason, a.Retryable, a.Status)
+	case a.Error != "":
+		return "transport error: " + a.Error
+	}
+	return fmt.Sprintf("HTTP %d with no JSON-RPC answer", a.Status)
+}
+
+func (a answer) shape() string {
+	if !a.isResult() {
+		return a.String()
+	}
+	rt := a.ResultType
+	if rt == "" {
+		rt = "(absent)"
+	}
+	s := "a result with resultType " + rt
+	if a.NoContent {
+		s += " and no content list"
+	}
+	return s
+}
+
+// outcomes are the answers process got up to step i, in order.
+func (h view) outcomes(process string, i int) []answer {
+	var out []answer
+	for _, op := range h.ops {
+		if op.Process != process || op.Type == Invoke || (op.F != FCall && op.F != FRaw) || !atStep(op, i) {
+			continue
+		}
+		var v CallValue
+		if json.Unmarshal(op.Value, &v) == nil {
+			out = append(out, answer{v, op.Type})
+		}
+	}
+	return out
+}
+
+func (h view) last(who string, i int) (answer, bool) {
+	os := h.outcomes(who, i)
+	if len(os) == 0 {
+		return answer{}, false
+	}
+	return os[len(os)-1], true
+}
+
+func (h view) nth(who string, n, i int) (answer, bool) {
+	os := h.outcomes(who, i)
+	if n >= len(os) {
+		return answer{}, false
+	}
+	return os[n], true
+}
+
+func (h view) dispatches() map[string]int { return dispatchCounts(h.ops) }
+
+// ledgerRead is the read the ledger check at step i recorded: the last
+// one, which for a check read again at the end of the run (a late entry)
+// is that reread.
+func (h view) ledgerRead(i int) (LedgerRead, bool) {
+	var r LedgerRead
+	found := false
+	for _, op := range h.ops {
+		if op.F == FLedgerRead && op.Step != nil && *op.Step == i {
+			var x LedgerRead
+			if json.Unmarshal(op.Value, &x) == nil && !x.Final {
+				r, found = x, true
+			}
+		}
+	}
+	return r, found
+}
+
+// refused: a refusal meaning reason (its data.reason, or what the profile
+// maps it to, recorded as Means), not a 5xx, marked retryable exactly when
+// asked.
+func (h view) refused(who, reason string, retryable bool, i int) (Recomputed, bool) {
+	last, found := h.last(who, i)
+	if !found {
+		return Recomputed{}, false
+	}
+	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && last.Retryable == retryable,
+		Expected: RefusalExpectation(reason, retryable), Observed: last.String(), Complete: true}, true
+}
+
+// RefusalExpectation is what a refusal check expects, in words.
+func RefusalExpectation(reason string, retryable bool) string {
+	want := fmt.Sprintf("a refusal meaning %q (its data.reason, or as the profile maps it), HTTP status below 500", reason)
+	if retryable {
+		return want + ", marked retryable"
+	}
+	return want + ", not marked retryable"
+}
+
+func (h view) newReceipt(who string, i int) (Recomputed, bool) {
+	os := h.outcomes(who, i)
+	if len(os) == 0 {
+		return Recomputed{}, false
+	}
+	last := os[len(os)-1]
+	count := 0
+	for _, op := range h.ops {
+		if op.F != FCall || op.Type != OK || !atStep(op, i) {
+			continue
+		}
+		var v CallValue
+		if json.Unmarshal(op.Value, &v) == nil && v.Receipt == last.Receipt {
+			count++
+		}
+	}
+	return Recomputed{OK: last.isResult() && last.Receipt != "" && count == 1,
+		Expected: "a result whose receipt no earlier answer had", Observed: fmt.Sprintf("%s, in %d answer(s)", last.String(), count), Complete: true}, true
+}
+
+func (h view) carriesReceipt(who string, i int) (Recomputed, bool) {
+	os := h.outcomes(who, i)
+	if len(os) == 0 {
+		return Recomputed{}, false
+	}
+	last := os[len(os)-1]
+	for _, e := range os[:len(os)-1] {
+		if e.isResult() && e.Receipt != "" {
+			return Recomputed{OK: last.isResult() && last.Receipt == e.Receipt, Expected: fmt.Sprintf("receipt %q, the first answer's", e.Receipt), Observed: last.String(), Complete: true}, true
+		}
+	}
+	r, found := h.ledgerRead(i)
+	if !found {
+		return Recomputed{}, false
+	}
+	receipt := ""
+	if last.isResult() {
+		receipt = last.Receipt
+	}
+	ok, exp, act := CarriesDebitedReceipt(r, receipt)
+	return Recomputed{OK: ok && last.isResult(), Expected: exp, Observed: act, Complete: true}, true
+}
+
+// oneOperation: the twins' answers share one receipt, every other answer
+// a retryable refusal meaning reason.
+func (h view) oneOperation(reason string, i int) (Recomputed, bool) {
+	receipts := map[string]bool{}
+	others, twins := 0, 0
+	for _, op := range h.ops {
+		if op.F != FCall || op.Type == Invoke || !strings.HasPrefix(op.Process, "twin-") || !atStep(op, i) {
+			continue
+		}
+		var v CallValue
+		if json.Unmarshal(op.Value, &v) != nil {
+			continue
+		}
+		twins++
+		switch {
+		case op.Type == OK && v.Receipt != "":
+			receipts[v.Receipt] = true
+		case v.Retryable && v.Status < 500 && (reason == "" || v.MeansReason(reason)):
+		default:
+			others++
+		}
+	}
+	if twins == 0 {
+		return Recomputed{}, false
+	}
+	return Recomputed{OK: len(receipts) == 1 && others == 0, Expected: "one receipt shared by every result, every other answer retryable",
+		Observed: fmt.Sprintf("%d receipt(s), %d other answer(s) of %d", len(receipts), others, twins)}, true
+}
