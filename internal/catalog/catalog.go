@@ -41,7 +41,9 @@ type Step struct {
 	Line    int64  `json:"line"`
 }
 
-var idTag = regexp.MustCompile(`^@([a-z]+-\d+[a-z]?)$`)
+// idTag is a scenario's ID: a name and a number (retry-01), or a name and
+// several (explore-<seed>-<n>, the scenarios explore writes).
+var idTag = regexp.MustCompile(`^@([a-z]+(?:-\d+)+[a-z]?)$`)
 
 // Load parses every *.feature file of fsys and checks the catalog's own rules:
 // each scenario has exactly one ID tag, unique across the suite, one level tag,
