@@ -55,6 +55,7 @@ type world struct {
 	// counted are the probe-count checks, recounted once the probe settled:
 	// a dispatch that arrives after the check still fails the scenario.
 	counted    []countedCheck
+	made       []madeCall  // every call made, with its client, for the last step of a generated scenario
 	lastLedger *ledgerMark // the last ledger check, reread at the end of the run
 	finalMark  *ledgerMark // the wallet as the scenario settled, reread at the end of the run
 
@@ -417,6 +418,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerCrowds(sc)
 	registerCancel(sc)
 	registerRounds(sc)
+	registerExplore(sc)
 }
 
 func newWorld(env *Env, p *godog.Scenario) *world {

@@ -211,6 +211,9 @@ const (
 	EnvTool        = "tool"        // a tool the scenario uses: Tool, Role, Price
 	EnvCrash       = "crash"       // a gateway process was killed
 	EnvEntitlement = "entitlement" // Principal's entitlement to Tool changed: On
+	// EnvDecide: from here the harness retries every operation until it is
+	// decided, so the model requires each to end decided (Options.Decided).
+	EnvDecide = "retried-until-decided"
 )
 
 // EnvValue is the value of a FEnv event.

@@ -90,6 +90,10 @@ func Model(ops []Op, opts ...Options) []Check {
 		o = opts[0]
 	}
 	m := newModel(ops)
+	// A history in which the harness retried every operation until decided
+	// (explore's last step) says so, so every judge of it (the run, recheck,
+	// bundle verify) requires the same.
+	o.Decided = o.Decided || m.since(forever, EnvDecide, func(EnvValue) bool { return true })
 	var out []Check
 	out = append(out, m.answers()...)
 	out = append(out, m.dispatchChecks()...)
