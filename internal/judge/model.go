@@ -22,6 +22,11 @@ const (
 	ReasonCapabilities    = "client_capabilities_missing"
 )
 
+// finalForCaller are the refusals that, where the contract allows them,
+// stay the answer to every later call of the caller: an operation ending
+// in one is decided for it, though whether it ran may stay unknown.
+var finalForCaller = map[string]bool{ReasonPrincipalDenied: true, ReasonPrincipalBad: true, ReasonUnknownTool: true, ReasonFunds: true}
+
 // retryableReasons are the refusals a client may send again unchanged.
 var retryableReasons = map[string]bool{ReasonInProgress: true, ReasonDispatchFailed: true, ReasonResponseFailed: true}
 
@@ -106,7 +111,8 @@ func Model(ops []Op, opts ...Options) []Check {
 
 // mcall is one call of the history: its invoke and its outcome.
 type mcall struct {
-	inv, out   int // event indexes; out -1 while unanswered
+	inv, out   int    // event indexes; out -1 while unanswered
+	proc       string // the client (the events' process) that made it
 	v          CallValue
 	a          CallValue // the outcome's value
 	typ        string    // the outcome's type, "" unanswered
@@ -231,7 +237,7 @@ func newModel(ops []Op) *model {
 				continue
 			}
 			if op.Type == Invoke {
-				c := &mcall{inv: i, out: -1, v: v, start: op.Time, end: forever}
+				c := &mcall{inv: i, out: -1, proc: op.Process, v: v, start: op.Time, end: forever}
 				byInvoke[i] = c
 				m.calls = append(m.calls, c)
 				open[op.Process] = append(open[op.Process], c)
@@ -408,14 +414,12 @@ func (m *model) group() {
 }
 
 // newUnkeyedOp says an unkeyed call starts a new operation rather than
-// retrying o: only once o is idle (no call of it running) and its window
-// has passed on the gateway clock, and then only if the answer is not o's
-// outcome served again (a replay past the window is allowed too).
+// retrying o: only where o may have ended before c took effect and its
+// window has passed on the gateway clock, and then only if the answer is
+// not o's outcome served again (a replay past the window is allowed too).
 func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
-	for _, d := range o.calls {
-		if d.end.After(c.start) {
-			return false // o is running: a retry joins it, whatever its age
-		}
+	if !c.end.After(m.earliestDone(o, c)) {
+		return false // o was running for the whole of c: a retry joins it, whatever its age
 	}
 	w, known := m.window(c.start)
 	if !known {
@@ -681,12 +685,65 @@ func (m *model) answer(c *mcall) []Check {
 	}
 	if first := o.outcome; first == c {
 		for _, e := range m.env {
-			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) {
+			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) && !o.mayHaveRunBefore(e.t) {
 				return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s, or an outcome stored before the tool was removed: a removed tool starts no work", ReasonUnknownTool), e.i)
 			}
 		}
 	}
 	return nil
+}
+
+// mayHaveRunBefore says a call of the operation made before t may have
+// run it (its answer was lost, or said the tool ran and the answer failed):
+// its stored outcome may be the first result a later call gets.
+func (o *mop) mayHaveRunBefore(t time.Time) bool {
+	for _, c := range o.calls {
+		if c.start.Before(t) && !c.ranNothing() {
+			return true
+		}
+	}
+	return false
+}
+
+// earliestDone is the earliest time o's outcome may have been stored, as
+// far as the history tells, leaving call c out: each call that may have
+// run o took effect somewhere between its start and its answer (the
+// answer may still be on its way when another call begins: a gateway that
+// finished o a moment before that call took effect is right to treat it
+// as past o), and not before the release of a pause it was seen waiting at.
+func (m *model) earliestDone(o *mop, c *mcall) time.Time {
+	done := forever
+	for _, d := range o.calls {
+		if d == c || d.ranNothing() {
+			continue
+		}
+		at := d.start
+		for _, e := range m.env {
+			if e.env.Kind == EnvWaiting && e.env.Client == d.proc && e.t.After(d.start) && e.t.Before(d.end) {
+				if r := m.releaseOf(e); r.After(at) {
+					at = r
+				}
+			}
+		}
+		if d.end.Before(at) {
+			at = d.end // it answered: its effect is behind it
+		}
+		if at.Before(done) {
+			done = at
+		}
+	}
+	return done
+}
+
+// releaseOf is when the pause a call was seen waiting at was released
+// (forever when the history never says).
+func (m *model) releaseOf(waiting envAt) time.Time {
+	for _, e := range m.env {
+		if e.i > waiting.i && e.env.Kind == EnvRelease && e.env.Point == waiting.env.Point {
+			return e.t
+		}
+	}
+	return forever
 }
 
 func (o *mop) running(t time.Time) bool {
@@ -1000,8 +1057,14 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		var rows []string
 		for rc, d := range debits {
 			if o := owner[rc]; o != nil {
-				if o.wallet != wallet {
+				switch {
+				case o.wallet != wallet:
 					add(HarmWrongAmount, fmt.Sprintf("no charge to this wallet for %s, another wallet's call", o.calls[0].name()), fmt.Sprintf("debits %v under receipt %s", d, rc))
+				case o.ran() && o.outcome.a.Receipt != rc && sum(d) != sum(refunds[rc]):
+					// A receipt a later answer of the operation carries: a
+					// second charge for it, under another name.
+					add(HarmDoubleCharge, fmt.Sprintf("one charge for the operation of %s, under its receipt %s", o.calls[0].name(), o.outcome.a.Receipt),
+						fmt.Sprintf("debits %v also under receipt %s, which another answer of it carries", d, rc))
 				}
 				continue
 			}
@@ -1046,6 +1109,12 @@ func (m *model) decided() []Check {
 			continue
 		}
 		last := o.calls[len(o.calls)-1]
+		if last.refusal() && finalForCaller[last.meaning()] && m.allowed(last)[last.meaning()] {
+			// The caller may never learn the outcome, rightly: a revoked
+			// principal gets no stored result, a removed tool need not
+			// serve one, a wallet that cannot pay runs nothing new.
+			continue
+		}
 		out = append(out, violation(KindDecided, Args("op", o.calls[0].inv), CapWire, HarmLostOutcome,
 			fmt.Sprintf("the operation of %s is decided once retried", o.calls[0].name()),
 			"a result, or a refusal that says nothing ran, once its calls stopped and it was retried",

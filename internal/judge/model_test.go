@@ -69,6 +69,8 @@ func (h *hist) read(r LedgerRead) {
 
 func price(p int64) *int64 { return &p }
 
+func timeP(t time.Time) *time.Time { return &t }
+
 var (
 	full  = Facts{Policy: PolicyDerived, WindowSeconds: 120, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
 	write = CallValue{Tool: "write", Token: "op1", Key: "k1", Arguments: map[string]any{"token": "op1"}, Role: "write", Price: price(3)}
@@ -297,6 +299,39 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.read(LedgerRead{Baseline: 100, Balance: 96, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
 		}, []string{"ledger/wrong-amount"}},
+		// explore-3-3 (seed 3, reference on SQLite): A held at fence.read
+		// past its window; once released, A's operation ends a moment
+		// before B's overlapping call takes effect, which, past the
+		// window, may start the operation anew.
+		{"an unkeyed call overlapping the end of an operation past its window", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.env(EnvValue{Kind: EnvWaiting, Point: "fence.read", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.env(EnvValue{Kind: EnvRelease, Point: "fence.read"})
+			b := h.call("B", unkeyed(write))
+			h.dispatch("op1")
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+			h.dispatch("op1")
+			h.answer("B", b, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r2", Digest: "d2", Served: "op1"})
+		}, nil},
+		// window-04: the same, B answered while A still waits: B joins A.
+		{"an unkeyed call while an operation past its window waits", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.env(EnvValue{Kind: EnvWaiting, Point: "dispatch.before", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.result("B", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.before"})
+			h.dispatch("op1")
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"an operation charged again under the receipt of a later answer", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r2"}}})
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch", "ledger/double-charge"}},
 		{"a removed tool starts work", func(h *hist) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.result("A", write, "r1", "d1")
@@ -308,6 +343,23 @@ func TestModel(t *testing.T) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.result("A", write, "r1", "d1")
 		}, nil},
+		// explore-1-1 (seed 1, reference on SQLite): the tool ran, its
+		// answer failed after dispatch, the tool was removed; the retry
+		// is the stored outcome, the first result the client sees.
+		{"a removed tool serves the outcome a failed answer stored", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonResponseFailed, true)
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+		}, nil},
+		{"a removed tool runs an operation refused before its removal", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.before", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHist(full)
@@ -367,5 +419,45 @@ func TestModelDecided(t *testing.T) {
 	}
 	if got := violations(Model(h.ops)); len(got) != 0 {
 		t.Errorf("violations %q without Decided", got)
+	}
+	// The harness's mark in the history asks for the same.
+	h.env(EnvValue{Kind: EnvDecide})
+	if got := violations(Model(h.ops)); strings.Join(got, ",") != "decided/lost-outcome" {
+		t.Errorf("violations %q with the history marked, want the stuck operation", got)
+	}
+}
+
+// explore-3-2 (seed 3, reference on SQLite): a principal's answer was
+// lost, the principal was revoked, and every retry is refused: the
+// operation stays unknown to it, rightly, and is decided for it.
+func TestModelDecidedForTheCaller(t *testing.T) {
+	alice := with(write, func(v *CallValue) { v.Principal = "alice" })
+	for _, tc := range []struct {
+		name  string
+		build func(h *hist)
+		want  string
+	}{
+		{"revoked", func(h *hist) {
+			h.env(EnvValue{Kind: EnvRevoke, Principal: "alice"})
+			h.refused("alice", alice, ReasonPrincipalDenied, false)
+		}, ""},
+		{"tool removed", func(h *hist) {
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.refused("alice", alice, ReasonUnknownTool, false)
+		}, ""},
+		{"refused with no reason to", func(h *hist) {
+			h.refused("alice", alice, ReasonPrincipalDenied, false)
+		}, "answer/wrong-refusal,decided/lost-outcome"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(full)
+			inv := h.call("alice", alice)
+			h.answer("alice", inv, Info, CallValue{Token: "op1", Error: "EOF"})
+			h.dispatch("op1")
+			tc.build(h)
+			if got := violations(Model(h.ops, Options{Decided: true})); strings.Join(got, ",") != tc.want {
+				t.Errorf("violations %q, want %q\n%s", got, tc.want, dump(Model(h.ops, Options{Decided: true})))
+			}
+		})
 	}
 }
