@@ -156,6 +156,9 @@ type mop struct {
 	wallet     string
 	price      int64
 	priced     bool
+	// next is the operation the same unkeyed call started anew once this
+	// one's window had passed, nil when none did.
+	next *mop
 }
 
 // ran says a call of the operation got a result.
@@ -391,6 +394,9 @@ func (m *model) group() {
 		}
 		if o == nil {
 			o = newOp(c)
+			if prev := slots[c.slot]; len(prev) > 0 {
+				prev[len(prev)-1].next = o
+			}
 			slots[c.slot] = append(slots[c.slot], o)
 			if !unkeyed {
 				k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
@@ -1105,7 +1111,10 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 func (m *model) decided() []Check {
 	var out []Check
 	for _, o := range m.mops {
-		if o.ran() || !o.mayRun() {
+		if o.ran() || !o.mayRun() || o.next != nil {
+			// An unkeyed operation its window outlived and a later call
+			// started anew: what became of it the client can no longer
+			// learn, rightly; the later one is held to the rule.
 			continue
 		}
 		last := o.calls[len(o.calls)-1]

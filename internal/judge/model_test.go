@@ -434,24 +434,33 @@ func TestModelDecidedForTheCaller(t *testing.T) {
 	alice := with(write, func(v *CallValue) { v.Principal = "alice" })
 	for _, tc := range []struct {
 		name  string
+		lost  CallValue // the call whose answer was lost
 		build func(h *hist)
 		want  string
 	}{
-		{"revoked", func(h *hist) {
+		{"revoked", alice, func(h *hist) {
 			h.env(EnvValue{Kind: EnvRevoke, Principal: "alice"})
 			h.refused("alice", alice, ReasonPrincipalDenied, false)
 		}, ""},
-		{"tool removed", func(h *hist) {
+		{"tool removed", alice, func(h *hist) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.refused("alice", alice, ReasonUnknownTool, false)
 		}, ""},
-		{"refused with no reason to", func(h *hist) {
+		// explore-2-12 (seed 2): the unkeyed call was cancelled while its
+		// dispatch was held, the clock moved past its window, and its
+		// retry got a result: a new operation or the first one's
+		// outcome, either way decided for the client.
+		{"an unkeyed operation its window outlived", unkeyed(alice), func(h *hist) {
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(241 * time.Second)), Frozen: true})
+			h.result("alice", unkeyed(alice), "r2", "d2")
+		}, ""},
+		{"refused with no reason to", alice, func(h *hist) {
 			h.refused("alice", alice, ReasonPrincipalDenied, false)
 		}, "answer/wrong-refusal,decided/lost-outcome"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHist(full)
-			inv := h.call("alice", alice)
+			inv := h.call("alice", tc.lost)
 			h.answer("alice", inv, Info, CallValue{Token: "op1", Error: "EOF"})
 			h.dispatch("op1")
 			tc.build(h)
