@@ -725,7 +725,7 @@ func (m *model) earliestDone(o *mop, c *mcall) time.Time {
 		}
 		at := d.start
 		for _, e := range m.env {
-			if e.env.Kind == EnvWaiting && e.env.Client == d.proc && e.t.After(d.start) && e.t.Before(d.end) {
+			if e.env.Kind == EnvWaiting && e.env.Client == d.proc && e.t.After(d.start) && e.t.Before(d.end) && !afterOutcome[e.env.Point] {
 				if r := m.releaseOf(e); r.After(at) {
 					at = r
 				}
@@ -740,6 +740,10 @@ func (m *model) earliestDone(o *mop, c *mcall) time.Time {
 	}
 	return done
 }
+
+// afterOutcome are the fault points (docs/control-api.md) a call reaches
+// once its operation's outcome is stored: held there, it has done its part.
+var afterOutcome = map[string]bool{"dispatch.after": true}
 
 // releaseOf is when the pause a call was seen waiting at was released
 // (forever when the history never says).

@@ -314,6 +314,18 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.answer("B", b, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r2", Digest: "d2", Served: "op1"})
 		}, nil},
+		// explore-4-3 (seed 4): A waits at dispatch.after, its outcome
+		// stored; past the window B's call is a new operation.
+		{"an unkeyed call while an operation past its window waits after its outcome", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvWaiting, Point: "dispatch.after", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.result("B", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.after"})
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, nil},
 		// window-04: the same, B answered while A still waits: B joins A.
 		{"an unkeyed call while an operation past its window waits", func(h *hist) {
 			a := h.call("A", unkeyed(write))
