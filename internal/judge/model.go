@@ -398,8 +398,13 @@ func (m *model) group() {
 				prev[len(prev)-1].next = o
 			}
 			slots[c.slot] = append(slots[c.slot], o)
-			if !unkeyed {
-				k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
+			// A key names one operation of its caller and tool; an
+			// explicit permit, with no key, names one operation too.
+			k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
+			if unkeyed {
+				k = "permit|" + c.v.Permit
+			}
+			if !unkeyed || c.v.Permit != "" {
 				if first, ok := firstOfKey[k]; ok && first != o {
 					o.reuseOf = first
 				} else {
@@ -420,22 +425,10 @@ func (m *model) group() {
 }
 
 // newUnkeyedOp says an unkeyed call starts a new operation rather than
-// retrying o: only where o may have ended before c took effect and its
-// window has passed on the gateway clock, and then only if the answer is
+// retrying o: only where it may (mayBeAnew), and then only if the answer is
 // not o's outcome served again (a replay past the window is allowed too).
 func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
-	if !c.end.After(m.earliestDone(o, c)) {
-		return false // o was running for the whole of c: a retry joins it, whatever its age
-	}
-	w, known := m.window(c.start)
-	if !known {
-		w = unknownWindow
-	}
-	first := o.calls[0]
-	if m.gatewayTime(c.start).Sub(m.gatewayTime(first.start)) < w {
-		return false
-	}
-	if !c.result() {
+	if !m.mayBeAnew(o, c) || !c.result() {
 		return false
 	}
 	for _, d := range o.calls {
@@ -444,6 +437,20 @@ func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
 		}
 	}
 	return true
+}
+
+// mayBeAnew says an unkeyed call of o's may start a new operation: o may
+// have ended before c took effect, and o's window had passed on the
+// gateway clock.
+func (m *model) mayBeAnew(o *mop, c *mcall) bool {
+	if c.keyed() || c.v.Permit != "" || !c.end.After(m.earliestDone(o, c)) {
+		return false // o was running for the whole of c: a retry joins it, whatever its age
+	}
+	w, known := m.window(c.start)
+	if !known {
+		w = unknownWindow
+	}
+	return m.gatewayTime(c.start).Sub(m.gatewayTime(o.calls[0].start)) >= w
 }
 
 // violation builds a model check of a deviation.
@@ -584,11 +591,12 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
 	}
-	if c.keyed() {
-		for _, d := range m.calls {
-			if d != c && d.v.Key == c.v.Key && d.start.Before(c.end) && (d.fp != c.fp || d.v.Tool != c.v.Tool || d.scope != c.scope) {
-				a[ReasonKeyReused] = true
-			}
+	for _, d := range m.calls {
+		if d == c || !d.start.Before(c.end) || (d.fp == c.fp && d.v.Tool == c.v.Tool && d.scope == c.scope) {
+			continue
+		}
+		if (c.keyed() && d.v.Key == c.v.Key) || (!c.keyed() && !d.keyed() && c.v.Permit != "" && d.v.Permit == c.v.Permit) {
+			a[ReasonKeyReused] = true
 		}
 	}
 	if c.v.Principal != "" && m.since(c.end, EnvRevoke, func(e EnvValue) bool { return e.Principal == c.v.Principal }) {
@@ -640,6 +648,11 @@ func (m *model) lowFunds(c *mcall) bool {
 		if o != c.op && o.wallet == c.v.Wallet && o.calls[0].start.Before(c.end) && o.mayRun() {
 			left -= o.price
 		}
+	}
+	if o := c.op; o.calls[0] != c && m.mayBeAnew(o, c) && o.mayHaveRunBefore(c.start) {
+		// Past its window the call may be a new operation, which o's own
+		// charge leaves less to pay for.
+		left -= o.price
 	}
 	return left < c.op.price
 }

@@ -326,6 +326,36 @@ func TestModel(t *testing.T) {
 			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.after"})
 			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
 		}, nil},
+		// explore-15-1 (seed 15): past the window a retry may be a new
+		// operation, which the wallet, having paid for the first, cannot.
+		{"an unkeyed retry past its window the wallet cannot pay for", func(h *hist) {
+			h.env(EnvValue{Kind: EnvWallet, Balance: price(5)})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.refused("A", unkeyed(write), ReasonFunds, false)
+		}, nil},
+		{"an unkeyed retry inside its window refused for funds", func(h *hist) {
+			h.env(EnvValue{Kind: EnvWallet, Balance: price(5)})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", unkeyed(write), ReasonFunds, false)
+		}, []string{"answer/wrong-refusal"}},
+		// explore-14-9 (seed 14): an explicit permit with no key names one
+		// operation; other arguments under it are a reuse of it.
+		{"an explicit permit used again with other arguments", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), ReasonKeyReused, false)
+		}, nil},
+		{"an explicit permit used again with other arguments runs again", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
+			h.dispatch("op2")
+		}, []string{"answer/wrong-refusal"}},
 		// window-04: the same, B answered while A still waits: B joins A.
 		{"an unkeyed call while an operation past its window waits", func(h *hist) {
 			a := h.call("A", unkeyed(write))
