@@ -340,6 +340,8 @@ func (m *model) refusesUnkeyed(c *mcall) string {
 	switch {
 	case c.v.Role == RoleReadOnly || c.v.Role == RoleApproval:
 		return ReasonKeyRequired
+	case c.v.Permit != "":
+		return "" // the permit names the operation: no derived key to turn off
 	case m.facts.Policy == PolicyRefuse:
 		return ReasonKeyRequired
 	}

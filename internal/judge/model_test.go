@@ -356,6 +356,15 @@ func TestModel(t *testing.T) {
 			h.result("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
 			h.dispatch("op2")
 		}, []string{"answer/wrong-refusal"}},
+		// explore-20-3 (seed 20): window 0 turns derived keys off; an
+		// explicit permit still names its operation, replayed.
+		{"an explicit permit's operation replayed with the window at 0", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvSetting, WindowSeconds: price(0)})
+			h.result("A", permit, "r1", "d1")
+		}, nil},
 		// window-04: the same, B answered while A still waits: B joins A.
 		{"an unkeyed call while an operation past its window waits", func(h *hist) {
 			a := h.call("A", unkeyed(write))
