@@ -197,6 +197,14 @@ type model struct {
 	env    []envAt
 	reads  map[string]ledgerAt // the last final read of each wallet
 	prices map[string]int64    // tool -> price, from the scenario's tools
+	raws   []rawAt             // the answers to raw bodies
+}
+
+// rawAt is the answer to a raw body a client sent.
+type rawAt struct {
+	i       int
+	process string
+	status  int
 }
 
 type envAt struct {
@@ -233,6 +241,13 @@ func newModel(ops []Op) *model {
 			var r LedgerRead
 			if json.Unmarshal(op.Value, &r) == nil {
 				reads = append(reads, ledgerAt{i, r})
+			}
+		case FRaw:
+			// A raw body is no operation, but its answer is an answer: an
+			// HTTP 5xx is never one the client can act on.
+			var v CallValue
+			if op.Type != Invoke && json.Unmarshal(op.Value, &v) == nil {
+				m.raws = append(m.raws, rawAt{i, op.Process, v.Status})
 			}
 		case FCall:
 			var v CallValue
@@ -494,6 +509,14 @@ func (m *model) answers() []Check {
 			}
 		}
 	}
+	for _, r := range m.raws {
+		answered++
+		if r.status >= 500 {
+			out = append(out, violation(KindAnswer, Args("raw", r.i), CapWire, HarmWrongRefusal,
+				fmt.Sprintf("the raw body %s sent is answered as the contract allows", r.process),
+				"an answer the client can act on: a refusal below HTTP 500", fmt.Sprintf("HTTP %d", r.status), r.i))
+		}
+	}
 	out = append(out, m.crossOperation(flagged)...)
 	if answered > 0 && len(out) == 0 {
 		out = append(out, held(KindAnswer, CapWire, "every answer is one the contract allows at its point",
@@ -679,6 +702,11 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmWrongRefusal, fmt.Sprintf("%q not marked retryable: the same call is refused again", meaning))
 		}
 		return nil
+	case c.inputRound() && c.op.outcome != nil && c.op.outcome.end.Before(c.start):
+		// A round of a multi-round call sent again once the call finished
+		// is answered with its final result (docs/wire.md), never asked
+		// again for input it was given.
+		return bad(HarmLostOutcome, fmt.Sprintf("its final result served again: receipt %q", c.op.outcome.a.Receipt), c.op.outcome.out)
 	case !c.result():
 		return nil
 	}

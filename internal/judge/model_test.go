@@ -365,6 +365,19 @@ func TestModel(t *testing.T) {
 			h.env(EnvValue{Kind: EnvSetting, WindowSeconds: price(0)})
 			h.result("A", permit, "r1", "d1")
 		}, nil},
+		{"a multi-round call asks again for input once it finished", func(h *hist) {
+			ask := with(write, func(v *CallValue) { v.Role = RoleAsk; v.Wire = "2026-07-28" })
+			inv := h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
+			h.result("A", ask, "r1", "d1")
+			h.dispatch("op1")
+			inv = h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
+		}, []string{"answer/lost-outcome"}},
+		{"a raw body answered HTTP 500", func(h *hist) {
+			h.add("A", Invoke, FRaw, map[string]int{"bytes": 10})
+			h.add("A", Fail, FRaw, CallValue{Status: 500, Reason: "parse_error"})
+		}, []string{"answer/wrong-refusal"}},
 		// window-04: the same, B answered while A still waits: B joins A.
 		{"an unkeyed call while an operation past its window waits", func(h *hist) {
 			a := h.call("A", unkeyed(write))
