@@ -25,7 +25,8 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.IntVar(&cfg.Run.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")
 	fs.StringVar(&cfg.Run.Out, "out", "mcpconform-explore", "directory for the report; a finding goes to DIR/found/ (its .feature, .repro.sh and .seed)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the scenarios drawn (0: one from the clock, printed)")
-	fs.IntVar(&cfg.Runs, "runs", explore.DefaultRuns, "scenarios to draw")
+	fs.IntVar(&cfg.Seeds, "seeds", 1, "explore this many seeds in turn, from --seed on, against one start of the target")
+	fs.IntVar(&cfg.Runs, "runs", explore.DefaultRuns, "scenarios to draw (of each seed)")
 	fs.IntVar(&cfg.Steps, "steps", explore.DefaultSteps, "most actions in one scenario (a call, a retry, a wait, a change to the target...)")
 	fs.DurationVar(&cfg.Budget, "budget", explore.DefaultBudget, "most time the scenarios may take; shrinking a finding may take as long again")
 	fs.IntVar(&cfg.Scenario, "scenario", 0, "run only this scenario of the seed (the N of a finding's explore-SEED-N)")
@@ -43,8 +44,8 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case *format != reports.FormatText && *format != reports.FormatJSONL:
 		fmt.Fprintf(stderr, "mcpconform explore: --format %q: want text or jsonl\n", *format)
 		return 2
-	case cfg.Runs < 1 || cfg.Steps < 1 || cfg.Budget <= 0:
-		fmt.Fprintln(stderr, "mcpconform explore: --runs, --steps and --budget must be positive")
+	case cfg.Runs < 1 || cfg.Seeds < 1 || cfg.Steps < 1 || cfg.Budget <= 0:
+		fmt.Fprintln(stderr, "mcpconform explore: --runs, --seeds, --steps and --budget must be positive")
 		return 2
 	case cfg.Seed < 0:
 		fmt.Fprintln(stderr, "mcpconform explore: --seed must not be negative")
@@ -91,7 +92,7 @@ func exploreCommand(fs *flag.FlagSet, cfg explore.Config) string {
 	parts := []string{"mcpconform explore"}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "seed", "out", "format", "v", "scenario", "no-shrink":
+		case "seed", "seeds", "out", "format", "v", "scenario", "no-shrink":
 			return
 		}
 		if f.Name == "bug" {

@@ -21,7 +21,7 @@ var Harms = map[string][]judge.Harm{
 	"select-for-update-sqlite": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"lock-timeout-internal":    {judge.HarmWrongRefusal},
 	"replay-debits":            {judge.HarmDoubleCharge},
-	"refund-missing":           {judge.HarmWrongAmount},
+	"refund-missing":           {judge.HarmWrongAmount, judge.HarmDoubleCharge},
 	// window-ignores-ttl: a replay promised past the auto permit's life
 	// ends refused for the permit the client never saw.
 	"window-ignores-ttl":          {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch},

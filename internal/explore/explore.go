@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing/fstest"
 	"time"
@@ -18,11 +19,11 @@ import (
 	"github.com/mcpconform/mcpconform/reports"
 )
 
-// Defaults: a dozen scenarios of up to two dozen actions finish in well
-// under a minute against the reference gateway on SQLite.
+// Defaults: a dozen scenarios of up to forty actions finish in well under
+// a minute against the reference gateway on SQLite.
 const (
 	DefaultRuns   = 12
-	DefaultSteps  = 24
+	DefaultSteps  = 40
 	DefaultBudget = 45 * time.Second
 	// callTimeout bounds a call: a generated scenario never makes one wait
 	// long on a correct gateway, and a wrong one (a duplicate dispatch held
@@ -40,7 +41,10 @@ type Config struct {
 	// in one, Budget the most time they may take (shrinking a finding may
 	// take as long again). Scenario, when set, runs only that one of the
 	// seed's scenarios (the one a finding names).
-	Seed     int64
+	Seed int64
+	// Seeds is how many seeds to explore in turn, from Seed on (1 when 0),
+	// each with Runs scenarios, against one bring-up of the target.
+	Seeds    int
 	Runs     int
 	Steps    int
 	Budget   time.Duration
@@ -86,6 +90,9 @@ const FoundDir = "found"
 func (c Config) withDefaults() Config {
 	if c.Runs <= 0 {
 		c.Runs = DefaultRuns
+	}
+	if c.Seeds <= 0 {
+		c.Seeds = 1
 	}
 	if c.Steps <= 0 {
 		c.Steps = DefaultSteps
@@ -157,14 +164,20 @@ func (x *explorer) explore(ctx context.Context, res *Result) (runner.Outcome, er
 			"explore needs the harness's probe behind the target's tools, to see each dispatch (a profile's tools.write routed to --probe-url, or a control API with fixtures)")}
 	}
 	var scs []Scenario
-	for n := 1; n <= x.cfg.Runs; n++ {
-		if x.cfg.Scenario > 0 && n != x.cfg.Scenario {
-			continue
+	for seed := x.cfg.Seed; seed < x.cfg.Seed+int64(x.cfg.Seeds); seed++ {
+		for n := 1; n <= x.cfg.Runs; n++ {
+			if x.cfg.Scenario > 0 && n != x.cfg.Scenario {
+				continue
+			}
+			scs = append(scs, Generate(seed, n, d, x.cfg.Steps))
 		}
-		scs = append(scs, Generate(x.cfg.Seed, n, d, x.cfg.Steps))
 	}
-	fmt.Fprintf(x.progress, "explore: seed %d, %d scenario(s) of at most %d actions, budget %v, at level %s\n",
-		x.cfg.Seed, len(scs), x.cfg.Steps, x.cfg.Budget, reports.HighestLevel(x.s.Env.Caps))
+	seeds := fmt.Sprintf("seed %d", x.cfg.Seed)
+	if x.cfg.Seeds > 1 {
+		seeds = fmt.Sprintf("seeds %d to %d", x.cfg.Seed, x.cfg.Seed+int64(x.cfg.Seeds)-1)
+	}
+	fmt.Fprintf(x.progress, "explore: %s, %d scenario(s) of at most %d actions, budget %v, at level %s\n",
+		seeds, len(scs), x.cfg.Steps, x.cfg.Budget, reports.HighestLevel(x.s.Env.Caps))
 	begin := time.Now()
 	deadline := begin.Add(x.cfg.Budget)
 	var stop atomic.Bool
@@ -220,7 +233,7 @@ func (x *explorer) explore(ctx context.Context, res *Result) (runner.Outcome, er
 // batch runs scenarios through the session as one feature file, in one
 // godog run, and returns their records by ID.
 func (x *explorer) batch(ctx context.Context, ss []Scenario) (map[string]reports.Scenario, error) {
-	fsys := fstest.MapFS{"explore.feature": {Data: RenderAll(x.cfg.Seed, ss)}}
+	fsys := fstest.MapFS{"explore.feature": {Data: RenderAll(ss)}}
 	entries, err := catalog.Load(fsys)
 	if err != nil {
 		return nil, fmt.Errorf("explore: a generated scenario is not one the catalog reads: %w", err)
@@ -297,8 +310,8 @@ func (x *explorer) found(ctx context.Context, sc Scenario, rec reports.Scenario,
 	f.Script = script.Script
 	f.Warnings = append(f.Warnings, script.Warnings...)
 	base := FoundDir + "/" + final.ID()
-	seed := fmt.Sprintf("seed %d scenario %d\nfound by: %s\nrerun the scenario as drawn: %s --scenario %d\nrun it as written: mcpconform run --features DIR/%s (with the same target flags)\n",
-		x.cfg.Seed, final.N, x.cfg.Command, x.cfg.Command, final.N, FoundDir)
+	seed := fmt.Sprintf("seed %d scenario %d\nfound by: %s\nrerun the scenario as drawn: %s --seed %d --scenario %d\nrun it as written: mcpconform run --features DIR/%s (with the same target flags)\n",
+		final.Seed, final.N, x.cfg.Command, commandWithoutSeed(x.cfg.Command), final.Seed, final.N, FoundDir)
 	// The record of the run that found it, whole, beside the shrunk one
 	// the report holds: its history is what the model judged first.
 	original, err := json.MarshalIndent(rec, "", "  ")
@@ -314,6 +327,20 @@ func (x *explorer) found(ctx context.Context, sc Scenario, rec reports.Scenario,
 	fmt.Fprintf(x.progress, "explore: %s shrunk from %d to %d steps in %d round(s) (%d runs): %s.feature\n",
 		final.ID(), f.From.Steps, f.To.Steps, shrunk.Rounds, shrunk.Runs, base)
 	return f, confirmed, files, nil
+}
+
+// commandWithoutSeed is a command line without its --seed and --seeds.
+func commandWithoutSeed(cmd string) string {
+	f := strings.Fields(cmd)
+	var out []string
+	for i := 0; i < len(f); i++ {
+		if f[i] == "--seed" || f[i] == "--seeds" {
+			i++
+			continue
+		}
+		out = append(out, f[i])
+	}
+	return strings.Join(out, " ")
 }
 
 // describe is a found scenario's title, requirement and source lines.

@@ -83,6 +83,8 @@ type gen struct {
 	frozen  bool              // the clock was frozen before a boundary
 	// permitUsed: P1 named an operation already (a permit names one).
 	permitUsed bool
+	// clockSpent is how far the scenario moved the gateway clock so far.
+	clockSpent time.Duration
 	tokens     int
 	keys       int
 	clients    []string // every client name
@@ -183,6 +185,9 @@ func (g *gen) setUp() {
 	if g.d.has(judge.CapPrincipalTokens) {
 		newClient("alice", Client{Principal: "alice"}, false)
 		newClient("bob", Client{Principal: "bob"}, false)
+		if g.d.has(judge.CapPrincipals) {
+			newClient("carol", Client{Principal: "carol"}, false)
+		}
 	}
 }
 
@@ -306,7 +311,7 @@ func (g *gen) wait() {
 	if g.room() < 1 {
 		return
 	}
-	ms := pick(g, []int{50, 100, 100, 200, 300, 500, 500, 1000, 1500, 2000})
+	ms := pick(g, []int{50, 50, 100, 100, 200, 200, 300, 500, 1000, 2000})
 	g.add(Action{Kind: KWait, Dur: time.Duration(ms) * time.Millisecond})
 }
 
@@ -363,16 +368,17 @@ func (g *gen) episode() {
 		f func()
 	}
 	eps := []ep{
-		{6, g.epRepeat},
+		{5, g.epRepeat},
 		{2, g.epReuse},
 		{on(d.has(judge.CapSecondKey) || d.has(judge.CapOtherWallet) || d.has(judge.CapToolWriteOther) || d.has(judge.CapPrincipalTokens), 3), g.epScope},
+		{3, g.epRefusals},
 		{3, g.epTwins},
 		{3, g.epHold},
 		{2, g.epDrop},
 		{on(faults, 3), g.epFault},
-		{on(faults, 5), g.epPause},
+		{on(faults, 6), g.epPause},
 		{on(clock, 2), g.epClock},
-		{on(d.has(judge.CapSettings), 1), g.epSetting},
+		{on(d.has(judge.CapSettings), 2), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
 		{on(fix, 2), g.epPermit},
 		{on(fix, 2), g.epRounds},
@@ -500,69 +506,116 @@ func (g *gen) epReuse() {
 	}
 }
 
-// epScope: the same key and arguments from another API key, another
-// wallet, another principal, or on another tool; or unkeyed calls with the
-// same arguments from two principals or two API keys: each its own
-// operation, never the first caller's result.
+// epScope: one operation's key and arguments sent again by other callers:
+// another API key of the wallet, a key of another wallet, the same key on
+// another tool; and unkeyed calls with the same arguments from two
+// principals. Each is its own operation (or a refusal), never the first
+// caller's result, and each pays for its own.
 func (g *gen) epScope() {
-	if g.room() < 2 {
+	if g.room() < 3 {
 		return
 	}
-	var dims []string
-	has := func(c string) bool { return slices.Contains(g.free(false), c) }
-	if has("K") {
-		dims = append(dims, "key", "key")
-	}
-	if has("W") {
-		dims = append(dims, "wallet", "wallet")
-	}
-	if has("alice") && has("bob") {
-		dims = append(dims, "principal", "principal")
-	}
-	if g.d.has(judge.CapToolWriteOther) && !g.removed[ToolWrite] && !g.removed[ToolWrite2] {
-		dims = append(dims, "tool")
-	}
-	if len(dims) == 0 {
-		return
-	}
-	first, second := "A", "A"
-	switch pick(g, dims) {
-	case "key":
-		second = "K"
-	case "wallet":
-		second = "W"
-	case "principal":
-		first, second = "alice", "bob"
-		if g.chance(0.5) {
-			first, second = second, first
-		}
-	}
+	free := g.free(false)
+	has := func(c string) bool { return slices.Contains(free, c) }
 	tool := ToolWrite
 	if g.removed[tool] {
 		tool = pick(g, g.writeToolsOr())
 	}
-	keyed := first == second || g.chance(0.6)
-	var op int
-	if keyed && first == "A" && len(g.keyed) > 0 && g.chance(0.4) {
-		op = pick(g, g.keyed) // a key the wallet's own key used already
-	} else {
-		op = g.newOp(tool, keyed)
-		g.call(first, op)
-		g.maybeWait(0.3)
-	}
+	op := g.newOp(tool, true)
+	g.call("A", op)
 	o := g.sc.Ops[op]
-	if first == second {
+	var others []func()
+	for _, c := range []string{"K", "W"} {
+		if has(c) {
+			c := c
+			others = append(others, func() { g.call(c, op) })
+		}
+	}
+	if g.d.has(judge.CapToolWriteOther) && !g.removed[ToolWrite] && !g.removed[ToolWrite2] {
 		other := ToolWrite2
 		if o.Tool == ToolWrite2 {
 			other = ToolWrite
 		}
-		g.sc.Ops = append(g.sc.Ops, Op{Tool: other, Token: o.Token, Note: o.Note, Key: o.Key})
-		op = len(g.sc.Ops) - 1
+		others = append(others, func() {
+			g.sc.Ops = append(g.sc.Ops, Op{Tool: other, Token: o.Token, Note: o.Note, Key: o.Key})
+			g.call("A", len(g.sc.Ops)-1)
+		})
 	}
-	g.call(second, op)
-	if g.room() > 0 && g.chance(0.4) {
-		g.maybeWait(0.3)
-		g.call(second, op)
+	if has("alice") && has("bob") {
+		others = append(others, func() {
+			first, second := "alice", "bob"
+			if g.chance(0.5) {
+				first, second = second, first
+			}
+			p := g.newOp(tool, g.chance(0.3))
+			g.call(first, p)
+			g.maybeWait(0.2)
+			g.call(second, p)
+		})
+	}
+	g.rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	for _, f := range others {
+		if g.room() < 1 {
+			break
+		}
+		g.maybeWait(0.2)
+		f()
+	}
+}
+
+// epRefusals: calls the contract refuses before anything runs, first call
+// and retry: unkeyed read-only and approval-gated calls, under a permit
+// too, and a tool that costs more than the wallet holds. Each refusal
+// final, never a result, never charged.
+func (g *gen) epRefusals() {
+	if g.room() < 2 {
+		return
+	}
+	f := g.free(false)
+	if len(f) == 0 {
+		return
+	}
+	var calls []func()
+	refused := func(tool, permit string) func() {
+		return func() {
+			who := pick(g, g.free(false))
+			op := g.newOp(tool, false)
+			g.sc.Ops[op].Permit = permit
+			g.call(who, op)
+			if g.chance(0.6) {
+				g.call(who, op)
+			}
+		}
+	}
+	if g.d.has(judge.CapToolReadOnly) && !g.removed[ToolRead] {
+		calls = append(calls, refused(ToolRead, ""))
+		if _, ok := g.sc.Permits["P2"]; ok && g.d.has(judge.CapFixtures) {
+			calls = append(calls, refused(ToolRead, "P2"))
+		}
+	}
+	if g.d.has(judge.CapToolApproval) && !g.removed[ToolApproval] {
+		calls = append(calls, refused(ToolApproval, ""))
+		if _, ok := g.sc.Permits["P3"]; ok && g.d.has(judge.CapFixtures) {
+			calls = append(calls, refused(ToolApproval, "P3"))
+		}
+	}
+	if g.sc.Wallet < 500 && g.d.has(judge.CapFixtures) {
+		calls = append(calls, func() {
+			op := g.newOp(ToolPricey, true)
+			who := pick(g, g.free(true))
+			g.call(who, op)
+			g.call(who, op)
+		})
+	}
+	if g.window0 {
+		calls = append(calls, refused(pick(g, g.writeToolsOr()), ""))
+	}
+	g.rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
+	for i, c := range calls {
+		if i == 3 || g.room() < 2 {
+			break
+		}
+		c()
 	}
 }
 
@@ -628,7 +681,7 @@ func (g *gen) epHold() {
 			g.wait()
 		case 2:
 			if g.d.has(judge.CapClock) {
-				g.add(Action{Kind: KClock, Variant: pick(g, []string{ClockPastStale, ClockPastWindow, ClockAdvance}), Dur: 2 * time.Millisecond})
+				g.clock(Action{Variant: pick(g, []string{ClockPastStale, ClockPastWindow, ClockAdvance}), Dur: 2 * time.Millisecond})
 			}
 		case 3:
 			if o := g.sameScope(who); o != "" {
@@ -725,12 +778,34 @@ func (g *gen) epFault() {
 		g.remove(g.sc.Ops[op].Tool)
 	case g.d.has(judge.CapClock) && g.chance(0.3) && g.room() > 1:
 		if g.sc.Ops[op].Permit != "" {
-			g.add(Action{Kind: KClock, Variant: ClockAdvance, Dur: 61 * time.Second})
+			g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
 		} else {
-			g.add(Action{Kind: KClock, Variant: pick(g, []string{ClockPastWindow, ClockPastStale})})
+			g.clock(Action{Variant: pick(g, []string{ClockPastWindow, ClockPastStale})})
 		}
 	}
 	g.retries(op, who, 1+g.rng.Intn(2))
+}
+
+// clockBudget is how far a scenario may move the gateway clock in all:
+// the harness signs principal tokens for ten minutes, and a gateway
+// rightly refuses one its clock says has expired.
+const clockBudget = 8 * time.Minute
+
+// clock moves the gateway clock, unless that would take it past the
+// scenario's clock budget; false when it did not.
+func (g *gen) clock(a Action) bool {
+	cost := map[string]time.Duration{ClockFreezeBefore: 4 * time.Minute, ClockFreezeAt: 4 * time.Minute,
+		ClockPastWindow: 2*time.Minute + time.Second, ClockPastStale: 2*time.Minute + time.Second, ClockPastPermit: 2*time.Minute + time.Second}[a.Variant]
+	if a.Variant == ClockAdvance {
+		cost = a.Dur
+	}
+	if g.clockSpent+cost > clockBudget {
+		return false
+	}
+	g.clockSpent += cost
+	a.Kind = KClock
+	g.add(a)
+	return true
 }
 
 func (g *gen) remove(tool string) {
@@ -770,7 +845,7 @@ func (g *gen) epPause() {
 		points  []string
 		inner   func(op, pause int, point string) []Action // the releases, in order, after the first
 	}
-	stale := func() { g.add(Action{Kind: KClock, Variant: ClockPastStale}) }
+	stale := func() bool { return g.clock(Action{Variant: ClockPastStale}) }
 	variants := []variant{
 		// Another call of the operation meanwhile: the lookup before the
 		// reservation, the reservation before the dispatch.
@@ -795,7 +870,12 @@ func (g *gen) epPause() {
 		// looks stale and is held at a point of its own.
 		{w: on(clock && derived && len(g.firstURL(others)) > 0, 4), unkeyed: true, points: []string{"lock.acquired", "fence.read"},
 			inner: func(op, pause int, point string) []Action {
-				stale()
+				if !stale() {
+					// No takeover without the clock: the second caller
+					// would never reach its point.
+					g.call(other(), op)
+					return nil
+				}
 				nested := map[string]string{"lock.acquired": "fence.read", "fence.read": "lock.acquired"}[point]
 				second := pick(g, g.firstURL(others))
 				others = slices.DeleteFunc(others, func(c string) bool { return c == second })
@@ -811,9 +891,9 @@ func (g *gen) epPause() {
 		{w: on(clock, 2), unkeyed: derived, points: []string{"reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				if !g.frozen && g.chance(0.5) {
-					g.add(Action{Kind: KClock, Variant: ClockAdvance, Dur: 2 * time.Millisecond})
+					g.clock(Action{Variant: ClockAdvance, Dur: 2 * time.Millisecond})
 				} else {
-					g.add(Action{Kind: KClock, Variant: ClockPastWindow})
+					g.clock(Action{Variant: ClockPastWindow})
 				}
 				g.call(other(), op)
 				return nil
@@ -830,7 +910,7 @@ func (g *gen) epPause() {
 		// charge: nothing ran, so it is answered retryable.
 		{w: on(clock && derived, 2), unkeyed: true, points: []string{"reserve.done"},
 			inner: func(op, _ int, _ string) []Action {
-				g.add(Action{Kind: KClock, Variant: ClockPastPermit})
+				g.clock(Action{Variant: ClockPastPermit})
 				return nil
 			}},
 	}
@@ -894,15 +974,15 @@ func (g *gen) epClock() {
 	who := pick(g, f)
 	if !g.frozen && g.chance(0.7) {
 		if g.chance(0.7) {
-			g.add(Action{Kind: KClock, Variant: ClockFreezeBefore, Dur: time.Millisecond})
+			g.clock(Action{Variant: ClockFreezeBefore, Dur: time.Millisecond})
 		} else {
-			g.add(Action{Kind: KClock, Variant: ClockFreezeAt})
+			g.clock(Action{Variant: ClockFreezeAt})
 		}
 		g.frozen = true
 	}
 	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.3))
 	g.call(who, op)
-	g.add(Action{Kind: KClock, Variant: pick(g, []string{ClockAdvance, ClockAdvance, ClockPastWindow, ClockPastPermit}), Dur: 2 * time.Millisecond})
+	g.clock(Action{Variant: pick(g, []string{ClockAdvance, ClockAdvance, ClockPastWindow, ClockPastPermit}), Dur: 2 * time.Millisecond})
 	g.retries(op, who, 1+g.rng.Intn(2))
 }
 
@@ -935,16 +1015,10 @@ func (g *gen) epRevoke() {
 	if g.room() < 3 {
 		return
 	}
-	var ps []string
-	for _, c := range g.free(false) {
-		if p := g.sc.Clients[c].Principal; p != "" {
-			ps = append(ps, c)
-		}
-	}
-	if len(ps) == 0 {
+	who := "carol" // a principal of its own: alice and bob stay for the rest
+	if !slices.Contains(g.free(false), who) {
 		return
 	}
-	who := pick(g, ps)
 	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.6))
 	if g.sc.Ops[op].Keyed() && g.dispatches(op, who) && g.chance(0.3) {
 		g.markCalled(op, who)
@@ -983,13 +1057,13 @@ func (g *gen) epPermit() {
 		// gets what the permit paid for.
 		g.markCalled(op, who)
 		g.add(Action{Kind: KFault, Client: who, Op: op, Variant: "drop"})
-		g.add(Action{Kind: KClock, Variant: ClockAdvance, Dur: 61 * time.Second})
+		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
 		g.retries(op, who, 1+g.rng.Intn(2))
 		return
 	}
 	g.call(who, op)
 	if g.d.has(judge.CapClock) && g.chance(0.2) && g.room() > 1 {
-		g.add(Action{Kind: KClock, Variant: ClockAdvance, Dur: 61 * time.Second})
+		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
 	}
 	g.retries(op, who, g.rng.Intn(3))
 }

@@ -333,32 +333,25 @@ type step struct {
 }
 
 // Render writes the scenario as a feature file of its own.
-func (s Scenario) Render() []byte {
-	var b strings.Builder
-	b.WriteString(featureHeader(s.Seed))
-	b.WriteString(s.renderScenario())
-	return []byte(b.String())
-}
+func (s Scenario) Render() []byte { return RenderAll([]Scenario{s}) }
 
 // RenderAll writes scenarios as one feature file, in order.
-func RenderAll(seed int64, ss []Scenario) []byte {
+func RenderAll(ss []Scenario) []byte {
 	var b strings.Builder
-	b.WriteString(featureHeader(seed))
+	b.WriteString(featureHeader)
 	for _, s := range ss {
 		b.WriteString(s.renderScenario())
 	}
 	return []byte(b.String())
 }
 
-func featureHeader(seed int64) string {
-	return fmt.Sprintf(`@explore
-Feature: Explored: random sequences of the suite's steps (seed %d)
+const featureHeader = `@explore
+Feature: Explored: random sequences of the suite's steps
   Written by mcpconform explore. Each scenario is a seeded random sequence
   of calls, retries, twins, waits and changes to the target, ended by
   retrying every operation until it is decided; the model of the retry
   contract (docs/judge.md) judges its whole history.
-`, seed)
-}
+`
 
 func (s Scenario) renderScenario() string {
 	var b strings.Builder

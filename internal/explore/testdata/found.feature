@@ -1,5 +1,5 @@
 @explore
-Feature: Explored: random sequences of the suite's steps (seed 20261204)
+Feature: Explored: random sequences of the suite's steps
   Written by mcpconform explore. Each scenario is a seeded random sequence
   of calls, retries, twins, waits and changes to the target, ended by
   retrying every operation until it is decided; the model of the retry
