@@ -9,12 +9,14 @@ import "github.com/mcpconform/mcpconform/internal/judge"
 // in the history too (a second dispatch is charged twice as well; a
 // result where a refusal was due is also a dispatch nothing allowed).
 var Harms = map[string][]judge.Harm{
-	"random-unkeyed-key":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"floor-bucket":          {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"principal-unbound":     {judge.HarmCrossScope},
-	"replay-before-iga":     {judge.HarmCrossScope},
-	"readonly-collapsed":    {judge.HarmWrongRefusal, judge.HarmLostOutcome},
-	"lookup-before-reserve": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"random-unkeyed-key": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"floor-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"principal-unbound":  {judge.HarmCrossScope},
+	"replay-before-iga":  {judge.HarmCrossScope},
+	"readonly-collapsed": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	// lookup-before-reserve: what a dispatch whose record comes after it
+	// does to the ledger (refusals that keep their charge) shows too.
+	"lookup-before-reserve": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
 	"stale-lock-no-fence":   {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"release-unpinned":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	// select-for-update-sqlite: the holder's plain read lets a takeover in.

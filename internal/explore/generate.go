@@ -376,7 +376,7 @@ func (g *gen) episode() {
 		{3, g.epHold},
 		{2, g.epDrop},
 		{on(faults, 3), g.epFault},
-		{on(faults, 6), g.epPause},
+		{on(faults, 8), g.epPause},
 		{on(clock, 2), g.epClock},
 		{on(d.has(judge.CapSettings), 2), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
@@ -853,7 +853,7 @@ func (g *gen) epPause() {
 			inner: func(op, _ int, _ string) []Action { g.call(other(), op); return nil }},
 		// The holder's lock or reservation looks stale: a takeover, which
 		// a charged reservation and a live fence must not allow.
-		{w: on(clock, 4), unkeyed: derived, points: append(append([]string{}, lockPoints...), "reserve.done", "dispatch.before"),
+		{w: on(clock, 5), unkeyed: derived, points: []string{"fence.read", "fence.read", "fence.read", "lock.acquired", "lock.acquired", "claim.held", "reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				stale()
 				g.maybeWait(0.3)
@@ -868,7 +868,7 @@ func (g *gen) epPause() {
 			}},
 		// Two holders of the lock: the second takes it over once the first
 		// looks stale and is held at a point of its own.
-		{w: on(clock && derived && len(g.firstURL(others)) > 0, 4), unkeyed: true, points: []string{"lock.acquired", "fence.read"},
+		{w: on(clock && derived && len(g.firstURL(others)) > 0, 5), unkeyed: true, points: []string{"lock.acquired", "fence.read"},
 			inner: func(op, pause int, point string) []Action {
 				if !stale() {
 					// No takeover without the clock: the second caller
@@ -953,7 +953,7 @@ func (g *gen) epPause() {
 	}
 	for i, r := range releases {
 		g.add(Action{Kind: KRelease, Group: r.Group})
-		if i == 0 && len(releases) > 1 && len(others) > 0 && g.chance(0.3) {
+		if i == 0 && len(releases) > 1 && len(others) > 0 && g.chance(0.6) {
 			g.call(other(), op)
 		}
 	}
@@ -1042,7 +1042,7 @@ func (g *gen) epPermit() {
 		return
 	}
 	who := pick(g, g.free(true))
-	names := []string{"P1", "P2"}
+	names := []string{"P1", "P1", "P2"}
 	if _, ok := g.sc.Permits["P3"]; ok {
 		names = append(names, "P3")
 	}
@@ -1050,7 +1050,7 @@ func (g *gen) epPermit() {
 	op := g.newOp(g.sc.Permits[name].Tool, false)
 	g.sc.Ops[op].Permit = name
 	lost := name == "P1" && !g.permitUsed && g.d.has(judge.CapFaults) && g.d.has(judge.CapClock) &&
-		g.firstURL([]string{who}) != nil && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.chance(0.5)
+		g.firstURL([]string{who}) != nil && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.chance(0.7)
 	g.permitUsed = g.permitUsed || name == "P1"
 	if lost {
 		// Its answer lost, then its permit's life over: the retry still

@@ -271,6 +271,9 @@ func newModel(ops []Op) *model {
 				continue
 			}
 			c.out, c.a, c.typ, c.end = i, v, op.Type, op.Time
+			if c.v.Wire == "" {
+				c.v.Wire = v.Wire // the version the client spoke, which its answer records
+			}
 			q := open[op.Process]
 			for k, x := range q {
 				if x == c {

@@ -374,6 +374,13 @@ func TestModel(t *testing.T) {
 			inv = h.call("A", ask)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
 		}, []string{"answer/lost-outcome"}},
+		// The harness records the protocol version on the answer, not the
+		// call (replay-resulttype-missing was never seen by the model).
+		{"a 2026-07-28 result without resultType, the version on the answer", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2026-07-28"})
+			h.dispatch("op1")
+		}, []string{"shape/protocol-shape"}},
 		{"a raw body answered HTTP 500", func(h *hist) {
 			h.add("A", Invoke, FRaw, map[string]int{"bytes": 10})
 			h.add("A", Fail, FRaw, CallValue{Status: 500, Reason: "parse_error"})
