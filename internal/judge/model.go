@@ -643,10 +643,16 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	for _, e := range m.env {
 		clockMoved = clockMoved || (e.env.Kind == EnvClock && e.t.After(c.start) && e.t.Before(c.end))
 	}
-	if faulted || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
+	// A failure armed (fail, drop_response) may fail any call of its tool
+	// that meets it; a pause fails none but, at most, the call it held.
+	failing := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool {
+		return e.Action != "pause" && (e.Tool == "" || e.Tool == c.v.Tool)
+	})
+	pausedHere := m.since(c.end, EnvWaiting, func(e EnvValue) bool { return e.Client == c.proc }) && faulted
+	if failing || pausedHere || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
 		a[ReasonDispatchFailed] = true
 	}
-	if faulted {
+	if failing || pausedHere {
 		a[ReasonResponseFailed] = true
 	}
 	if c.v.Permit != "" {
@@ -735,6 +741,11 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmLostOutcome, what+fmt.Sprintf(": receipt %q", first.a.Receipt), first.out)
 		}
 	}
+	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {
+		// The probe answers every dispatch with its token, and this target
+		// hands that answer on: a result without it is none the tool gave.
+		return bad(HarmLostOutcome, "the tool's result, which carries the probe's answer (every other result here does): this is a result the tool never produced")
+	}
 	if first := o.outcome; first == c {
 		for _, e := range m.env {
 			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) && !o.mayHaveRunBefore(e.t) {
@@ -785,6 +796,21 @@ func (m *model) earliestDone(o *mop, c *mcall) time.Time {
 		}
 	}
 	return done
+}
+
+// servesProbe says the target's results carry the probe's answers: some
+// result of the history does, where the probe is behind the tools. A
+// target that strips them everywhere is judged without them.
+func (m *model) servesProbe() bool {
+	if !m.facts.Has(CapUpstream) {
+		return false
+	}
+	for _, c := range m.calls {
+		if c.result() && c.a.Served != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // afterOutcome are the fault points (docs/control-api.md) a call reaches

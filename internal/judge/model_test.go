@@ -381,6 +381,24 @@ func TestModel(t *testing.T) {
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2026-07-28"})
 			h.dispatch("op1")
 		}, []string{"shape/protocol-shape"}},
+		// removed-tool-takeover: a pause holds one call; another, of a
+		// removed tool, is answered dispatch_failed, which nothing failed.
+		{"a call refused dispatch_failed while another is held at a pause", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "reserve.done", Action: "pause", Tool: "write"})
+			a := h.call("A", write)
+			h.env(EnvValue{Kind: EnvWaiting, Point: "reserve.done", Client: "A"})
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.refused("B", write, ReasonDispatchFailed, true)
+			h.env(EnvValue{Kind: EnvRelease, Point: "reserve.done"})
+			h.answer("A", a, Info, CallValue{Tool: "write", Token: "op1", Reason: ReasonInProgress, Retryable: true, Status: 200})
+		}, []string{"answer/wrong-refusal"}},
+		// rounds-to-legacy-client: an empty success of a tool that never ran.
+		{"a result without the probe's answer where the others carry it", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			inv := h.call("A", with(write, func(v *CallValue) { v.Token, v.Key = "op2", "k2" }))
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op2", Receipt: "r2", Digest: "d2"})
+		}, []string{"answer/lost-outcome"}},
 		{"a raw body answered HTTP 500", func(h *hist) {
 			h.add("A", Invoke, FRaw, map[string]int{"bytes": 10})
 			h.add("A", Fail, FRaw, CallValue{Status: 500, Reason: "parse_error"})
