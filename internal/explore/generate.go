@@ -85,10 +85,12 @@ type gen struct {
 	permitUsed bool
 	// clockSpent is how far the scenario moved the gateway clock so far.
 	clockSpent time.Duration
-	tokens     int
-	keys       int
-	clients    []string // every client name
-	ownScope   []string // clients of the wallet's own key and no principal
+	// staleSecs is the stale-lock threshold the scenario set, 0 none.
+	staleSecs int64
+	tokens    int
+	keys      int
+	clients   []string // every client name
+	ownScope  []string // clients of the wallet's own key and no principal
 }
 
 func (g *gen) room() int { return g.max - len(g.sc.Actions) }
@@ -380,7 +382,7 @@ func (g *gen) episode() {
 		{on(clock, 2), g.epClock},
 		{on(d.has(judge.CapSettings), 2), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
-		{on(fix, 2), g.epPermit},
+		{on(fix, 3), g.epPermit},
 		{on(fix, 2), g.epRounds},
 		{1, g.epBurst},
 		{on(fix, 1), g.epRemove},
@@ -791,13 +793,22 @@ func (g *gen) epFault() {
 // rightly refuses one its clock says has expired.
 const clockBudget = 8 * time.Minute
 
+// setStale sets the stale-lock threshold.
+func (g *gen) setStale(secs int64) {
+	g.staleSecs = secs
+	g.add(Action{Kind: KSetting, Variant: SetStale, Value: secs})
+}
+
 // clock moves the gateway clock, unless that would take it past the
 // scenario's clock budget; false when it did not.
 func (g *gen) clock(a Action) bool {
 	cost := map[string]time.Duration{ClockFreezeBefore: 4 * time.Minute, ClockFreezeAt: 4 * time.Minute,
 		ClockPastWindow: 2*time.Minute + time.Second, ClockPastStale: 2*time.Minute + time.Second, ClockPastPermit: 2*time.Minute + time.Second}[a.Variant]
-	if a.Variant == ClockAdvance {
+	switch {
+	case a.Variant == ClockAdvance:
 		cost = a.Dur
+	case a.Variant == ClockPastStale && g.staleSecs > 0:
+		cost = time.Duration(g.staleSecs+1) * time.Second
 	}
 	if g.clockSpent+cost > clockBudget {
 		return false
@@ -908,7 +919,7 @@ func (g *gen) epPause() {
 			}},
 		// The auto permit's life over while the call is held before its
 		// charge: nothing ran, so it is answered retryable.
-		{w: on(clock && derived, 2), unkeyed: true, points: []string{"reserve.done"},
+		{w: on(clock && derived && g.clockSpent+2*time.Minute+time.Second <= clockBudget, 3), unkeyed: true, points: []string{"reserve.done"},
 			inner: func(op, _ int, _ string) []Action {
 				g.clock(Action{Variant: ClockPastPermit})
 				return nil
@@ -938,8 +949,15 @@ func (g *gen) epPause() {
 		return
 	}
 	point := pick(g, points)
-	if slices.Contains(lockPoints, point) && g.d.has(judge.CapSettings) && g.chance(0.4) {
-		g.add(Action{Kind: KSetting, Variant: SetStale, Value: 10})
+	if g.d.has(judge.CapSettings) && !g.frozen && g.clockSpent+4*time.Minute+11*time.Second <= clockBudget && g.chance(0.5) {
+		// The locks feature's set-up: the clock frozen just before a
+		// window boundary and a short stale-lock threshold, so a takeover
+		// lands in the next bucket (a stale holder with no fence then cuts
+		// a slot of its own). Without it, the default threshold is longer
+		// than the window, which crosses a boundary too.
+		g.clock(Action{Variant: ClockFreezeBefore, Dur: time.Millisecond})
+		g.frozen = true
+		g.setStale(10)
 	}
 	grp := g.group()
 	g.markCalled(op, who)
@@ -1006,7 +1024,7 @@ func (g *gen) epSetting() {
 		g.call(who, op)
 		g.retries(op, who, 1)
 	default:
-		g.add(Action{Kind: KSetting, Variant: SetStale, Value: pick(g, []int64{1, 2, 10})})
+		g.setStale(pick(g, []int64{1, 2, 10}))
 	}
 }
 
@@ -1049,7 +1067,7 @@ func (g *gen) epPermit() {
 	name := pick(g, names)
 	op := g.newOp(g.sc.Permits[name].Tool, false)
 	g.sc.Ops[op].Permit = name
-	lost := name == "P1" && !g.permitUsed && g.d.has(judge.CapFaults) && g.d.has(judge.CapClock) &&
+	lost := name == "P1" && !g.permitUsed && g.d.has(judge.CapFaults) && g.d.has(judge.CapClock) && g.clockSpent+61*time.Second <= clockBudget &&
 		g.firstURL([]string{who}) != nil && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.chance(0.7)
 	g.permitUsed = g.permitUsed || name == "P1"
 	if lost {
