@@ -15,8 +15,7 @@ import (
 )
 
 func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("explore", exploreUsage, stderr)
 	var cfg explore.Config
 	var bugs stringList
 	targetFlags(fs, &cfg.Run, &bugs)
@@ -33,10 +32,6 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noShrink := fs.Bool("no-shrink", false, "write a finding as it was found, without shrinking it")
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text or jsonl, as for run")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, exploreUsage)
-		fs.PrintDefaults()
-	}
 	if _, code, ok := parseArgs(fs, args, 0); !ok {
 		return code
 	}

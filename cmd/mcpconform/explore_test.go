@@ -182,3 +182,47 @@ func TestExploreCatchesEveryBug(t *testing.T) {
 // uncaughtByExplore are the switches explore cannot catch in a mode, and
 // why (said in the README too).
 var uncaughtByExplore = map[string][]string{}
+
+// Usage errors of explore are exit 2 with a message, before anything
+// starts; -h explains the command and exits 0.
+func TestExploreUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"-h"}, 0, "Usage: mcpconform explore"},
+		{"unknown format", []string{"--format", "github"}, 2, `--format "github": want text or jsonl`},
+		{"no runs", []string{"--runs", "0"}, 2, "must be positive"},
+		{"scenario past the runs", []string{"--runs", "3", "--scenario", "4"}, 2, "--scenario 4: want 1 to --runs (3)"},
+		{"negative seed", []string{"--seed", "-1"}, 2, "--seed must not be negative"},
+		{"URL without profile", []string{"--target", "http://127.0.0.1:1/mcp"}, 2, "a URL target needs --profile"},
+		{"stray argument", []string{"now"}, 2, "Usage: mcpconform explore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := append([]string{"explore", "--out", t.TempDir()}, tc.args...)
+			if code := dispatch(context.Background(), args, &out, &errs); code != tc.code || !strings.Contains(errs.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errs.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// The command line a finding names reruns the exploration: the flags as
+// given, the seed drawn, never the report's directory.
+func TestExploreCommandLine(t *testing.T) {
+	fs := newFlagSet("explore", "", &bytes.Buffer{})
+	var cfg explore.Config
+	var bugs stringList
+	targetFlags(fs, &cfg.Run, &bugs)
+	fs.String("out", "", "")
+	if err := fs.Parse([]string{"--bug", "a", "--bug", "b", "--store", "postgres", "--out", "x"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = 42
+	if got, want := exploreCommand(fs, cfg), "mcpconform explore --bug a --bug b --store postgres --seed 42"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

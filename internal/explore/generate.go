@@ -317,6 +317,16 @@ func (g *gen) wait() {
 	g.add(Action{Kind: KWait, Dur: time.Duration(ms) * time.Millisecond})
 }
 
+// caller is the client an episode starts with, one of clients, when the
+// scenario has room for n more actions; false when it has not, or there
+// is none.
+func (g *gen) caller(n int, clients []string) (string, bool) {
+	if g.room() < n || len(clients) == 0 {
+		return "", false
+	}
+	return pick(g, clients), true
+}
+
 // maybeWait waits with probability p.
 func (g *gen) maybeWait(p float64) {
 	if g.chance(p) {
@@ -438,14 +448,10 @@ func (g *gen) writeToolsOr() []string {
 
 // epRepeat: a fresh operation of any tool and form, called and retried.
 func (g *gen) epRepeat() {
-	if g.room() < 2 {
+	who, ok := g.caller(2, g.free(false))
+	if !ok {
 		return
 	}
-	clients := g.free(false)
-	if len(clients) == 0 {
-		return
-	}
-	who := pick(g, clients)
 	tools := g.writeToolsOr()
 	if g.d.has(judge.CapToolReadOnly) {
 		tools = append(tools, ToolRead)
@@ -656,14 +662,10 @@ func (g *gen) epTwins() {
 // epHold: the probe holds a dispatch while others call the same operation,
 // the clock moves, or the caller cancels; then lets it go.
 func (g *gen) epHold() {
-	if g.room() < 3 {
+	who, ok := g.caller(3, g.free(false))
+	if !ok {
 		return
 	}
-	f := g.free(false)
-	if len(f) == 0 {
-		return
-	}
-	who := pick(g, f)
 	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.6))
 	if !g.dispatches(op, who) {
 		g.call(who, op)
@@ -724,14 +726,10 @@ func (g *gen) sameScope(who string) string {
 
 // epDrop: the client drops the connection once the tool runs, then retries.
 func (g *gen) epDrop() {
-	if g.room() < 2 {
+	who, ok := g.caller(2, g.free(false))
+	if !ok {
 		return
 	}
-	f := g.free(false)
-	if len(f) == 0 {
-		return
-	}
-	who := pick(g, f)
 	op := g.newOp(pick(g, g.writeToolsOr()), true)
 	if !g.dispatches(op, who) {
 		g.call(who, op)
@@ -745,14 +743,10 @@ func (g *gen) epDrop() {
 // epFault: a failure before or after dispatch, or a response dropped
 // after it; the tool removed or the clock moved now and then; retries.
 func (g *gen) epFault() {
-	if g.room() < 2 {
+	who, ok := g.caller(2, g.firstURL(g.free(false)))
+	if !ok {
 		return
 	}
-	f := g.firstURL(g.free(false))
-	if len(f) == 0 {
-		return
-	}
-	who := pick(g, f)
 	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.5))
 	if g.d.has(judge.CapFixtures) && g.chance(0.2) {
 		g.sc.Ops[op].Permit, g.sc.Ops[op].Tool = "P1", g.sc.Permits["P1"].Tool
@@ -982,14 +976,10 @@ func (g *gen) epPause() {
 
 // epClock: calls across a window boundary and past the effective window.
 func (g *gen) epClock() {
-	if g.room() < 3 {
+	who, ok := g.caller(3, g.free(false))
+	if !ok {
 		return
 	}
-	f := g.free(false)
-	if len(f) == 0 {
-		return
-	}
-	who := pick(g, f)
 	if !g.frozen && g.chance(0.7) {
 		if g.chance(0.7) {
 			g.clock(Action{Variant: ClockFreezeBefore, Dur: time.Millisecond})
@@ -1089,14 +1079,13 @@ func (g *gen) epPermit() {
 // epRounds: a multi-round call: asked for input, answered, retried (its
 // last round, or its first one again); on 2025-11-25, refused.
 func (g *gen) epRounds() {
-	if g.room() < 2 || g.removed[ToolAsk] {
+	if g.removed[ToolAsk] {
 		return
 	}
-	f := g.free(false)
-	if len(f) == 0 {
+	who, ok := g.caller(2, g.free(false))
+	if !ok {
 		return
 	}
-	who := pick(g, f)
 	if len(g.d.Wires) > 1 && g.chance(0.8) && g.version[who] != wireStateless {
 		g.version[who] = wireStateless
 		g.add(Action{Kind: KSpeak, Client: who, Version: wireStateless})
