@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"time"
@@ -81,9 +82,7 @@ type gen struct {
 	called  []int             // ops called so far
 	window0 bool              // unkeyed calls are refused (policy refuse, or window 0)
 	frozen  bool              // the clock was frozen before a boundary
-	// permitUsed: P1 named an operation already (a permit names one).
-	permitUsed bool
-	// clockSpent is how far the scenario moved the gateway clock so far.
+	// clockSpent is how far ahead of real time the gateway clock may be.
 	clockSpent time.Duration
 	// staleSecs is the stale-lock threshold the scenario set, 0 none.
 	staleSecs int64
@@ -392,7 +391,7 @@ func (g *gen) episode() {
 		{on(clock, 2), g.epClock},
 		{on(d.has(judge.CapSettings), 2), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
-		{on(fix, 3), g.epPermit},
+		{on(fix, 4), g.epPermit},
 		{on(fix, 2), g.epRounds},
 		{1, g.epBurst},
 		{on(fix, 1), g.epRemove},
@@ -782,32 +781,41 @@ func (g *gen) epFault() {
 	g.retries(op, who, 1+g.rng.Intn(2))
 }
 
-// clockBudget is how far a scenario may move the gateway clock in all:
-// the harness signs principal tokens for ten minutes, and a gateway
-// rightly refuses one its clock says has expired.
-const clockBudget = 8 * time.Minute
-
 // setStale sets the stale-lock threshold.
 func (g *gen) setStale(secs int64) {
 	g.staleSecs = secs
 	g.add(Action{Kind: KSetting, Variant: SetStale, Value: secs})
 }
 
-// clock moves the gateway clock, unless that would take it past the
-// scenario's clock budget; false when it did not.
+// clockBudget is how far ahead of real time a scenario may put the
+// gateway clock: the harness signs principal tokens for ten minutes, and a
+// gateway rightly refuses one its clock says has expired.
+const clockBudget = 8 * time.Minute
+
+// clock moves the gateway clock, unless that could put it more than the
+// clock budget ahead of real time; false when it did not. A freeze puts
+// it at most two windows (four minutes) ahead, whatever it was; an
+// advance adds to how far ahead it is.
 func (g *gen) clock(a Action) bool {
-	cost := map[string]time.Duration{ClockFreezeBefore: 4 * time.Minute, ClockFreezeAt: 4 * time.Minute,
-		ClockPastWindow: 2*time.Minute + time.Second, ClockPastStale: 2*time.Minute + time.Second, ClockPastPermit: 2*time.Minute + time.Second}[a.Variant]
-	switch {
-	case a.Variant == ClockAdvance:
-		cost = a.Dur
-	case a.Variant == ClockPastStale && g.staleSecs > 0:
-		cost = time.Duration(g.staleSecs+1) * time.Second
+	ahead := g.clockSpent
+	switch a.Variant {
+	case ClockFreezeBefore, ClockFreezeAt:
+		ahead = 4 * time.Minute
+	case ClockAdvance:
+		ahead += a.Dur
+	case ClockPastStale:
+		if g.staleSecs > 0 {
+			ahead += time.Duration(g.staleSecs+1) * time.Second
+		} else {
+			ahead += 2*time.Minute + time.Second
+		}
+	default: // past the window, past the permit's life
+		ahead += 2*time.Minute + time.Second
 	}
-	if g.clockSpent+cost > clockBudget {
+	if ahead > clockBudget {
 		return false
 	}
-	g.clockSpent += cost
+	g.clockSpent = ahead
 	a.Kind = KClock
 	g.add(a)
 	return true
@@ -943,7 +951,7 @@ func (g *gen) epPause() {
 		return
 	}
 	point := pick(g, points)
-	if g.d.has(judge.CapSettings) && !g.frozen && g.clockSpent+4*time.Minute+11*time.Second <= clockBudget && g.chance(0.5) {
+	if g.d.has(judge.CapSettings) && !g.frozen && g.chance(0.5) {
 		// The locks feature's set-up: the clock frozen just before a
 		// window boundary and a short stale-lock threshold, so a takeover
 		// lands in the next bucket (a stale holder with no fence then cuts
@@ -1050,25 +1058,27 @@ func (g *gen) epPermit() {
 		return
 	}
 	who := pick(g, g.free(true))
-	names := []string{"P1", "P1", "P2"}
-	if _, ok := g.sc.Permits["P3"]; ok {
-		names = append(names, "P3")
-	}
-	name := pick(g, names)
-	op := g.newOp(g.sc.Permits[name].Tool, false)
-	g.sc.Ops[op].Permit = name
-	lost := name == "P1" && !g.permitUsed && g.d.has(judge.CapFaults) && g.d.has(judge.CapClock) && g.clockSpent+61*time.Second <= clockBudget &&
-		g.firstURL([]string{who}) != nil && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.chance(0.7)
-	g.permitUsed = g.permitUsed || name == "P1"
-	if lost {
-		// Its answer lost, then its permit's life over: the retry still
-		// gets what the permit paid for.
+	if g.d.has(judge.CapFaults) && g.d.has(judge.CapClock) && g.clockSpent+61*time.Second <= clockBudget &&
+		g.firstURL([]string{who}) != nil && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.chance(0.7) {
+		// A permit of its own, its call's answer lost, then its life
+		// over: the retry still gets what the permit paid for.
+		name := fmt.Sprintf("P%d", len(g.sc.Permits)+1)
+		g.sc.Permits[name] = Permit{Tool: ToolWrite, Budget: 3 * max(1, g.sc.Prices[ToolWrite]), TTL: 60 * time.Second}
+		op := g.newOp(ToolWrite, false)
+		g.sc.Ops[op].Permit = name
 		g.markCalled(op, who)
 		g.add(Action{Kind: KFault, Client: who, Op: op, Variant: "drop"})
 		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
 		g.retries(op, who, 1+g.rng.Intn(2))
 		return
 	}
+	names := []string{"P1", "P2"}
+	if _, ok := g.sc.Permits["P3"]; ok {
+		names = append(names, "P3")
+	}
+	name := pick(g, names)
+	op := g.newOp(g.sc.Permits[name].Tool, false)
+	g.sc.Ops[op].Permit = name
 	g.call(who, op)
 	if g.d.has(judge.CapClock) && g.chance(0.2) && g.room() > 1 {
 		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
