@@ -901,7 +901,7 @@ func (g *gen) epPause() {
 				return []Action{{Kind: KRelease, Group: g2, Client: second, Op: op}}
 			}},
 		// Past the window: a retry joins an operation still running.
-		{w: on(clock, 2), unkeyed: derived, points: []string{"reserve.done", "dispatch.before"},
+		{w: on(clock, 3), unkeyed: derived, points: []string{"reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				if !g.frozen && g.chance(0.5) {
 					g.clock(Action{Variant: ClockAdvance, Dur: 2 * time.Millisecond})
@@ -912,7 +912,7 @@ func (g *gen) epPause() {
 				return nil
 			}},
 		// The tool removed under a stalled reservation: no takeover runs it.
-		{w: on(clock && g.d.has(judge.CapFixtures), 2), points: []string{"reserve.done"},
+		{w: on(clock && g.d.has(judge.CapFixtures), 3), points: []string{"reserve.done"},
 			inner: func(op, _ int, _ string) []Action {
 				g.remove(g.sc.Ops[op].Tool)
 				stale()
