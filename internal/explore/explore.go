@@ -182,11 +182,13 @@ func (x *explorer) explore(ctx context.Context, res *Result) (runner.Outcome, er
 	deadline := begin.Add(x.cfg.Budget)
 	var stop atomic.Bool
 	done := 0
+	foundAfter := map[string]time.Duration{} // when each failed scenario ended
 	x.s.Env.Stop = func() bool { return stop.Load() || time.Now().After(deadline) }
 	x.s.Env.OnResult = func(r reports.Scenario) {
 		done++
 		fmt.Fprintf(x.progress, "explore: %s %s (%d of %d, %.1fs)\n", r.ID, r.Verdict, done, len(scs), time.Since(begin).Seconds())
 		if _, _, ok := TargetOf(r); ok && r.Verdict == judge.Failed {
+			foundAfter[r.ID] = time.Since(begin)
 			stop.Store(true)
 		}
 	}
@@ -206,7 +208,11 @@ func (x *explorer) explore(ctx context.Context, res *Result) (runner.Outcome, er
 		res.Explored++
 		if _, _, ok := TargetOf(r); ok && r.Verdict == judge.Failed && first == nil {
 			first, firstRec = &scs[i], r
-			res.Found = &Finding{ID: sc.ID(), Run: sc.N, After: time.Since(begin)}
+			after, live := foundAfter[r.ID]
+			if !live {
+				after = time.Since(begin) // a late dispatch or debit, seen once the probe settled
+			}
+			res.Found = &Finding{ID: sc.ID(), Run: sc.N, After: after}
 		}
 		explored = append(explored, r)
 	}
