@@ -389,7 +389,7 @@ func (g *gen) episode() {
 		{on(faults, 3), g.epFault},
 		{on(faults, 8), g.epPause},
 		{on(clock, 2), g.epClock},
-		{on(d.has(judge.CapSettings), 2), g.epSetting},
+		{on(d.has(judge.CapSettings), 3), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
 		{on(fix, 4), g.epPermit},
 		{on(fix, 2), g.epRounds},
@@ -617,9 +617,21 @@ func (g *gen) epRefusals() {
 	if g.window0 {
 		calls = append(calls, refused(pick(g, g.writeToolsOr()), ""))
 	}
+	if g.d.has(judge.CapFixtures) && !g.removed[ToolSample] {
+		// A tool that needs the client to declare sampling: refused as
+		// the upstream refuses it, and nothing kept charged.
+		calls = append(calls, func() {
+			who := pick(g, g.free(false))
+			op := g.newOp(ToolSample, g.chance(0.7))
+			g.call(who, op)
+			g.call(who, op)
+		})
+	}
+	// A body that is not JSON: refused, never an HTTP 5xx.
+	calls = append(calls, func() { g.add(Action{Kind: KRaw, Client: pick(g, g.free(false))}) })
 	g.rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
 	for i, c := range calls {
-		if i == 3 || g.room() < 2 {
+		if i == 4 || g.room() < 2 {
 			break
 		}
 		c()
@@ -1009,13 +1021,17 @@ func (g *gen) epSetting() {
 		return
 	}
 	who := pick(g, g.free(true))
-	switch r := g.rng.Intn(4); {
-	case r < 2:
+	switch r := g.rng.Intn(5); {
+	case r < 3:
+		// The window lowered (or raised) between a call and its retry:
+		// the slot cut under the longer window is still the one a retry
+		// inside the shorter one finds.
 		op := g.newOp(pick(g, g.writeToolsOr()), false)
 		g.call(who, op)
-		g.add(Action{Kind: KSetting, Variant: SetWindow, Value: pick(g, []int64{1, 60, 60, 300})})
-		g.retries(op, who, 1)
-	case r == 2 && g.d.Policy != judge.PolicyRefuse:
+		g.add(Action{Kind: KSetting, Variant: SetWindow, Value: pick(g, []int64{1, 60, 60, 60, 300})})
+		g.call(who, op)
+		g.retries(op, who, g.rng.Intn(2))
+	case r == 3 && g.d.Policy != judge.PolicyRefuse:
 		g.add(Action{Kind: KSetting, Variant: SetWindow, Value: 0})
 		g.window0 = true
 		op := g.newOp(pick(g, g.writeToolsOr()), false)
