@@ -163,7 +163,10 @@ func TestExploreCatchesEveryBug(t *testing.T) {
 	t.Setenv(beMain, "1")
 	for _, mode := range explore.Modes {
 		t.Run(mode, func(t *testing.T) {
-			cfg := explore.Config{Run: runner.Config{Binary: exe, Store: "sqlite", Concurrency: 64}, Seed: 1}
+			// The default scenarios, with time enough for each on a busy
+			// machine: which scenario catches a switch is the seed's, not
+			// the clock's.
+			cfg := explore.Config{Run: runner.Config{Binary: exe, Store: "sqlite", Concurrency: 64}, Seed: 1, Budget: 10 * time.Minute}
 			table, err := explore.SelfTest(context.Background(), cfg, mode, nil, func(c explore.Catch) {
 				t.Logf("%-28s caught=%v %s (%s) scenario %d of %d, %.1fs %s", c.Bug, c.Caught, c.Harm, c.Kind, c.Run, c.Explored, c.Seconds, c.Why)
 			})

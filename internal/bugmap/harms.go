@@ -49,8 +49,10 @@ var Harms = map[string][]judge.Harm{
 	"parse-error-500":             {judge.HarmWrongRefusal},
 	"key-reuse-replays":           {judge.HarmLostOutcome},
 	"rounds-charged":              {judge.HarmWrongAmount, judge.HarmDoubleCharge},
-	"rounds-replay-reruns":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
-	"rounds-store-question":       {judge.HarmLostOutcome},
+	// rounds-replay-reruns: the rerun round, a record of its own, may be
+	// refused as much as run again.
+	"rounds-replay-reruns":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	"rounds-store-question": {judge.HarmLostOutcome},
 	// A charge kept for a refused call, the model cannot tie to any
 	// operation: with one that ran beside it, a double charge.
 	"capability-refusal-kept":   {judge.HarmWrongAmount, judge.HarmDoubleCharge},

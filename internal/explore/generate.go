@@ -392,7 +392,7 @@ func (g *gen) episode() {
 		{on(d.has(judge.CapSettings), 3), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
 		{on(fix, 4), g.epPermit},
-		{on(fix, 2), g.epRounds},
+		{on(fix, 3), g.epRounds},
 		{1, g.epBurst},
 		{on(fix, 1), g.epRemove},
 	}
@@ -874,11 +874,11 @@ func (g *gen) epPause() {
 	variants := []variant{
 		// Another call of the operation meanwhile: the lookup before the
 		// reservation, the reservation before the dispatch.
-		{w: 3, unkeyed: derived && g.chance(0.5), points: []string{"reserve.done", "dispatch.before", "dispatch.after"},
+		{w: 3, unkeyed: derived && g.chance(0.5), points: []string{"reserve.done", "dispatch.before", "dispatch.after", "claim.held"},
 			inner: func(op, _ int, _ string) []Action { g.call(other(), op); return nil }},
 		// The holder's lock or reservation looks stale: a takeover, which
 		// a charged reservation and a live fence must not allow.
-		{w: on(clock, 5), unkeyed: derived, points: []string{"fence.read", "fence.read", "fence.read", "lock.acquired", "lock.acquired", "claim.held", "reserve.done", "dispatch.before"},
+		{w: on(clock, 5), unkeyed: derived, points: []string{"fence.read", "fence.read", "lock.acquired", "claim.held", "claim.held", "reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				stale()
 				g.maybeWait(0.3)
@@ -1112,9 +1112,11 @@ func (g *gen) epRounds() {
 	if !ok {
 		return
 	}
-	if len(g.d.Wires) > 1 && g.chance(0.8) && g.version[who] != wireStateless {
-		g.version[who] = wireStateless
-		g.add(Action{Kind: KSpeak, Client: who, Version: wireStateless})
+	// Mostly a client that can answer input (2026-07-28), often one that
+	// cannot (2025-11-25), which must be refused, never handed the request.
+	if want := pick(g, []string{wireStateless, wireStateless, wireStateless, wireSession, wireSession}); len(g.d.Wires) > 1 && g.version[who] != want {
+		g.version[who] = want
+		g.add(Action{Kind: KSpeak, Client: who, Version: want})
 	}
 	op := g.newOp(ToolAsk, true)
 	first := g.call(who, op)
