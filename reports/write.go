@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -91,12 +92,30 @@ type SummaryScenario struct {
 // Exchange.RequestBody (json.RawMessage); Write stores it in
 // Exchange.RequestBodyText of the evidence instead. run itself is not
 // modified.
-func Write(dir string, run Run) error {
+func Write(dir string, run Run) error { return WriteWith(dir, run, nil) }
+
+// File is a file written into a report directory beside the report's own,
+// at Path (slash-separated, relative to the directory): explore's found
+// scenarios, say. It is published with the report, never apart from it.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// WriteWith is Write with extra files in the same directory, swapped in
+// with the report as one.
+func WriteWith(dir string, run Run, extra []File) error {
 	run = prepare(run)
 	names := fileNames(run.Scenarios)
 	files, summaryBytes, err := render(run, names)
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
+	}
+	for _, f := range extra {
+		if !fs.ValidPath(f.Path) || f.Path == SummaryFile {
+			return fmt.Errorf("reports: extra file %q: not a path inside the report", f.Path)
+		}
+		files = append(files, outFile{f.Path, f.Data})
 	}
 	if err := publish(dir, append(files, outFile{SummaryFile, summaryBytes})); err != nil {
 		return fmt.Errorf("reports: %w", err)

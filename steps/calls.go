@@ -57,6 +57,7 @@ func (w *world) newCall(who, tool, args, key string) (*wire.Call, error) {
 func (w *world) do(ctx context.Context, c *client, call *wire.Call) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.env.CallTimeout)
 	defer cancel()
+	w.noteMade(c, call)
 	inv := w.record(w.invokeOp(c, call))
 	wa, err := c.wire.CallTool(ctx, *call)
 	a := newAnswer(wa, err)

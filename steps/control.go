@@ -229,6 +229,9 @@ func waitsAt(ctx context.Context, who, point string) error {
 		if err != nil {
 			return fmt.Errorf("%s never reached %s: %w", who, point, err)
 		}
+		// The model knows the call is held here until the release: a
+		// retry meanwhile cannot come after its outcome.
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvWaiting, Point: point, Client: who})
 		return nil
 	case out := <-c.pending:
 		c.pending = nil

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -39,7 +40,7 @@ func registerDimensions(sc *godog.ScenarioContext) {
 	sc.Step(`^(\d+) clients split across every gateway URL call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once$`, func(ctx context.Context, n int, tool, args, key string) error {
 		return crowd(ctx, n, tool, args, key, true)
 	})
-	sc.Step(`^(\d+) seconds? pass(?:es)?$`, secondsPass)
+	sc.Step(`^(\d+(?:\.\d+)?) seconds? pass(?:es)?$`, secondsPass)
 	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" while the probe holds "([^"]*)"$`, callWhileHeld)
 }
 
@@ -97,14 +98,20 @@ func (w *world) otherURL(who string) (*wire.Client, error) {
 	return wc, nil
 }
 
-// maxWait bounds one real-time wait: every run of the suite pays it.
-const maxWait = 3 * time.Second
+// maxWait bounds one real-time wait: a scenario is a few seconds long,
+// and every run of the suite pays its waits.
+const maxWait = 10 * time.Second
 
-// secondsPass lets real time pass: the gateway's own clock is not moved,
-// so a promise kept only for a while (a finished key, an in-flight claim)
-// lapses as it would in production.
-func secondsPass(ctx context.Context, n int) error {
-	d := time.Duration(n) * time.Second
+// secondsPass lets real time pass: the gateway's own clock is not moved
+// (a frozen one stays where it is), so a promise kept only for a while (a
+// finished key, an in-flight claim) lapses as it would in production, and
+// explore's retries spread in time.
+func secondsPass(ctx context.Context, n string) error {
+	secs, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return fmt.Errorf("seconds %q: %w", n, err)
+	}
+	d := time.Duration(secs * float64(time.Second))
 	if d > maxWait {
 		return fmt.Errorf("a wait of %v: a scenario waits %v at most, the suite's time is every run's", d, maxWait)
 	}

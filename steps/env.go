@@ -75,6 +75,10 @@ type Env struct {
 	Settle time.Duration
 	// OnResult, when set, hears of each scenario as it finishes.
 	OnResult func(reports.Scenario)
+	// Stop, when set and true as a scenario is about to start, leaves it
+	// out of the run (no record at all): explore stops exploring at its
+	// first finding, or when its time is up, without ending the suite.
+	Stop func() bool
 
 	mu      sync.Mutex
 	results []reports.Scenario
@@ -110,6 +114,17 @@ func (e *Env) Control() *control.Client {
 		return nil
 	}
 	return e.Controls[0]
+}
+
+// TakeResults returns the evidence of every scenario run so far and
+// forgets it, with what the end-of-run recount would read again: a session
+// that runs several suites (explore's rounds) judges each on its own.
+func (e *Env) TakeResults() []reports.Scenario {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.results
+	e.results, e.counted, e.ledgers, e.finals = nil, nil, nil, nil
+	return out
 }
 
 // Results returns the evidence of every scenario run so far.

@@ -57,6 +57,7 @@ type world struct {
 	// counted are the probe-count checks, recounted once the probe settled:
 	// a dispatch that arrives after the check still fails the scenario.
 	counted    []countedCheck
+	made       []madeCall  // every call made, with its client, for the last step of a generated scenario
 	lastLedger *ledgerMark // the last ledger check, reread at the end of the run
 	finalMark  *ledgerMark // the wallet as the scenario settled, reread at the end of the run
 
@@ -377,6 +378,9 @@ func capabilityHint(capability string) string {
 // Register installs the hooks and steps for one scenario.
 func Register(sc *godog.ScenarioContext, env *Env) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
+		if env.Stop != nil && env.Stop() {
+			return ctx, godog.ErrSkip // no world: the scenario leaves no record
+		}
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		ctx = control.WithRecorder(ctx, w.addControl)
@@ -417,6 +421,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerCancel(sc)
 	registerRounds(sc)
 	registerDimensions(sc)
+	registerExplore(sc)
 }
 
 func newWorld(env *Env, p *godog.Scenario) *world {

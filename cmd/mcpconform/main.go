@@ -17,6 +17,7 @@ const usage = `mcpconform: conformance harness for metered MCP gateways (is tool
 Usage:
   mcpconform run     [flags]      run the scenarios against a target and write a report
   mcpconform doctor  [flags]      check a target's wiring and say what its missing capabilities cost
+  mcpconform explore [flags]      random scenarios of the suite's steps against a target; a violation shrunk and written out
   mcpconform list    [flags]      list scenario IDs, levels, tags and requirements
   mcpconform gateway [flags]      run the bundled reference gateway
   mcpconform bugs                 list the reference gateway's bug switches
@@ -53,6 +54,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "explore":
+		return exploreCmd(ctx, args[1:], stdout, stderr)
 	case "list":
 		return listCmd(args[1:], stdout, stderr)
 	case "gateway":

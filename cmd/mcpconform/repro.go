@@ -22,13 +22,9 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	var cfg runner.Config
 	var bugs stringList
-	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
-	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target")
-	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL)")
-	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
-	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
+	targetFlags(fs, &cfg, &bugs)
+	featuresDir := fs.String("features", "", "take the scenario from the *.feature files in this directory instead of the bundled suite (explore's found/, say)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
-	peerFlags(fs, &cfg) // a gateway's upstream pinned at a probe, as for run
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform repro ID [flags] --out DIR\n\n"+
@@ -66,11 +62,15 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case cfg.Out == "":
 		fmt.Fprintln(stderr, "mcpconform repro: --out DIR is required")
 		return 2
-	case cfg.Target != "reference" && cfg.Profile == "":
-		fmt.Fprintln(stderr, "mcpconform repro: a URL target needs --profile")
+	}
+	if !setUpTarget("repro", &cfg, bugs, *verbose, stderr) {
 		return 2
 	}
-	entries, err := catalog.Load(features.FS)
+	cfg.Features = features.FS
+	if *featuresDir != "" {
+		cfg.Features = os.DirFS(*featuresDir)
+	}
+	entries, err := catalog.Load(cfg.Features)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)
 		return 2
@@ -80,17 +80,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mcpconform repro: no scenario with ID %q (see mcpconform list)\n", id)
 		return 2
 	}
-	cfg.IDs, cfg.Bugs = []string{id}, bugs
-	cfg.Progress = stderr
-	if *verbose {
-		cfg.Log = stderr
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform repro: find own binary: %v\n", err)
-		return 2
-	}
-	cfg.Binary = exe
+	cfg.IDs = []string{id}
 	out, err := runner.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpconform repro: %v\n", err)

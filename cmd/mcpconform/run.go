@@ -25,11 +25,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cfg runner.Config
 	var bugs, ids stringList
-	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
-	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target: key placement, reasons, credentials, capabilities")
-	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL, else dockertest)")
-	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
-	fs.Var(&bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
+	targetFlags(fs, &cfg, &bugs)
+	featuresDir := fs.String("features", "", "run the scenarios of the *.feature files in this directory instead of the bundled suite (explore's found/, say)")
 	fs.StringVar(&cfg.Tags, "tags", "", "tag expression selecting scenarios, Cucumber's syntax (\"@must and not @needs-clock\", \"(@a or @b) and @c\") or godog's (\"@must && ~@needs-clock\", \"@a,@b\")")
 	fs.Var(&ids, "id", "run only this scenario ID (repeatable)")
 	fs.BoolVar(&cfg.Strict, "strict", false, "accepted for older scripts; a run with a @must check of its level not observed is never exit 0 anyway")
@@ -38,8 +35,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")
 	fs.StringVar(&cfg.ExpectedFailures, "expected-failures", "", "waiver file: a scenario ID and its reason a line; a waived scenario that passes fails the run")
 	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, report.html and evidence")
-	peerFlags(fs, &cfg)
-	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
+	settleFlag(fs, &cfg)
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	fs.Usage = func() {
@@ -64,41 +60,84 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform run: --concurrency %d: twin scenarios need at least 2 concurrent clients\n", cfg.Concurrency)
 		return 2
 	}
-	if cfg.Target != "reference" && cfg.Profile == "" {
-		fmt.Fprintln(stderr, "mcpconform run: a URL target needs --profile (see drivers/target/testdata/profile.example.json)")
+	if !setUpTarget("run", &cfg, bugs, *verbose, stderr) {
 		return 2
 	}
-	cfg.Bugs, cfg.IDs = bugs, ids
+	cfg.IDs = ids
+	if *featuresDir != "" {
+		cfg.Features = os.DirFS(*featuresDir)
+	}
+	start := time.Now()
+	out, err := runner.Run(ctx, cfg)
+	if err != nil {
+		return runError(ctx, "run", err, *format, stdout, stderr)
+	}
+	if !printRun("run", out, *format, stdout, stderr) {
+		return runner.ExitSetup
+	}
+	if cfg.Out != "" {
+		fmt.Fprintf(stderr, "report: %s/report.html (%.1fs)\n", cfg.Out, time.Since(start).Seconds())
+	}
+	return out.Code
+}
+
+// targetFlags are the flags that say what a command tests and how the
+// reference gateway starts: run, repro and explore take them alike.
+func targetFlags(fs *flag.FlagSet, cfg *runner.Config, bugs *stringList) {
+	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
+	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target: key placement, reasons, credentials, capabilities")
+	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL, else dockertest)")
+	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
+	fs.Var(bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
+	peerFlags(fs, cfg) // a gateway's upstream pinned at a probe
+}
+
+// setUpTarget completes a configuration from targetFlags: a URL target
+// needs its profile, the reference starts from this very binary. It says
+// why not on stderr and returns false when the command cannot go on.
+func setUpTarget(cmd string, cfg *runner.Config, bugs stringList, verbose bool, stderr io.Writer) bool {
+	if cfg.Target != "reference" && cfg.Profile == "" {
+		fmt.Fprintf(stderr, "mcpconform %s: a URL target needs --profile (see drivers/target/testdata/profile.example.json)\n", cmd)
+		return false
+	}
+	cfg.Bugs = bugs
 	cfg.Progress = stderr
-	if *verbose {
+	if verbose {
 		cfg.Log = stderr
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform run: find own binary: %v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "mcpconform %s: find own binary: %v\n", cmd, err)
+		return false
 	}
 	cfg.Binary = exe
-	start := time.Now()
-	out, err := runner.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpconform run: %v\n", err)
-		result, code := "ERROR", runner.ExitSetup
-		if ctx.Err() != nil {
-			result, code = reports.RunInterrupted, runner.ExitInterrupted
-		}
-		if *format == reports.FormatJSONL {
-			reports.PrintJSONLError(stdout, result, err.Error())
-		} else if *format == reports.FormatGitHub {
-			reports.PrintGitHubError(stdout, result, err.Error())
-		}
-		return code
+	return true
+}
+
+// runError reports a run that ended in an error (set-up, or interrupted)
+// as --format asks, and returns its exit code.
+func runError(ctx context.Context, cmd string, err error, format string, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "mcpconform %s: %v\n", cmd, err)
+	result, code := "ERROR", runner.ExitSetup
+	if ctx.Err() != nil {
+		result, code = reports.RunInterrupted, runner.ExitInterrupted
 	}
-	switch *format {
+	if format == reports.FormatJSONL {
+		reports.PrintJSONLError(stdout, result, err.Error())
+	} else if format == reports.FormatGitHub {
+		reports.PrintGitHubError(stdout, result, err.Error())
+	}
+	return code
+}
+
+// printRun writes a finished run to stdout as --format asks; false when
+// it could not (exit 2).
+func printRun(cmd string, out runner.Outcome, format string, stdout, stderr io.Writer) bool {
+	switch format {
 	case reports.FormatJSONL:
 		if err := reports.PrintJSONL(stdout, out.Run); err != nil {
-			fmt.Fprintf(stderr, "mcpconform run: %v\n", err)
-			return runner.ExitSetup
+			fmt.Fprintf(stderr, "mcpconform %s: %v\n", cmd, err)
+			return false
 		}
 	case reports.FormatGitHub:
 		reports.PrintGitHub(stdout, out.Run, "features")
@@ -107,10 +146,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "tested: %s\n\n", reports.Subject(out.Run))
 		reports.PrintSummary(stdout, out.Run)
 	}
-	if cfg.Out != "" {
-		fmt.Fprintf(stderr, "report: %s/report.html (%.1fs)\n", cfg.Out, time.Since(start).Seconds())
-	}
-	return out.Code
+	return true
 }
 
 const runUsage = `Usage: mcpconform run [flags]
@@ -142,6 +178,11 @@ Exit codes:
 
 Flags:
 `
+
+// settleFlag is how long a scenario's effects get to show.
+func settleFlag(fs *flag.FlagSet, cfg *runner.Config) {
+	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
+}
 
 // peerFlags are the flags of the harness-owned peers a target talks to: the
 // upstream probe and the identity provider.

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/explore"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
 )
@@ -25,6 +26,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	markdown := fs.Bool("markdown", false, "print the catch table as Markdown")
 	var only stringList
 	fs.Var(&only, "bug", "run only this bug switch (repeatable; in the wire modes, one the mode lists)")
+	withExplore := fs.Bool("explore", false, "hold explore to the bug switches instead of the suite: explore the reference once per switch with its default budget, and print which it caught, by which harm, in which scenario and how soon")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n")
@@ -42,6 +44,9 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	cfg.Binary, cfg.Concurrency = exe, 64
+	if *withExplore {
+		return exploreSelfTest(ctx, cfg, *mode, only, *markdown, stdout, stderr)
+	}
 	progress := func(c reports.Catch) {
 		fmt.Fprintf(stderr, "%s: failed %s\n", c.Bug, strings.Join(c.CaughtBy, " "))
 	}
@@ -134,4 +139,56 @@ func catchFault(c reports.Catch, collateral []string) string {
 		why = append(why, "recheck contradicts "+strings.Join(c.Contradicted, " "))
 	}
 	return strings.Join(why, "; ")
+}
+
+// exploreSelfTest is selftest --explore: a row per bug switch of the mode
+// saying whether explore, with its default budget, caught it by a check of
+// the bug's harm (bugmap.Harms), and after how many scenarios and seconds.
+func exploreSelfTest(ctx context.Context, cfg runner.Config, mode string, only []string, markdown bool, stdout, stderr io.Writer) int {
+	ecfg := explore.Config{Run: cfg, Seed: cfg.Seed}
+	ecfg.Run.Seed = 0
+	progress := func(c explore.Catch) {
+		state := "caught"
+		if !c.Caught {
+			state = "NOT CAUGHT: " + c.Why
+		}
+		fmt.Fprintf(stderr, "%s (%s): %s\n", c.Bug, c.Mode, state)
+	}
+	table, err := explore.SelfTest(ctx, ecfg, mode, only, progress)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpconform selftest: %v\n", err)
+		return 2
+	}
+	ok := true
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if markdown {
+		fmt.Fprintln(stdout, "| bug switch | mode | caught | harm (check kind) | scenario | seconds |")
+		fmt.Fprintln(stdout, "|---|---|---|---|---|---|")
+	} else {
+		fmt.Fprintln(tw, "BUG\tMODE\tCAUGHT\tHARM (KIND)\tSCENARIO\tSECONDS")
+	}
+	for _, c := range table {
+		ok = ok && c.Caught
+		caught, harm := "yes", fmt.Sprintf("%s (%s)", c.Harm, c.Kind)
+		if !c.Caught {
+			caught = "NO: " + c.Why
+		}
+		if c.Harm == "" {
+			harm = "-"
+		}
+		run := fmt.Sprintf("%d of %d", c.Run, c.Explored)
+		if c.Run == 0 {
+			run = fmt.Sprintf("- of %d", c.Explored)
+		}
+		if markdown {
+			fmt.Fprintf(stdout, "| `%s` | %s | %s | %s | %s | %.1f |\n", c.Bug, c.Mode, caught, harm, run, c.Seconds)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\n", c.Bug, c.Mode, caught, harm, run, c.Seconds)
+	}
+	tw.Flush()
+	if !ok {
+		return 1
+	}
+	return 0
 }

@@ -22,6 +22,23 @@ import (
 // profile (func(map[string]any)) before the run.
 func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, edits ...any) runner.Outcome {
 	t.Helper()
+	cfg := vendorTarget(t, mode, edits...)
+	cfg.Seed, cfg.Concurrency, cfg.ExpectedFailures = 3, 64, waivers
+	out, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Run.Scenarios {
+		t.Logf("%-10s %-16s %s", s.ID, s.Verdict, firstLine(s.Reason))
+	}
+	return out
+}
+
+// vendorTarget starts internal/vendorgw behind a probe of its own and
+// returns the configuration that points a run (or explore) at it through a
+// profile, as a vendor would.
+func vendorTarget(t *testing.T, mode vendorgw.Mode, edits ...any) runner.Config {
+	t.Helper()
 	pr, err := probe.Start(probe.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -70,15 +87,7 @@ func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, edits ...any) r
 		}
 	}
 	prof := writeProfile(t, p)
-	out, err := runner.Run(context.Background(), runner.Config{Target: gw.URL(), Profile: prof, ProbeURL: "http://" + pr.Addr(),
-		Seed: 3, Concurrency: 64, ExpectedFailures: waivers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range out.Run.Scenarios {
-		t.Logf("%-10s %-16s %s", s.ID, s.Verdict, firstLine(s.Reason))
-	}
-	return out
+	return runner.Config{Target: gw.URL(), Profile: prof, ProbeURL: "http://" + pr.Addr()}
 }
 
 func firstLine(s string) string {

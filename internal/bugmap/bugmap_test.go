@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/bugs"
 )
 
@@ -109,6 +110,26 @@ func TestEveryScenarioHasACatcher(t *testing.T) {
 	for id := range caught {
 		if _, ok := known[id]; !ok {
 			t.Errorf("catcher %q is not a scenario", id)
+		}
+	}
+}
+
+// Every switch names the harm explore must catch it by, and only switches
+// that exist are named.
+func TestEveryBugHasAHarm(t *testing.T) {
+	for _, b := range bugs.All {
+		if len(Harms[b.Name]) == 0 {
+			t.Errorf("bug %s: no harm named for explore to catch it by", b.Name)
+		}
+	}
+	for name, hs := range Harms {
+		if bugs.Lookup(name) == nil {
+			t.Errorf("harms listed for unknown bug %q", name)
+		}
+		for _, h := range hs {
+			if h.Rank() == len(judge.Harms) {
+				t.Errorf("bug %s: %q is not a harm the model names", name, h)
+			}
 		}
 	}
 }

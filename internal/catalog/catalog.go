@@ -41,10 +41,11 @@ type Step struct {
 	Line    int64  `json:"line"`
 }
 
-// idTag is a scenario ID: an area and a number (retry-01), and for a
+// idTag is a scenario ID: an area and a number (retry-01); for a
 // combination of another scenario with a dimension it does not vary, that
-// scenario's ID and the dimension (iga-01-stateless, twins-04-keyed).
-var idTag = regexp.MustCompile(`^@([a-z]+-\d+[a-z]?(?:-[a-z]+)*)$`)
+// scenario's ID and the dimension (iga-01-stateless, twins-04-keyed); and
+// for a scenario explore wrote, its seed and number (explore-<seed>-<n>).
+var idTag = regexp.MustCompile(`^@([a-z]+(?:-\d+)+[a-z]?(?:-[a-z]+)*)$`)
 
 // Load parses every *.feature file of fsys and checks the catalog's own rules:
 // each scenario has exactly one ID tag, unique across the suite, one level tag,

@@ -211,6 +211,13 @@ const (
 	EnvTool        = "tool"        // a tool the scenario uses: Tool, Role, Price
 	EnvCrash       = "crash"       // a gateway process was killed
 	EnvEntitlement = "entitlement" // Principal's entitlement to Tool changed: On
+	// EnvDecide: from here the harness retries every operation until it is
+	// decided, so the model requires each to end decided (Options.Decided).
+	EnvDecide = "retried-until-decided"
+	// EnvWaiting: the call in flight of Client was seen waiting at the
+	// pause at Point (the control API said so): it does nothing more until
+	// that pause is released.
+	EnvWaiting = "waiting"
 )
 
 // EnvValue is the value of a FEnv event.
@@ -230,6 +237,7 @@ type EnvValue struct {
 	Wallet           string     `json:"wallet,omitempty"`
 	Balance          *int64     `json:"balance,omitempty"`
 	On               bool       `json:"on,omitempty"`
+	Client           string     `json:"client,omitempty"` // EnvWaiting's client, as the calls' process names it
 }
 
 // Dispatch is one call the upstream probe received.

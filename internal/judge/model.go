@@ -22,6 +22,11 @@ const (
 	ReasonCapabilities    = "client_capabilities_missing"
 )
 
+// finalForCaller are the refusals that, where the contract allows them,
+// stay the answer to every later call of the caller: an operation ending
+// in one is decided for it, though whether it ran may stay unknown.
+var finalForCaller = map[string]bool{ReasonPrincipalDenied: true, ReasonPrincipalBad: true, ReasonUnknownTool: true, ReasonFunds: true}
+
 // retryableReasons are the refusals a client may send again unchanged.
 var retryableReasons = map[string]bool{ReasonInProgress: true, ReasonDispatchFailed: true, ReasonResponseFailed: true}
 
@@ -90,6 +95,10 @@ func Model(ops []Op, opts ...Options) []Check {
 		o = opts[0]
 	}
 	m := newModel(ops)
+	// A history in which the harness retried every operation until decided
+	// (explore's last step) says so, so every judge of it (the run, recheck,
+	// bundle verify) requires the same.
+	o.Decided = o.Decided || m.since(forever, EnvDecide, func(EnvValue) bool { return true })
 	var out []Check
 	out = append(out, m.answers()...)
 	out = append(out, m.dispatchChecks()...)
@@ -102,7 +111,8 @@ func Model(ops []Op, opts ...Options) []Check {
 
 // mcall is one call of the history: its invoke and its outcome.
 type mcall struct {
-	inv, out   int // event indexes; out -1 while unanswered
+	inv, out   int    // event indexes; out -1 while unanswered
+	proc       string // the client (the events' process) that made it
 	v          CallValue
 	a          CallValue // the outcome's value
 	typ        string    // the outcome's type, "" unanswered
@@ -168,6 +178,9 @@ type mop struct {
 	wallet     string
 	price      int64
 	priced     bool
+	// next is the operation the same unkeyed call started anew once this
+	// one's window had passed, nil when none did.
+	next *mop
 }
 
 // ran says a call of the operation got a result.
@@ -206,6 +219,14 @@ type model struct {
 	env    []envAt
 	reads  map[string]ledgerAt // the last final read of each wallet
 	prices map[string]int64    // tool -> price, from the scenario's tools
+	raws   []rawAt             // the answers to raw bodies
+}
+
+// rawAt is the answer to a raw body a client sent.
+type rawAt struct {
+	i       int
+	process string
+	status  int
 }
 
 type envAt struct {
@@ -243,13 +264,20 @@ func newModel(ops []Op) *model {
 			if json.Unmarshal(op.Value, &r) == nil {
 				reads = append(reads, ledgerAt{i, r})
 			}
+		case FRaw:
+			// A raw body is no operation, but its answer is an answer: an
+			// HTTP 5xx is never one the client can act on.
+			var v CallValue
+			if op.Type != Invoke && json.Unmarshal(op.Value, &v) == nil {
+				m.raws = append(m.raws, rawAt{i, op.Process, v.Status})
+			}
 		case FCall:
 			var v CallValue
 			if json.Unmarshal(op.Value, &v) != nil {
 				continue
 			}
 			if op.Type == Invoke {
-				c := &mcall{inv: i, out: -1, v: v, start: op.Time, end: forever}
+				c := &mcall{inv: i, out: -1, proc: op.Process, v: v, start: op.Time, end: forever}
 				// The arguments as they were recorded: decoded into any, their
 				// numbers would lose how they were written, and repeated
 				// members all but one.
@@ -274,6 +302,9 @@ func newModel(ops []Op) *model {
 				continue
 			}
 			c.out, c.a, c.typ, c.end = i, v, op.Type, op.Time
+			if c.v.Wire == "" {
+				c.v.Wire = v.Wire // the version the client spoke, which its answer records
+			}
 			q := open[op.Process]
 			for k, x := range q {
 				if x == c {
@@ -343,6 +374,8 @@ func (m *model) refusesUnkeyed(c *mcall) string {
 	switch {
 	case c.v.Role == RoleReadOnly || c.v.Role == RoleApproval:
 		return ReasonKeyRequired
+	case c.v.Permit != "":
+		return "" // the permit names the operation: no derived key to turn off
 	case m.facts.Policy == PolicyRefuse:
 		return ReasonKeyRequired
 	}
@@ -398,9 +431,17 @@ func (m *model) group() {
 		}
 		if o == nil {
 			o = newOp(c)
+			if prev := slots[c.slot]; len(prev) > 0 {
+				prev[len(prev)-1].next = o
+			}
 			slots[c.slot] = append(slots[c.slot], o)
-			if !unkeyed {
-				k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
+			// A key names one operation of its caller and tool; an
+			// explicit permit, with no key, names one operation too.
+			k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
+			if unkeyed {
+				k = "permit|" + c.v.Permit
+			}
+			if !unkeyed || c.v.Permit != "" {
 				if first, ok := firstOfKey[k]; ok && first != o {
 					o.reuseOf = first
 				} else {
@@ -446,24 +487,10 @@ func outcomeOf(o *mop) *mcall {
 }
 
 // newUnkeyedOp says an unkeyed call starts a new operation rather than
-// retrying o: only once o is idle (no call of it running) and its window
-// has passed on the gateway clock, and then only if the answer is not o's
-// outcome served again (a replay past the window is allowed too).
+// retrying o: only where it may (mayBeAnew), and then only if the answer is
+// not o's outcome served again (a replay past the window is allowed too).
 func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
-	for _, d := range o.calls {
-		if d.end.After(c.start) {
-			return false // o is running: a retry joins it, whatever its age
-		}
-	}
-	w, known := m.window(c.start)
-	if !known {
-		w = unknownWindow
-	}
-	first := o.calls[0]
-	if m.gatewayTime(c.start).Sub(m.gatewayTime(first.start)) < w {
-		return false
-	}
-	if !c.result() {
+	if !m.mayBeAnew(o, c) || !c.result() {
 		return false
 	}
 	for _, d := range o.calls {
@@ -472,6 +499,20 @@ func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
 		}
 	}
 	return true
+}
+
+// mayBeAnew says an unkeyed call of o's may start a new operation: o may
+// have ended before c took effect, and o's window had passed on the
+// gateway clock.
+func (m *model) mayBeAnew(o *mop, c *mcall) bool {
+	if c.keyed() || c.v.Permit != "" || !c.end.After(m.earliestDone(o, c)) {
+		return false // o was running for the whole of c: a retry joins it, whatever its age
+	}
+	w, known := m.window(c.start)
+	if !known {
+		w = unknownWindow
+	}
+	return m.gatewayTime(c.start).Sub(m.gatewayTime(o.calls[0].start)) >= w
 }
 
 // violation builds a model check of a deviation.
@@ -511,6 +552,14 @@ func (m *model) answers() []Check {
 					fmt.Sprintf("the result of %s is valid for %s", c.name(), c.v.Wire),
 					"a final result: "+c.v.Wire+" has no input-required results", answerShape(c), c.out))
 			}
+		}
+	}
+	for _, r := range m.raws {
+		answered++
+		if r.status >= 500 {
+			out = append(out, violation(KindAnswer, Args("raw", r.i), CapWire, HarmWrongRefusal,
+				fmt.Sprintf("the raw body %s sent is answered as the contract allows", r.process),
+				"an answer the client can act on: a refusal below HTTP 500", fmt.Sprintf("HTTP %d", r.status), r.i))
 		}
 	}
 	out = append(out, m.crossOperation(flagged)...)
@@ -612,11 +661,12 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
 	}
-	if c.keyed() {
-		for _, d := range m.calls {
-			if d != c && d.v.Key == c.v.Key && d.start.Before(c.end) && (d.fp != c.fp || d.v.Tool != c.v.Tool || d.scope != c.scope) {
-				a[ReasonKeyReused] = true
-			}
+	for _, d := range m.calls {
+		if d == c || !d.start.Before(c.end) || (d.fp == c.fp && d.v.Tool == c.v.Tool && d.scope == c.scope) {
+			continue
+		}
+		if (c.keyed() && d.v.Key == c.v.Key) || (!c.keyed() && !d.keyed() && c.v.Permit != "" && d.v.Permit == c.v.Permit) {
+			a[ReasonKeyReused] = true
 		}
 	}
 	if c.v.Principal != "" && m.since(c.end, EnvRevoke, func(e EnvValue) bool { return e.Principal == c.v.Principal }) {
@@ -644,10 +694,16 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	for _, e := range m.env {
 		clockMoved = clockMoved || (e.env.Kind == EnvClock && e.t.After(c.start) && e.t.Before(c.end))
 	}
-	if faulted || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
+	// A failure armed (fail, drop_response) may fail any call of its tool
+	// that meets it; a pause fails none but, at most, the call it held.
+	failing := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool {
+		return e.Action != "pause" && (e.Tool == "" || e.Tool == c.v.Tool)
+	})
+	pausedHere := m.since(c.end, EnvWaiting, func(e EnvValue) bool { return e.Client == c.proc }) && faulted
+	if failing || pausedHere || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
 		a[ReasonDispatchFailed] = true
 	}
-	if faulted {
+	if failing || pausedHere {
 		a[ReasonResponseFailed] = true
 	}
 	if c.v.Permit != "" {
@@ -678,6 +734,11 @@ func (m *model) lowFunds(c *mcall) bool {
 			left -= o.price
 		}
 	}
+	if o := c.op; o.calls[0] != c && m.mayBeAnew(o, c) && o.mayHaveRunBefore(c.start) {
+		// Past its window the call may be a new operation, which o's own
+		// charge leaves less to pay for.
+		left -= o.price
+	}
 	return left < c.op.price
 }
 
@@ -707,6 +768,11 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmWrongRefusal, fmt.Sprintf("%q not marked retryable: the same call is refused again", meaning))
 		}
 		return nil
+	case c.inputRound() && c.op.outcome != nil && c.op.outcome.end.Before(c.start):
+		// A round of a multi-round call sent again once the call finished
+		// is answered with its final result (docs/wire.md), never asked
+		// again for input it was given.
+		return bad(HarmLostOutcome, fmt.Sprintf("its final result served again: receipt %q", c.op.outcome.a.Receipt), c.op.outcome.out)
 	case !c.result():
 		return nil
 	}
@@ -732,14 +798,91 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmLostOutcome, what+fmt.Sprintf(": receipt %q", first.a.Receipt), first.out)
 		}
 	}
+	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {
+		// The probe answers every dispatch with its token, and this target
+		// hands that answer on: a result without it is none the tool gave.
+		return bad(HarmLostOutcome, "the tool's result, which carries the probe's answer (every other result here does): this is a result the tool never produced")
+	}
 	if first := o.outcome; first == c {
 		for _, e := range m.env {
-			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) {
+			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) && !o.mayHaveRunBefore(e.t) {
 				return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s, or an outcome stored before the tool was removed: a removed tool starts no work", ReasonUnknownTool), e.i)
 			}
 		}
 	}
 	return nil
+}
+
+// mayHaveRunBefore says a call of the operation made before t may have
+// run it (its answer was lost, or said the tool ran and the answer failed):
+// its stored outcome may be the first result a later call gets.
+func (o *mop) mayHaveRunBefore(t time.Time) bool {
+	for _, c := range o.calls {
+		if c.start.Before(t) && !c.ranNothing() {
+			return true
+		}
+	}
+	return false
+}
+
+// earliestDone is the earliest time o's outcome may have been stored, as
+// far as the history tells, leaving call c out: each call that may have
+// run o took effect somewhere between its start and its answer (the
+// answer may still be on its way when another call begins: a gateway that
+// finished o a moment before that call took effect is right to treat it
+// as past o), and not before the release of a pause it was seen waiting at.
+func (m *model) earliestDone(o *mop, c *mcall) time.Time {
+	done := forever
+	for _, d := range o.calls {
+		if d == c || d.ranNothing() {
+			continue
+		}
+		at := d.start
+		for _, e := range m.env {
+			if e.env.Kind == EnvWaiting && e.env.Client == d.proc && e.t.After(d.start) && e.t.Before(d.end) && !afterOutcome[e.env.Point] {
+				if r := m.releaseOf(e); r.After(at) {
+					at = r
+				}
+			}
+		}
+		if d.end.Before(at) {
+			at = d.end // it answered: its effect is behind it
+		}
+		if at.Before(done) {
+			done = at
+		}
+	}
+	return done
+}
+
+// servesProbe says the target's results carry the probe's answers: some
+// result of the history does, where the probe is behind the tools. A
+// target that strips them everywhere is judged without them.
+func (m *model) servesProbe() bool {
+	if !m.facts.Has(CapUpstream) {
+		return false
+	}
+	for _, c := range m.calls {
+		if c.result() && c.a.Served != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// afterOutcome are the fault points (docs/control-api.md) a call reaches
+// once its operation's outcome is stored: held there, it has done its part.
+var afterOutcome = map[string]bool{"dispatch.after": true}
+
+// releaseOf is when the pause a call was seen waiting at was released
+// (forever when the history never says).
+func (m *model) releaseOf(waiting envAt) time.Time {
+	for _, e := range m.env {
+		if e.i > waiting.i && e.env.Kind == EnvRelease && e.env.Point == waiting.env.Point {
+			return e.t
+		}
+	}
+	return forever
 }
 
 func (o *mop) running(t time.Time) bool {
@@ -1073,8 +1216,14 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		var rows []string
 		for rc, d := range debits {
 			if o := owner[rc]; o != nil {
-				if o.wallet != wallet {
+				switch {
+				case o.wallet != wallet:
 					add(HarmWrongAmount, fmt.Sprintf("no charge to this wallet for %s, another wallet's call", o.calls[0].name()), fmt.Sprintf("debits %v under receipt %s", d, rc))
+				case o.ran() && o.outcome.a.Receipt != rc && sum(d) != sum(refunds[rc]):
+					// A receipt a later answer of the operation carries: a
+					// second charge for it, under another name.
+					add(HarmDoubleCharge, fmt.Sprintf("one charge for the operation of %s, under its receipt %s", o.calls[0].name(), o.outcome.a.Receipt),
+						fmt.Sprintf("debits %v also under receipt %s, which another answer of it carries", d, rc))
 				}
 				continue
 			}
@@ -1127,10 +1276,19 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 func (m *model) decided() []Check {
 	var out []Check
 	for _, o := range m.mops {
-		if o.ran() || !o.mayRun() {
+		if o.ran() || !o.mayRun() || o.next != nil {
+			// An unkeyed operation its window outlived and a later call
+			// started anew: what became of it the client can no longer
+			// learn, rightly; the later one is held to the rule.
 			continue
 		}
 		last := o.calls[len(o.calls)-1]
+		if last.refusal() && finalForCaller[last.meaning()] && m.allowed(last)[last.meaning()] {
+			// The caller may never learn the outcome, rightly: a revoked
+			// principal gets no stored result, a removed tool need not
+			// serve one, a wallet that cannot pay runs nothing new.
+			continue
+		}
 		out = append(out, violation(KindDecided, Args("op", o.calls[0].inv), CapWire, HarmLostOutcome,
 			fmt.Sprintf("the operation of %s is decided once retried", o.calls[0].name()),
 			"a result, or a refusal that says nothing ran, once its calls stopped and it was retried",

@@ -69,6 +69,8 @@ func (h *hist) read(r LedgerRead) {
 
 func price(p int64) *int64 { return &p }
 
+func timeP(t time.Time) *time.Time { return &t }
+
 var (
 	full  = Facts{Policy: PolicyDerived, WindowSeconds: 120, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
 	write = CallValue{Tool: "write", Token: "op1", Key: "k1", Arguments: map[string]any{"token": "op1"}, Role: "write", Price: price(3)}
@@ -346,6 +348,128 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.read(LedgerRead{Baseline: 100, Balance: 96, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
 		}, []string{"ledger/wrong-amount"}},
+		// explore-3-3 (seed 3, reference on SQLite): A held at fence.read
+		// past its window; once released, A's operation ends a moment
+		// before B's overlapping call takes effect, which, past the
+		// window, may start the operation anew.
+		{"an unkeyed call overlapping the end of an operation past its window", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.env(EnvValue{Kind: EnvWaiting, Point: "fence.read", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.env(EnvValue{Kind: EnvRelease, Point: "fence.read"})
+			b := h.call("B", unkeyed(write))
+			h.dispatch("op1")
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+			h.dispatch("op1")
+			h.answer("B", b, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r2", Digest: "d2", Served: "op1"})
+		}, nil},
+		// explore-4-3 (seed 4): A waits at dispatch.after, its outcome
+		// stored; past the window B's call is a new operation.
+		{"an unkeyed call while an operation past its window waits after its outcome", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvWaiting, Point: "dispatch.after", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.result("B", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.after"})
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, nil},
+		// explore-15-1 (seed 15): past the window a retry may be a new
+		// operation, which the wallet, having paid for the first, cannot.
+		{"an unkeyed retry past its window the wallet cannot pay for", func(h *hist) {
+			h.env(EnvValue{Kind: EnvWallet, Balance: price(5)})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.refused("A", unkeyed(write), ReasonFunds, false)
+		}, nil},
+		{"an unkeyed retry inside its window refused for funds", func(h *hist) {
+			h.env(EnvValue{Kind: EnvWallet, Balance: price(5)})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", unkeyed(write), ReasonFunds, false)
+		}, []string{"answer/wrong-refusal"}},
+		// explore-14-9 (seed 14): an explicit permit with no key names one
+		// operation; other arguments under it are a reuse of it.
+		{"an explicit permit used again with other arguments", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), ReasonKeyReused, false)
+		}, nil},
+		{"an explicit permit used again with other arguments runs again", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
+			h.dispatch("op2")
+		}, []string{"answer/wrong-refusal"}},
+		// explore-20-3 (seed 20): window 0 turns derived keys off; an
+		// explicit permit still names its operation, replayed.
+		{"an explicit permit's operation replayed with the window at 0", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("A", permit, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvSetting, WindowSeconds: price(0)})
+			h.result("A", permit, "r1", "d1")
+		}, nil},
+		{"a multi-round call asks again for input once it finished", func(h *hist) {
+			ask := with(write, func(v *CallValue) { v.Role = RoleAsk; v.Wire = "2026-07-28" })
+			inv := h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
+			h.result("A", ask, "r1", "d1")
+			h.dispatch("op1")
+			inv = h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
+		}, []string{"answer/lost-outcome"}},
+		// The harness records the protocol version on the answer, not the
+		// call (replay-resulttype-missing was never seen by the model).
+		{"a 2026-07-28 result without resultType, the version on the answer", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Wire: "2026-07-28"})
+			h.dispatch("op1")
+		}, []string{"shape/protocol-shape"}},
+		// removed-tool-takeover: a pause holds one call; another, of a
+		// removed tool, is answered dispatch_failed, which nothing failed.
+		{"a call refused dispatch_failed while another is held at a pause", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "reserve.done", Action: "pause", Tool: "write"})
+			a := h.call("A", write)
+			h.env(EnvValue{Kind: EnvWaiting, Point: "reserve.done", Client: "A"})
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.refused("B", write, ReasonDispatchFailed, true)
+			h.env(EnvValue{Kind: EnvRelease, Point: "reserve.done"})
+			h.answer("A", a, Info, CallValue{Tool: "write", Token: "op1", Reason: ReasonInProgress, Retryable: true, Status: 200})
+		}, []string{"answer/wrong-refusal"}},
+		// rounds-to-legacy-client: an empty success of a tool that never ran.
+		{"a result without the probe's answer where the others carry it", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			inv := h.call("A", with(write, func(v *CallValue) { v.Token, v.Key = "op2", "k2" }))
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op2", Receipt: "r2", Digest: "d2"})
+		}, []string{"answer/lost-outcome"}},
+		{"a raw body answered HTTP 500", func(h *hist) {
+			h.add("A", Invoke, FRaw, map[string]int{"bytes": 10})
+			h.add("A", Fail, FRaw, CallValue{Status: 500, Reason: "parse_error"})
+		}, []string{"answer/wrong-refusal"}},
+		// window-04: the same, B answered while A still waits: B joins A.
+		{"an unkeyed call while an operation past its window waits", func(h *hist) {
+			a := h.call("A", unkeyed(write))
+			h.env(EnvValue{Kind: EnvWaiting, Point: "dispatch.before", Client: "A"})
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.result("B", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.before"})
+			h.dispatch("op1")
+			h.answer("A", a, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"an operation charged again under the receipt of a later answer", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r2"}}})
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch", "ledger/double-charge"}},
 		{"a removed tool starts work", func(h *hist) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.result("A", write, "r1", "d1")
@@ -357,6 +481,23 @@ func TestModel(t *testing.T) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.result("A", write, "r1", "d1")
 		}, nil},
+		// explore-1-1 (seed 1, reference on SQLite): the tool ran, its
+		// answer failed after dispatch, the tool was removed; the retry
+		// is the stored outcome, the first result the client sees.
+		{"a removed tool serves the outcome a failed answer stored", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonResponseFailed, true)
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+		}, nil},
+		{"a removed tool runs an operation refused before its removal", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.before", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHist(full)
@@ -416,5 +557,54 @@ func TestModelDecided(t *testing.T) {
 	}
 	if got := violations(Model(h.ops)); len(got) != 0 {
 		t.Errorf("violations %q without Decided", got)
+	}
+	// The harness's mark in the history asks for the same.
+	h.env(EnvValue{Kind: EnvDecide})
+	if got := violations(Model(h.ops)); strings.Join(got, ",") != "decided/lost-outcome" {
+		t.Errorf("violations %q with the history marked, want the stuck operation", got)
+	}
+}
+
+// explore-3-2 (seed 3, reference on SQLite): a principal's answer was
+// lost, the principal was revoked, and every retry is refused: the
+// operation stays unknown to it, rightly, and is decided for it.
+func TestModelDecidedForTheCaller(t *testing.T) {
+	alice := with(write, func(v *CallValue) { v.Principal = "alice" })
+	for _, tc := range []struct {
+		name  string
+		lost  CallValue // the call whose answer was lost
+		build func(h *hist)
+		want  string
+	}{
+		{"revoked", alice, func(h *hist) {
+			h.env(EnvValue{Kind: EnvRevoke, Principal: "alice"})
+			h.refused("alice", alice, ReasonPrincipalDenied, false)
+		}, ""},
+		{"tool removed", alice, func(h *hist) {
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.refused("alice", alice, ReasonUnknownTool, false)
+		}, ""},
+		// explore-2-12 (seed 2): the unkeyed call was cancelled while its
+		// dispatch was held, the clock moved past its window, and its
+		// retry got a result: a new operation or the first one's
+		// outcome, either way decided for the client.
+		{"an unkeyed operation its window outlived", unkeyed(alice), func(h *hist) {
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(241 * time.Second)), Frozen: true})
+			h.result("alice", unkeyed(alice), "r2", "d2")
+		}, ""},
+		{"refused with no reason to", alice, func(h *hist) {
+			h.refused("alice", alice, ReasonPrincipalDenied, false)
+		}, "answer/wrong-refusal,decided/lost-outcome"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(full)
+			inv := h.call("alice", tc.lost)
+			h.answer("alice", inv, Info, CallValue{Token: "op1", Error: "EOF"})
+			h.dispatch("op1")
+			tc.build(h)
+			if got := violations(Model(h.ops, Options{Decided: true})); strings.Join(got, ",") != tc.want {
+				t.Errorf("violations %q, want %q\n%s", got, tc.want, dump(Model(h.ops, Options{Decided: true})))
+			}
+		})
 	}
 }

@@ -28,6 +28,10 @@ const (
 	KindAsksForInput   = "asks-for-input"  // client
 	KindFinalShape     = "final-shape"     // client, wire
 	KindConcurrency    = "concurrency"     // n, max: fewer clients than the step asks for
+	// KindRetried: every operation, retried until decided, ended in a
+	// result or a refusal not to retry (explore's last step); the model's
+	// KindDecided judges the same history.
+	KindRetried = "retried" // ops
 )
 
 // Late marks a check made again once effects settled: "scenario" after the

@@ -26,19 +26,50 @@ import (
 // through a profile, as against any other gateway. mode is a bugmap mode;
 // bug, if set, is the one switch the gateway runs with.
 func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, error) {
+	c, stop, err := ExternalTarget(ctx, cfg, mode, bug)
+	if err != nil {
+		return Outcome{Code: ExitSetup}, err
+	}
+	defer stop()
+	out, err := Run(ctx, c)
+	if err != nil {
+		return out, err
+	}
+	if bug != "" {
+		out.Run.Target.Bugs = []string{bug}
+	}
+	return out, nil
+}
+
+// ExternalTarget starts what ExternalRun tests (the probe, the reference
+// gateway without a control API, its fixtures and profile) and returns
+// cfg pointed at it, as `run` and explore take a vendor's gateway; stop
+// ends it all.
+func ExternalTarget(ctx context.Context, cfg Config, mode, bug string) (_ Config, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	dir, err := os.MkdirTemp("", "mcpconform-external-*")
 	if err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: %w", err)
+		return cfg, stop, setupErr("external self-test: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	stops = append(stops, func() { os.RemoveAll(dir) })
 	pr, err := probe.Start(probe.Options{})
 	if err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: %w", err)
+		return cfg, stop, setupErr("external self-test: %w", err)
 	}
-	defer pr.Close()
+	stops = append(stops, func() { pr.Close() })
 	idpAddr, err := freeLoopback()
 	if err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: %w", err)
+		return cfg, stop, setupErr("external self-test: %w", err)
 	}
 	issuer := "http://" + idpAddr
 	keys := []string{apiKey("ext-a"), apiKey("ext-b"), apiKey("ext-other")}
@@ -68,7 +99,7 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 	}
 	fixturesPath := filepath.Join(dir, "fixtures.json")
 	if err := writeJSON(fixturesPath, fixtures); err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: %w", err)
+		return cfg, stop, setupErr("external self-test: %w", err)
 	}
 	args := []string{"--fixtures", fixturesPath}
 	policy := target.UnkeyedDerived
@@ -82,9 +113,9 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 	gw, err := target.Reference(ctx, target.Options{Binary: cfg.Binary, Store: "sqlite", StateDir: filepath.Join(dir, "state"),
 		Bugs: bugs, NoControl: true, ExtraArgs: args, Log: cfg.Log})
 	if err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: start the reference without a control API: %w", err)
+		return cfg, stop, setupErr("external self-test: start the reference without a control API: %w", err)
 	}
-	defer gw.Close()
+	stops = append(stops, func() { gw.Close() })
 	profile := map[string]any{
 		"name":           "reference gateway, no control API (" + mode + ")",
 		"unkeyed_policy": policy,
@@ -100,20 +131,13 @@ func ExternalRun(ctx context.Context, cfg Config, mode, bug string) (Outcome, er
 	}
 	profilePath := filepath.Join(dir, "profile.json")
 	if err := writeJSON(profilePath, profile); err != nil {
-		return Outcome{Code: ExitSetup}, setupErr("external self-test: %w", err)
+		return cfg, stop, setupErr("external self-test: %w", err)
 	}
 	c := cfg
 	c.Target, c.Profile, c.Bugs = gw.URLs[0], profilePath, nil
 	c.ProbeURL = "http://" + pr.Addr()
 	c.IdPAddr, c.IdPKey = idpAddr, filepath.Join(dir, "idp.pem")
-	out, err := Run(ctx, c)
-	if err != nil {
-		return out, err
-	}
-	if bug != "" {
-		out.Run.Target.Bugs = bugs
-	}
-	return out, nil
+	return c, stop, nil
 }
 
 // SelfTestExternal runs ExternalRun once per bug the mode lists (only,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -78,9 +79,14 @@ type Config struct {
 	Settle           time.Duration
 	IdPAddr          string
 	IdPKey           string
-	Progress         io.Writer // one line per scenario as it finishes; nil for none
-	Log              io.Writer // child process logs; nil discards
-	TestingT         *testing.T
+	// Features is the suite (*.feature files) to run; nil is the bundled
+	// one (features.FS). explore hands its generated scenarios here.
+	Features fs.FS
+	// CallTimeout bounds one call of a step; 0 is 30 s.
+	CallTimeout time.Duration
+	Progress    io.Writer // one line per scenario as it finishes; nil for none
+	Log         io.Writer // child process logs; nil discards
+	TestingT    *testing.T
 }
 
 // FinalQuiet is how long the probe must stay quiet after the last scenario
@@ -116,6 +122,15 @@ func setupErr(format string, args ...any) error {
 // (reports.WriteError). No earlier verdict is ever left looking current,
 // even when the run is killed.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	return WithReport(ctx, cfg, func(started time.Time) (Outcome, error) { return execute(ctx, cfg, started) })
+}
+
+// WithReport runs body, which writes cfg.Out exactly when it returns no
+// error, under --out's protocol: the earlier report is replaced at once by
+// the record of a run under way, and a body that fails by the record of
+// that failure. Every command that writes a report (run, explore) goes
+// through it.
+func WithReport(ctx context.Context, cfg Config, body func(started time.Time) (Outcome, error)) (Outcome, error) {
 	started := time.Now().UTC()
 	record := reports.SetupFailure{Tool: "mcpconform", Version: buildinfo.Read().String(), Target: cfg.Target, Profile: cfg.Profile, At: started}
 	if cfg.Out != "" {
@@ -128,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 			return Outcome{Code: ExitSetup}, setupErr("--out: %w", err)
 		}
 	}
-	out, err := execute(ctx, cfg, started)
+	out, err := body(started)
 	if err != nil && cfg.Out != "" {
 		record.Err, record.Interrupted = err.Error(), ctx.Err() != nil
 		werr := reports.WriteError(cfg.Out, record)
@@ -139,12 +154,20 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	return out, err
 }
 
+// features is the suite a run takes its scenarios from.
+func (c Config) features() fs.FS {
+	if c.Features != nil {
+		return c.Features
+	}
+	return features.FS
+}
+
 // execute runs the suite; --out is written exactly when the error is nil.
 func execute(ctx context.Context, cfg Config, started time.Time) (Outcome, error) {
 	if cfg.Level != "" && !reports.ValidLevel(cfg.Level) {
 		return Outcome{Code: ExitSetup}, setupErr("--level %q: want one of %s", cfg.Level, reports.LevelNames())
 	}
-	entries, err := catalog.Load(features.FS)
+	entries, err := catalog.Load(cfg.features())
 	if err != nil {
 		return Outcome{Code: ExitSetup}, setupErr("load features: %w", err)
 	}
@@ -158,41 +181,84 @@ func execute(ctx context.Context, cfg Config, started time.Time) (Outcome, error
 	if err != nil {
 		return Outcome{Code: ExitSetup}, err
 	}
-	env, closeAll, tgt, err := bringUp(ctx, cfg)
+	s, err := Open(ctx, cfg, started)
 	if err != nil {
 		return Outcome{Code: ExitSetup}, err
 	}
-	defer closeAll()
-	env.Catalog = catalog.ByID(entries)
-	harness := buildinfo.Read()
+	defer s.Close()
+	if cfg.Progress != nil {
+		s.Env.OnResult = func(sc reports.Scenario) { reports.PrintLine(cfg.Progress, sc) }
+	}
+	scenarios, err := s.Suite(ctx, cfg.features(), entries, filter)
+	if err != nil {
+		return Outcome{Code: ExitSetup}, err
+	}
+	applyExpected(scenarios, expected)
+	if len(scenarios) == 0 && ctx.Err() == nil {
+		return Outcome{Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
+	}
+	return s.Finish(ctx, scenarios, tags, nil)
+}
+
+// Session is one bring-up of a target and the harness-owned peers, over
+// which any number of suites run: `run` runs one, explore one per round of
+// generated scenarios, so a target starts once however many rounds there are.
+type Session struct {
+	// Env is what the steps see: the target, the peers, the capabilities.
+	Env *steps.Env
+	// Target says what is tested, for every report.
+	Target  reports.Target
+	cfg     Config
+	started time.Time
+	close   func()
+}
+
+// Open brings the target and its peers up and checks, before any
+// scenario, that the target answers MCP with the credentials it was given
+// (a *SetupError otherwise). started is when the run began, for its report.
+func Open(ctx context.Context, cfg Config, started time.Time) (*Session, error) {
+	env, closeAll, tgt, err := bringUp(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Progress != nil {
 		// Named before the first scenario line, so a CI log says what it
 		// tests even when the run never ends.
+		harness := buildinfo.Read()
 		fmt.Fprintf(cfg.Progress, "testing: %s\n", reports.Subject(reports.Run{Tool: "mcpconform",
 			Version: harness.Version, Commit: harness.Commit, Target: tgt, Started: started}))
 	}
+	return &Session{Env: env, Target: tgt, cfg: cfg, started: started, close: closeAll}, nil
+}
 
+// Close stops what Open started.
+func (s *Session) Close() { s.close() }
+
+// Suite runs the scenarios of fsys (entries are its catalog; filter, a
+// godog tag list, selects among them, "" all) one at a time with godog
+// through the steps, in the order the configuration's seed gives, and
+// returns each scenario's record once every late dispatch or ledger entry
+// had its chance to show (Env.Recount). An error is a failure of the
+// harness, not of a scenario.
+func (s *Session) Suite(ctx context.Context, fsys fs.FS, entries []catalog.Entry, filter string) ([]reports.Scenario, error) {
+	s.Env.Catalog = catalog.ByID(entries)
 	// The harness prints its own line per scenario and writes JUnit from its
 	// own model; godog's formatters would count INCOMPLETE scenarios as passed.
-	format := "progress:" + os.DevNull
-	if cfg.Progress != nil {
-		env.OnResult = func(s reports.Scenario) { reports.PrintLine(cfg.Progress, s) }
-	}
 	suite := godog.TestSuite{
 		Name: "mcpconform",
 		ScenarioInitializer: func(sc *godog.ScenarioContext) {
-			steps.Register(sc, env)
+			steps.Register(sc, s.Env)
 		},
 		Options: &godog.Options{
-			Format:         format,
+			Format:         "progress:" + os.DevNull,
 			Output:         io.Discard,
-			FS:             features.FS,
+			FS:             fsys,
 			Paths:          []string{"."},
 			Tags:           filter,
 			Strict:         true,
-			Randomize:      cfg.Seed,
+			Randomize:      s.cfg.Seed,
 			NoColors:       true,
-			TestingT:       cfg.TestingT,
+			TestingT:       s.cfg.TestingT,
 			Concurrency:    1,
 			DefaultContext: ctx,
 		},
@@ -200,33 +266,38 @@ func execute(ctx context.Context, cfg Config, started time.Time) (Outcome, error
 	suite.Run()
 	if ctx.Err() == nil {
 		// Late duplicates: every probe count is read once more at the end.
-		if _, err := env.Recount(ctx, cfg.FinalQuiet()); err != nil {
-			return Outcome{Code: ExitSetup}, setupErr("recount the probe: %w", err)
+		if _, err := s.Env.Recount(ctx, s.cfg.FinalQuiet()); err != nil {
+			return nil, setupErr("recount the probe: %w", err)
 		}
 	}
+	return s.Env.TakeResults(), nil
+}
 
+// Finish judges the scenarios as one run at the level claimed (the highest
+// the target allows by default) and writes its report, with extra files
+// beside it (explore's found scenarios), when the configuration names a
+// directory.
+func (s *Session) Finish(ctx context.Context, scenarios []reports.Scenario, tags string, extra []reports.File) (Outcome, error) {
+	cfg := s.cfg
 	level := cfg.Level
 	if level == "" {
-		level = reports.HighestLevel(env.Caps)
+		level = reports.HighestLevel(s.Env.Caps)
 	}
+	harness := buildinfo.Read()
 	run := reports.Run{
-		Tool: "mcpconform", Version: harness.Version, Commit: harness.Commit, Target: tgt, Seed: cfg.Seed, Tags: tags,
+		Tool: "mcpconform", Version: harness.Version, Commit: harness.Commit, Target: s.Target, Seed: cfg.Seed, Tags: tags,
 		Strict: cfg.Strict, Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
-		Started: started, Finished: time.Now().UTC(),
+		Started: s.started, Finished: time.Now().UTC(),
 	}
-	run.Scenarios = env.Results()
-	applyExpected(run.Scenarios, expected)
+	run.Scenarios = scenarios
 	sort.Slice(run.Scenarios, func(i, j int) bool { return run.Scenarios[i].ID < run.Scenarios[j].ID })
-	if len(run.Scenarios) == 0 && !run.Interrupted {
-		return Outcome{Run: run, Code: ExitSetup}, setupErr("no scenario matched tags %q", tags)
-	}
 	if len(cfg.Bugs) > 0 {
 		run.CatchTable = Catches(run, cfg.Bugs)
 	}
 	result, why := reports.Judge(run)
 	out := Outcome{Run: run, Result: result, OK: result == reports.RunPass, Why: why, Code: ExitCode(result)}
 	if cfg.Out != "" {
-		if err := reports.Write(cfg.Out, run); err != nil {
+		if err := reports.WriteWith(cfg.Out, run, extra); err != nil {
 			return out, fmt.Errorf("write report: %w", err)
 		}
 	}
@@ -330,8 +401,12 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	if settle == 0 {
 		settle = 50 * time.Millisecond
 	}
+	callTimeout := cfg.CallTimeout
+	if callTimeout == 0 {
+		callTimeout = 30 * time.Second
+	}
 	env := &steps.Env{Probe: up, IdP: id, Seed: cfg.Seed, MaxConcurrency: cfg.Concurrency,
-		CallTimeout: 30 * time.Second, RunID: runID, Settle: settle}
+		CallTimeout: callTimeout, RunID: runID, Settle: settle}
 	var t *target.Target
 	switch {
 	case cfg.Target == "" || cfg.Target == "reference":

@@ -1,0 +1,66 @@
+package bugmap
+
+import "github.com/mcpconform/mcpconform/internal/judge"
+
+// Harms maps a bug switch to the harms it does the gateway's users, as the
+// model names them: explore catches a switch only with a violated check of
+// one of these harms, not with whatever else fails once it is on. The
+// first is the bug's own harm; those after it are how the same fault shows
+// in the history too (a second dispatch is charged twice as well; a
+// result where a refusal was due is also a dispatch nothing allowed).
+var Harms = map[string][]judge.Harm{
+	"random-unkeyed-key": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"floor-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"principal-unbound":  {judge.HarmCrossScope},
+	"replay-before-iga":  {judge.HarmCrossScope},
+	"readonly-collapsed": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	// lookup-before-reserve: what a dispatch whose record comes after it
+	// does to the ledger (refusals that keep their charge) shows too.
+	"lookup-before-reserve": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"stale-lock-no-fence":   {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"release-unpinned":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	// select-for-update-sqlite: the holder's plain read lets a takeover in.
+	"select-for-update-sqlite": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"lock-timeout-internal":    {judge.HarmWrongRefusal},
+	"replay-debits":            {judge.HarmDoubleCharge},
+	"refund-missing":           {judge.HarmWrongAmount, judge.HarmDoubleCharge},
+	// window-ignores-ttl: a replay promised past the auto permit's life
+	// ends refused for the permit the client never saw.
+	"window-ignores-ttl":          {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch},
+	"permit-expiry-blocks-replay": {judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	"takeover-charged":            {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"no-idempotency":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	"key-scope-tool":              {judge.HarmCrossScope, judge.HarmWrongAmount}, // the other tool's call billed at the first's price
+	"key-scope-apikey":            {judge.HarmCrossScope},
+	"key-scope-wallet":            {judge.HarmCrossScope},
+	"cancel-forgets":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"removed-tool-takeover":       {judge.HarmWrongRefusal, judge.HarmWrongAmount, judge.HarmLostOutcome},
+	"permit-skips-key-rules":      {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"slot-lookup-by-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"running-slot-expires":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"stalled-permit-expired":      {judge.HarmWrongRefusal},
+	"double-price":                {judge.HarmWrongAmount},
+	"refusal-fee":                 {judge.HarmWrongAmount},
+	"fresh-receipt-on-replay":     {judge.HarmLostOutcome},
+	"late-debit":                  {judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"removed-tool-runs":           {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"foreign-content":             {judge.HarmLostOutcome, judge.HarmCrossScope},
+	"key-scope-billing":           {judge.HarmWrongAmount},
+	"parse-error-500":             {judge.HarmWrongRefusal},
+	"key-reuse-replays":           {judge.HarmLostOutcome},
+	"rounds-charged":              {judge.HarmWrongAmount, judge.HarmDoubleCharge},
+	// rounds-replay-reruns: the rerun round, a record of its own, may be
+	// refused as much as run again.
+	"rounds-replay-reruns":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	"rounds-store-question": {judge.HarmLostOutcome},
+	// A charge kept for a refused call, the model cannot tie to any
+	// operation: with one that ran beside it, a double charge.
+	"capability-refusal-kept":   {judge.HarmWrongAmount, judge.HarmDoubleCharge},
+	"capability-refund-twice":   {judge.HarmWrongAmount},
+	"replay-drops-structured":   {judge.HarmLostOutcome},
+	"replay-resulttype-missing": {judge.HarmShape},
+	"session-content-dropped":   {judge.HarmShape, judge.HarmLostOutcome},
+	"rounds-to-legacy-client":   {judge.HarmShape, judge.HarmLostOutcome},
+	"refusals-retryable":        {judge.HarmWrongRefusal},
+	"rounds-fingerprinted":      {judge.HarmWrongRefusal},
+}
