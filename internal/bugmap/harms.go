@@ -63,4 +63,11 @@ var Harms = map[string][]judge.Harm{
 	"rounds-to-legacy-client":   {judge.HarmShape, judge.HarmLostOutcome},
 	"refusals-retryable":        {judge.HarmWrongRefusal},
 	"rounds-fingerprinted":      {judge.HarmWrongRefusal},
+	// The switches whose harm shows only in a crossed dimension.
+	"principal-unbound-stateless":   {judge.HarmCrossScope, judge.HarmLostOutcome},
+	"principal-fail-open-stateless": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"keyed-takeover-unfenced":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"keyed-records-per-process":     {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"finished-key-expires":          {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"claim-lapses":                  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 }
