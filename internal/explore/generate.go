@@ -666,6 +666,20 @@ func (g *gen) epRefusals() {
 			g.call(who, op)
 		})
 	}
+	if g.d.has(judge.CapFixtures) && !g.removed[ToolAsk] && slices.Contains(g.d.Wires, wireSession) {
+		// A multi-round tool called by a 2025-11-25 client, which cannot
+		// answer its input request: refused, never handed the request.
+		calls = append(calls, func() {
+			who := pick(g, g.free(false))
+			if g.version[who] != wireSession {
+				g.version[who] = wireSession
+				g.add(Action{Kind: KSpeak, Client: who, Version: wireSession})
+			}
+			op := g.newOp(ToolAsk, true)
+			g.call(who, op)
+			g.call(who, op)
+		})
+	}
 	// A body that is not JSON: refused, never an HTTP 5xx.
 	calls = append(calls, func() { g.add(Action{Kind: KRaw, Client: pick(g, g.free(false))}) })
 	g.rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
