@@ -375,3 +375,19 @@ func foundScenario() Scenario {
 		},
 	}
 }
+
+// Every pause variant has its weight, and the seed's turn of every kind
+// reaches every kind within the default scenarios.
+func TestEveryKindComesUp(t *testing.T) {
+	g := &gen{d: dims["full"], rng: rand.New(rand.NewSource(1))}
+	kinds := len(g.episodes())
+	seen := map[int]bool{}
+	for n := 1; n <= DefaultRuns; n++ {
+		for _, k := range forced(1, n, kinds, forcedEach) {
+			seen[k] = true
+		}
+	}
+	if len(seen) != kinds {
+		t.Errorf("the first %d scenarios' turns reach %d of %d kinds", DefaultRuns, len(seen), kinds)
+	}
+}

@@ -30,6 +30,10 @@ const (
 	wireStateless = "2026-07-28"
 )
 
+// forcedEach is how many episodes of a scenario the seed's turn of every
+// kind draws (the rest are drawn by weight).
+const forcedEach = 3
+
 // Points a pause can be armed at: those every fresh call reaches, and
 // those only an unkeyed call under the derived policy does (its retry lock).
 var (
@@ -49,6 +53,13 @@ func Generate(seed int64, n int, d Dims, max int) Scenario {
 	// Each scenario is a few episodes, each a situation the contract says
 	// something about, with random parameters, interleaved with noise:
 	// retries of earlier operations by any client, waits, version switches.
+	// The first few are the seed's turn of every kind.
+	eps := g.episodes()
+	for _, k := range forced(seed, n, len(eps), forcedEach) {
+		if eps[k].w > 0 {
+			eps[k].f()
+		}
+	}
 	for g.room() > 0 {
 		before := len(g.sc.Actions)
 		g.episode()
@@ -370,14 +381,21 @@ func on(ok bool, w int) int {
 	return 0
 }
 
-// episode draws one situation by the weights the target allows.
-func (g *gen) episode() {
+// ep is a kind of episode: its weight where the target allows it (0 where
+// it does not) and what it draws.
+type ep struct {
+	w int
+	f func()
+}
+
+// pauseWeights are epPause's variants' weights, in its order.
+var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3}
+
+// episodes are the kinds of episode, in a fixed order, each pause variant
+// a kind of its own.
+func (g *gen) episodes() []ep {
 	d := g.d
 	fix, faults, clock := d.has(judge.CapFixtures), d.has(judge.CapFaults), d.has(judge.CapClock)
-	type ep struct {
-		w int
-		f func()
-	}
 	eps := []ep{
 		{5, g.epRepeat},
 		{2, g.epReuse},
@@ -387,7 +405,6 @@ func (g *gen) episode() {
 		{3, g.epHold},
 		{2, g.epDrop},
 		{on(faults, 3), g.epFault},
-		{on(faults, 8), g.epPause},
 		{on(clock, 2), g.epClock},
 		{on(d.has(judge.CapSettings), 3), g.epSetting},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
@@ -396,6 +413,15 @@ func (g *gen) episode() {
 		{1, g.epBurst},
 		{on(fix, 1), g.epRemove},
 	}
+	for v, w := range pauseWeights {
+		eps = append(eps, ep{on(faults, w), func() { g.epPause(v) }})
+	}
+	return eps
+}
+
+// episode draws one situation by the weights the target allows.
+func (g *gen) episode() {
+	eps := g.episodes()
 	ws := make([]int, len(eps))
 	for i, e := range eps {
 		ws[i] = e.w
@@ -403,6 +429,19 @@ func (g *gen) episode() {
 	if i := g.weighted(ws); i >= 0 {
 		eps[i].f()
 	}
+}
+
+// forced are the kinds of episode scenario n of a seed draws first, so
+// that every kind the target allows comes up a few times in every seed's
+// first scenarios, not only when the dice say: the seed shuffles the
+// kinds once, and scenario n takes the next few of them in turn.
+func forced(seed int64, n, kinds, each int) []int {
+	order := rand.New(rand.NewSource(seed ^ 0x5eed)).Perm(kinds)
+	out := make([]int, each)
+	for j := range out {
+		out[j] = order[((n-1)*each+j)%kinds]
+	}
+	return out
 }
 
 // noise is a retry of an earlier operation by any client (another API
@@ -627,6 +666,20 @@ func (g *gen) epRefusals() {
 			g.call(who, op)
 		})
 	}
+	if g.d.has(judge.CapFixtures) && !g.removed[ToolAsk] && slices.Contains(g.d.Wires, wireSession) {
+		// A multi-round tool called by a 2025-11-25 client, which cannot
+		// answer its input request: refused, never handed the request.
+		calls = append(calls, func() {
+			who := pick(g, g.free(false))
+			if g.version[who] != wireSession {
+				g.version[who] = wireSession
+				g.add(Action{Kind: KSpeak, Client: who, Version: wireSession})
+			}
+			op := g.newOp(ToolAsk, true)
+			g.call(who, op)
+			g.call(who, op)
+		})
+	}
 	// A body that is not JSON: refused, never an HTTP 5xx.
 	calls = append(calls, func() { g.add(Action{Kind: KRaw, Client: pick(g, g.free(false))}) })
 	g.rng.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
@@ -844,7 +897,7 @@ func (g *gen) remove(tool string) {
 // window passed), a second caller held at a point of the lock of its own
 // (the fence's takeover), the tool removed, the auto permit's life over;
 // then released, in either order where two are held.
-func (g *gen) epPause() {
+func (g *gen) epPause(which int) {
 	if g.room() < 4 {
 		return
 	}
@@ -865,7 +918,7 @@ func (g *gen) epPause() {
 	// A variant: whether the call is unkeyed, where it is held, what
 	// happens meanwhile.
 	type variant struct {
-		w       int
+		ok      bool // the target and the scenario allow it
 		unkeyed bool
 		points  []string
 		inner   func(op, pause int, point string) []Action // the releases, in order, after the first
@@ -874,18 +927,18 @@ func (g *gen) epPause() {
 	variants := []variant{
 		// Another call of the operation meanwhile: the lookup before the
 		// reservation, the reservation before the dispatch.
-		{w: 3, unkeyed: derived && g.chance(0.5), points: []string{"reserve.done", "dispatch.before", "dispatch.after", "claim.held"},
+		{ok: true, unkeyed: derived && g.chance(0.5), points: []string{"reserve.done", "dispatch.before", "dispatch.after", "claim.held"},
 			inner: func(op, _ int, _ string) []Action { g.call(other(), op); return nil }},
 		// The holder's lock or reservation looks stale: a takeover, which
 		// a charged reservation and a live fence must not allow.
-		{w: on(clock, 5), unkeyed: derived, points: []string{"fence.read", "fence.read", "lock.acquired", "claim.held", "claim.held", "reserve.done", "dispatch.before"},
+		{ok: clock, unkeyed: derived, points: []string{"fence.read", "fence.read", "lock.acquired", "claim.held", "claim.held", "reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				stale()
 				g.maybeWait(0.3)
 				g.call(other(), op)
 				return nil
 			}},
-		{w: on(clock, 2), points: []string{"reserve.done", "dispatch.before"},
+		{ok: clock, points: []string{"reserve.done", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
 				stale()
 				g.call(other(), op)
@@ -893,7 +946,7 @@ func (g *gen) epPause() {
 			}},
 		// Two holders of the lock: the second takes it over once the first
 		// looks stale and is held at a point of its own.
-		{w: on(clock && derived && len(g.firstURL(others)) > 0, 5), unkeyed: true, points: []string{"lock.acquired", "fence.read"},
+		{ok: clock && derived && len(g.firstURL(others)) > 0, unkeyed: true, points: []string{"lock.acquired", "fence.read"},
 			inner: func(op, pause int, point string) []Action {
 				if !stale() {
 					// No takeover without the clock: the second caller
@@ -913,18 +966,14 @@ func (g *gen) epPause() {
 				return []Action{{Kind: KRelease, Group: g2, Client: second, Op: op}}
 			}},
 		// Past the window: a retry joins an operation still running.
-		{w: on(clock, 3), unkeyed: derived, points: []string{"reserve.done", "dispatch.before"},
+		{ok: clock, unkeyed: derived, points: []string{"reserve.done", "dispatch.before", "dispatch.before"},
 			inner: func(op, _ int, _ string) []Action {
-				if !g.frozen && g.chance(0.5) {
-					g.clock(Action{Variant: ClockAdvance, Dur: 2 * time.Millisecond})
-				} else {
-					g.clock(Action{Variant: ClockPastWindow})
-				}
+				g.clock(Action{Variant: ClockPastWindow})
 				g.call(other(), op)
 				return nil
 			}},
 		// The tool removed under a stalled reservation: no takeover runs it.
-		{w: on(clock && g.d.has(judge.CapFixtures), 3), points: []string{"reserve.done"},
+		{ok: clock && g.d.has(judge.CapFixtures), points: []string{"reserve.done"},
 			inner: func(op, _ int, _ string) []Action {
 				g.remove(g.sc.Ops[op].Tool)
 				stale()
@@ -933,19 +982,23 @@ func (g *gen) epPause() {
 			}},
 		// The auto permit's life over while the call is held before its
 		// charge: nothing ran, so it is answered retryable.
-		{w: on(clock && derived && g.clockSpent+2*time.Minute+time.Second <= clockBudget, 3), unkeyed: true, points: []string{"reserve.done"},
+		{ok: clock && derived && g.clockSpent+2*time.Minute+time.Second <= clockBudget, unkeyed: true, points: []string{"reserve.done"},
 			inner: func(op, _ int, _ string) []Action {
 				g.clock(Action{Variant: ClockPastPermit})
 				return nil
 			}},
 	}
-	ws := make([]int, len(variants))
-	for i, v := range variants {
-		ws[i] = v.w
-	}
-	i := g.weighted(ws)
-	if i < 0 {
-		return
+	// The variant asked for, or, where the target or the scenario's state
+	// rules it out, one drawn by weight.
+	i := which
+	if !variants[i].ok {
+		ws := make([]int, len(variants))
+		for j, v := range variants {
+			ws[j] = on(v.ok, pauseWeights[j])
+		}
+		if i = g.weighted(ws); i < 0 {
+			return
+		}
 	}
 	v := variants[i]
 	op := g.newOp(pick(g, g.writeToolsOr()), !v.unkeyed)
