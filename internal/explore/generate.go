@@ -195,8 +195,22 @@ func (g *gen) setUp() {
 		newClient("W", Client{Cred: CredOther}, false)
 	}
 	if g.d.has(judge.CapPrincipalTokens) {
-		newClient("alice", Client{Principal: "alice"}, false)
-		newClient("bob", Client{Principal: "bob"}, false)
+		// The principals speak one version between them: a binding a
+		// gateway drops on one wire only shows where both call on it.
+		v := ""
+		if len(g.d.Wires) > 1 && g.chance(0.7) {
+			v = pick(g, g.d.Wires)
+		}
+		newClient("alice", Client{Principal: "alice", Version: v}, false)
+		newClient("bob", Client{Principal: "bob", Version: v}, false)
+		// mallory's token is signed by nobody the gateway trusts: every
+		// call of hers is refused, so no episode but the scope one draws
+		// her (an episode's plan assumes its callers' calls run).
+		g.sc.Clients["mallory"] = Client{Forged: true, Version: v}
+		g.version["mallory"] = v
+		if v == "" {
+			g.version["mallory"] = g.d.Default
+		}
 		if g.d.has(judge.CapPrincipals) {
 			newClient("carol", Client{Principal: "carol"}, false)
 		}
@@ -587,6 +601,9 @@ func (g *gen) epScope() {
 			g.call("A", len(g.sc.Ops)-1)
 		})
 	}
+	if _, ok := g.sc.Clients["mallory"]; ok {
+		others = append(others, func() { g.call("mallory", g.newOp(tool, g.chance(0.5))) })
+	}
 	if has("alice") && has("bob") {
 		others = append(others, func() {
 			first, second := "alice", "bob"
@@ -755,6 +772,14 @@ func (g *gen) epHold() {
 			if o := g.sameScope(who); o != "" {
 				g.add(Action{Kind: KTwins, Op: op, N: pick(g, []int{2, 4})})
 			}
+		}
+	}
+	// A duplicate once the upstream has been slow for a while: an in-flight
+	// claim must last as long as its dispatch, not a second or two.
+	if g.room() > 3 && g.chance(0.35) {
+		if o := g.sameScope(who); o != "" {
+			g.add(Action{Kind: KWait, Dur: 1500 * time.Millisecond})
+			g.call(o, op)
 		}
 	}
 	if g.room() > 1 && g.chance(0.5) {

@@ -44,6 +44,8 @@ type Client struct {
 	Version string `json:"version,omitempty"`
 	// URL is the gateway URL it talks to, 1-based; 0 is the first.
 	URL int `json:"url,omitempty"`
+	// Forged: it presents a principal token signed by a key nobody trusts.
+	Forged bool `json:"forged,omitempty"`
 }
 
 // Credentials of a client.
@@ -541,6 +543,9 @@ func (s Scenario) steps() []step {
 		}
 		if c.Principal != "" {
 			add(fmt.Sprintf("client %q acts as principal %q", n, c.Principal))
+		}
+		if c.Forged {
+			add(fmt.Sprintf("client %q presents a forged principal token", n))
 		}
 		if c.Version != "" {
 			add(fmt.Sprintf("%q speaks protocol %s", n, c.Version))
