@@ -8,6 +8,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -116,6 +117,12 @@ func registerControl(sc *godog.ScenarioContext) {
 			return w.cannot(judge.CapUpstream, "only calls that reach the probe can be stalled")
 		}
 		return w.probeStall(ctx, w.expand(tok))
+	})
+	sc.Step(`^the probe answers the next dispatch of "([^"]*)" with a tool error$`, func(ctx context.Context, tok string) error {
+		return getWorld(ctx).probeFail(ctx, tok, probe.FailToolError)
+	})
+	sc.Step(`^the probe refuses the next dispatch of "([^"]*)"$`, func(ctx context.Context, tok string) error {
+		return getWorld(ctx).probeFail(ctx, tok, probe.FailRefuse)
 	})
 	sc.Step(`^the probe releases "([^"]*)"$`, func(ctx context.Context, tok string) error {
 		w := getWorld(ctx)

@@ -38,6 +38,7 @@ type Upstream interface {
 	WaitFor(ctx context.Context, token string, n int) error
 	Stall(ctx context.Context, token string) error
 	Unstall(ctx context.Context, token string) error
+	Fail(ctx context.Context, token, how string) error
 	Quiet(ctx context.Context, tokenPrefix string, quiet time.Duration) error
 }
 

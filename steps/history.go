@@ -221,6 +221,17 @@ func (w *world) probeUnstall(ctx context.Context, token string) error {
 	return err
 }
 
+// probeFail makes the probe fail tok's next dispatch; only a call that
+// reaches the probe can be failed there.
+func (w *world) probeFail(ctx context.Context, tok, how string) error {
+	if !w.has(judge.CapUpstream) {
+		return w.cannot(judge.CapUpstream, "only calls that reach the probe can be failed there")
+	}
+	token := w.expand(tok)
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvUpstreamFail, Token: token, Action: how})
+	return w.probeAction(ctx, "fail", map[string]any{"token": token, "how": how}, func() error { return w.env.Probe.Fail(ctx, token, how) })
+}
+
 func (w *world) probeWait(ctx context.Context, token string, n int) error {
 	return w.probeAction(ctx, "wait", map[string]any{"token": token, "n": n, "timeout": "60s"}, func() error { return w.env.Probe.WaitFor(ctx, token, n) })
 }

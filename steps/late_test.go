@@ -39,6 +39,7 @@ func (p *fakeProbe) Dispatches(_ context.Context, prefix string) ([]judge.Dispat
 func (p *fakeProbe) WaitFor(context.Context, string, int) error         { return nil }
 func (p *fakeProbe) Stall(context.Context, string) error                { return nil }
 func (p *fakeProbe) Unstall(context.Context, string) error              { return nil }
+func (p *fakeProbe) Fail(context.Context, string, string) error         { return nil }
 func (p *fakeProbe) Quiet(context.Context, string, time.Duration) error { return nil }
 
 // TestLateDispatchIsOneCheck: a dispatch after a probe-count check fails

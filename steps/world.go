@@ -110,27 +110,43 @@ type callOutcome struct {
 	err    error
 }
 
-var varRef = regexp.MustCompile(`\$[a-z]+[0-9]+`)
+var varRef = regexp.MustCompile(`\$(?:[a-z]+|K)[0-9]+`)
+
+// maxPad is the most characters a $pad reference stands for.
+const maxPad = 1 << 20
 
 // expand replaces $op1-style references with values unique to the scenario,
 // so scenarios never collide on keys or probe tokens, even across runs.
+// $K1 is $k1's value in capitals (another key: keys are case-sensitive);
+// $pad5000 is 5000 x's, an argument of that size.
 func (w *world) expand(s string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
-		if v, ok := w.vars[ref]; ok {
-			return v
+		if n, err := strconv.Atoi(strings.TrimPrefix(ref, "$pad")); strings.HasPrefix(ref, "$pad") && err == nil {
+			return strings.Repeat("x", min(n, maxPad))
 		}
-		v := strings.TrimPrefix(ref, "$") + "-" + uuid.NewString()[:8]
-		if strings.HasPrefix(ref, "$op") && w.env.RunID != "" {
-			v = w.env.RunID + "-" + v
+		if strings.HasPrefix(ref, "$K") {
+			return strings.ToUpper(w.valueLocked("$k" + strings.TrimPrefix(ref, "$K")))
 		}
-		w.vars[ref] = v
-		if strings.HasPrefix(ref, "$op") {
-			w.tokens = append(w.tokens, v)
-		}
-		return v
+		return w.valueLocked(ref)
 	})
+}
+
+// valueLocked is ref's value, made on first use; w.mu is held.
+func (w *world) valueLocked(ref string) string {
+	if v, ok := w.vars[ref]; ok {
+		return v
+	}
+	v := strings.TrimPrefix(ref, "$") + "-" + uuid.NewString()[:8]
+	if strings.HasPrefix(ref, "$op") && w.env.RunID != "" {
+		v = w.env.RunID + "-" + v
+	}
+	w.vars[ref] = v
+	if strings.HasPrefix(ref, "$op") {
+		w.tokens = append(w.tokens, v)
+	}
+	return v
 }
 
 // record appends an event to the history and returns its index.

@@ -26,6 +26,8 @@ import (
 //	GET  /probe/v1/count?token=T         {"token": T, "count": N}
 //	POST /probe/v1/stall   {"token": T}   204
 //	POST /probe/v1/unstall {"token": T}   204
+//	POST /probe/v1/fail    {"token": T, "how": "tool_error"|"refuse"}   204: T's next
+//	     dispatch answers isError (counted), or a JSON-RPC error before the tool runs (not counted)
 //	POST /probe/v1/forget  {"token_prefix": P}   204 ("" forgets everything)
 //	POST /probe/v1/wait    {"token": T, "n": N, "timeout": "60s"}
 //	     200 {"token", "n", "count", "reached"} once count >= n, or reached false when
@@ -129,6 +131,7 @@ func (p *Probe) apiHandler() http.Handler {
 		"count":      {http.MethodGet, p.apiCount},
 		"stall":      {http.MethodPost, p.apiStall(true)},
 		"unstall":    {http.MethodPost, p.apiStall(false)},
+		"fail":       {http.MethodPost, p.apiFail},
 		"forget":     {http.MethodPost, p.apiForget},
 		"wait":       {http.MethodPost, p.apiWait},
 		"quiet":      {http.MethodPost, p.apiQuiet},
@@ -204,6 +207,25 @@ func (p *Probe) apiStall(stall bool) func(*http.Request) (int, any, error) {
 		}
 		return http.StatusNoContent, nil, nil
 	}
+}
+
+type failRequest struct {
+	Token *string `json:"token"`
+	How   string  `json:"how"`
+}
+
+func (p *Probe) apiFail(r *http.Request) (int, any, error) {
+	var req failRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Token == nil {
+		return 0, nil, badRequest(`"token" is required (a string)`)
+	}
+	if err := p.Fail(*req.Token, req.How); err != nil {
+		return 0, nil, badRequest("%s", err.Error())
+	}
+	return http.StatusNoContent, nil, nil
 }
 
 func (p *Probe) apiForget(r *http.Request) (int, any, error) {

@@ -75,6 +75,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"stall without token", "POST", "/probe/v1/stall", `{}`, "", 400, "bad_request", `"token" is required`},
 		{"stall with a number", "POST", "/probe/v1/stall", `{"token":7}`, "", 400, "bad_request", "not the JSON object"},
 		{"unstall of null", "POST", "/probe/v1/unstall", `null`, "", 400, "bad_request", `"token" is required`},
+		{"fail without token", "POST", "/probe/v1/fail", `{"how":"refuse"}`, "", 400, "bad_request", `"token" is required`},
+		{"fail of an unknown kind", "POST", "/probe/v1/fail", `{"token":"a","how":"explode"}`, "", 400, "bad_request", "want tool_error or refuse"},
 		{"empty body", "POST", "/probe/v1/stall", ``, "", 400, "bad_request", "EOF"},
 		{"not JSON", "POST", "/probe/v1/stall", `token=a`, "", 400, "bad_request", "not the JSON object"},
 		{"two values", "POST", "/probe/v1/stall", `{"token":"a"}{"token":"b"}`, "", 400, "bad_request", "more than one"},

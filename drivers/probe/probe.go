@@ -89,7 +89,8 @@ type Probe struct {
 	dispatches []entry
 	stalls     map[string]chan struct{} // token ("" = every call) -> closed on Unstall
 	failNext   int
-	changed    chan struct{} // closed and replaced on every dispatch
+	fails      map[string]string // token -> how its next dispatch fails (FailToolError, FailRefuse)
+	changed    chan struct{}     // closed and replaced on every dispatch
 	closed     chan struct{}
 }
 
@@ -110,7 +111,7 @@ func Start(opts Options) (*Probe, error) {
 		return nil, fmt.Errorf("probe: listen %s: %w", addr, err)
 	}
 	p := &Probe{
-		ln: ln, counts: map[string]int{}, stalls: map[string]chan struct{}{},
+		ln: ln, counts: map[string]int{}, stalls: map[string]chan struct{}{}, fails: map[string]string{},
 		changed: make(chan struct{}), closed: make(chan struct{}),
 		pollLimit: opts.PollLimit, after: opts.after, polling: opts.polling,
 	}
@@ -167,6 +168,11 @@ func (p *Probe) handle(tool string) mcp.ToolHandler {
 		if args.Token != nil {
 			token = *args.Token
 		}
+		how := p.takeFail(token)
+		if how == FailRefuse {
+			// Refused before the tool ran: not a dispatch.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("probe: refused token %s before running it (injected)", token)}
+		}
 		res, fail := p.record(tool, token)
 		if err := p.waitStall(ctx, token); err != nil {
 			return nil, err
@@ -176,6 +182,11 @@ func (p *Probe) handle(tool string) mcp.ToolHandler {
 			return toolError("probe: arguments need a string \"token\""), nil
 		case fail:
 			return toolError(fmt.Sprintf("probe: injected failure (token %s, n %d)", token, res.N)), nil
+		case how == FailToolError:
+			// The tool ran and failed: a result like any other, which names
+			// the dispatch it came from as every result of the probe does.
+			text, _ := json.Marshal(res)
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "probe: the tool failed (injected): " + string(text)}}, StructuredContent: res}, nil
 		}
 		text, _ := json.Marshal(res)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: res}, nil
@@ -313,6 +324,11 @@ func (p *Probe) Forget(tokenPrefix string) {
 			delete(p.stalls, tok)
 		}
 	}
+	for tok := range p.fails {
+		if strings.HasPrefix(tok, tokenPrefix) {
+			delete(p.fails, tok)
+		}
+	}
 }
 
 // Stall makes calls of token ("" = every call) block after they are
@@ -333,6 +349,36 @@ func (p *Probe) Unstall(token string) {
 		close(ch)
 		delete(p.stalls, token)
 	}
+}
+
+// How a token's next dispatch fails (Fail).
+const (
+	// FailToolError: the tool runs (the dispatch counts) and answers
+	// isError, a result a gateway stores, charges and replays as any other.
+	FailToolError = "tool_error"
+	// FailRefuse: the upstream refuses the call with a JSON-RPC error before
+	// the tool runs (nothing counted): nothing ran, so nothing is charged.
+	FailRefuse = "refuse"
+)
+
+// Fail makes the next dispatch of token fail as how says; the ones after
+// it run as usual.
+func (p *Probe) Fail(token, how string) error {
+	if how != FailToolError && how != FailRefuse {
+		return fmt.Errorf("probe: fail %q: want %s or %s", how, FailToolError, FailRefuse)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fails[token] = how
+	return nil
+}
+
+func (p *Probe) takeFail(token string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	how := p.fails[token]
+	delete(p.fails, token)
+	return how
 }
 
 // FailNext makes the next n dispatches return a tool error (isError). They
@@ -370,7 +416,7 @@ func (p *Probe) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq, p.failNext = 0, 0
-	p.counts, p.dispatches = map[string]int{}, nil
+	p.counts, p.dispatches, p.fails = map[string]int{}, nil, map[string]string{}
 	for k, ch := range p.stalls {
 		close(ch)
 		delete(p.stalls, k)

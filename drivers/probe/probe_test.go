@@ -133,6 +133,42 @@ func TestFailNext(t *testing.T) {
 	}
 }
 
+// Fail fails one token's next dispatch only: a tool error is a counted
+// result that names its dispatch, a refusal is a JSON-RPC error before the
+// tool runs, not counted; the dispatch after either runs as usual.
+func TestFailToken(t *testing.T) {
+	p, ctx := start(t)
+	if err := p.Fail("te", FailToolError); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Fail("rf", FailRefuse); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Fail("x", "explode"); err == nil {
+		t.Error("Fail accepted an unknown way to fail")
+	}
+	if a := call(ctx, t, p, ToolWrite, "other"); a.IsError() {
+		t.Fatalf("another token failed: %s", a.Body)
+	}
+	a := call(ctx, t, p, ToolWrite, "te")
+	if !a.IsError() || result(t, a).Token != "te" || p.Count("te") != 1 {
+		t.Fatalf("tool error: %s, count %d", a.Body, p.Count("te"))
+	}
+	c := &wire.Client{BaseURL: p.URL(), ProtocolVersion: wire.V20260728}
+	r, err := c.CallTool(ctx, wire.Call{Tool: ToolWrite, Arguments: map[string]any{"token": "rf"}})
+	if err != nil || !r.HasError() || p.Count("rf") != 0 {
+		t.Fatalf("refusal: %v %v, count %d", r, err, p.Count("rf"))
+	}
+	for _, tok := range []string{"te", "rf"} {
+		if a := call(ctx, t, p, ToolWrite, tok); a.IsError() {
+			t.Fatalf("%s failed twice: %s", tok, a.Body)
+		}
+	}
+	if p.Count("te") != 2 || p.Count("rf") != 1 {
+		t.Fatalf("counts te %d rf %d, want 2 and 1", p.Count("te"), p.Count("rf"))
+	}
+}
+
 func TestStallToken(t *testing.T) {
 	p, ctx := start(t)
 	p.Stall("held")

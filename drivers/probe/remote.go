@@ -114,6 +114,11 @@ func (r *Remote) Unstall(ctx context.Context, token string) error {
 	return r.do(ctx, http.MethodPost, "/unstall", nil, tokenRequest{&token}, nil)
 }
 
+// Fail makes the next dispatch of token fail as how says (Probe.Fail).
+func (r *Remote) Fail(ctx context.Context, token, how string) error {
+	return r.do(ctx, http.MethodPost, "/fail", nil, failRequest{&token, how}, nil)
+}
+
 // Quiet returns once no dispatch whose token starts with tokenPrefix has
 // arrived for quiet (see Probe.Quiet), carrying one quiet period across
 // bounded long polls.

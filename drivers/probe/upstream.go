@@ -17,6 +17,8 @@ type Upstream interface {
 	WaitFor(ctx context.Context, token string, n int) error                       // until >= n dispatches of token
 	Stall(ctx context.Context, token string) error
 	Unstall(ctx context.Context, token string) error
+	// Fail makes the next dispatch of token fail: FailToolError or FailRefuse.
+	Fail(ctx context.Context, token, how string) error
 	// Quiet returns once no dispatch whose token starts with tokenPrefix has arrived for `quiet`
 	// (a late duplicate dispatch must be seen before effects are judged), or ctx's error.
 	Quiet(ctx context.Context, tokenPrefix string, quiet time.Duration) error
@@ -75,6 +77,13 @@ func (l local) Unstall(ctx context.Context, token string) error {
 	}
 	l.p.Unstall(token)
 	return nil
+}
+
+func (l local) Fail(ctx context.Context, token, how string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return l.p.Fail(token, how)
 }
 
 func (l local) Quiet(ctx context.Context, tokenPrefix string, quiet time.Duration) error {

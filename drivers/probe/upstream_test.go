@@ -406,3 +406,19 @@ func TestCloseEndsLongPolls(t *testing.T) {
 		}
 	}
 }
+
+// Fail through the observation API fails the token's next dispatch as Fail
+// in process does, and refuses a kind of failure it does not know.
+func TestRemoteFail(t *testing.T) {
+	p, ctx := start(t)
+	r := dial(ctx, t, p)
+	if err := r.Fail(ctx, "rem", FailToolError); err != nil {
+		t.Fatal(err)
+	}
+	if a := call(ctx, t, p, ToolWrite, "rem"); !a.IsError() {
+		t.Fatalf("not failed: %s", a.Body)
+	}
+	if err := r.Fail(ctx, "rem", "explode"); err == nil || !strings.Contains(err.Error(), "want tool_error or refuse") {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}

@@ -226,6 +226,17 @@ var Catchers = map[string][]Check{
 	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
 	"finished-key-expires":      at(dispatchedOnce, "retry-01-later"),
 	"claim-lapses":              at(dispatchedOnce, "twins-03-later"),
+	// Harms that live in the shapes of keys, arguments, balances and
+	// upstream answers.
+	"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
+	"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
+	"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
+	"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
+	// An upstream's refusal and a multi-round call a legacy client cannot
+	// answer are both dispatch errors: the debit stays for each.
+	"upstream-error-charged": at(`the wallet balance changed by 0`, "rounds-02", "upstream-01", "upstream-01-keyed"),
+	"tool-error-not-stored":  at(dispatchedOnce, "upstream-02"),
+	"funds-boundary":         at(`the probe saw "$op2" dispatched 1 time`, "funds-01"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -58,6 +58,13 @@ var External = map[string]map[string][]Check{
 		// Real time passing needs nothing but the wire and the probe.
 		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
 		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
+		// The shapes of keys and arguments, and a tool's error result,
+		// need nothing but the wire and the probe.
+		"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
+		"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
+		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
+		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
+		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's. The run's own wire is the one negotiation picks, the
@@ -85,6 +92,13 @@ var External = map[string]map[string][]Check{
 		),
 		"finished-key-expires": at(dispatchedOnce, "retry-01-later"),
 		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
+		// The shapes of keys and arguments, and a tool's error result,
+		// need nothing but the wire and the probe.
+		"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
+		"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
+		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
+		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
+		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
 	},
 }
 

@@ -70,4 +70,14 @@ var Harms = map[string][]judge.Harm{
 	"keyed-records-per-process":     {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"finished-key-expires":          {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"claim-lapses":                  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	// The switches whose harm shows only in a shape of key, arguments,
+	// balance or upstream answer. Two keys taken for one: the second call
+	// is refused as a reuse (or answered with the first one's result).
+	"key-case-folded":        {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"key-truncated":          {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"fingerprint-shallow":    {judge.HarmLostOutcome},
+	"fingerprint-raw-bytes":  {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"upstream-error-charged": {judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"tool-error-not-stored":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"funds-boundary":         {judge.HarmWrongRefusal, judge.HarmWrongAmount},
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -157,6 +158,10 @@ func (g *gen) setUp() {
 		g.sc.Prices[t] = pick(g, priceChoices)
 	}
 	g.sc.Prices[ToolPricey] = 500
+	if p := g.sc.Prices[ToolWrite]; g.sc.Wallet < 50 && p > 0 && g.chance(0.5) {
+		// A wallet that reaches exactly the price, then zero.
+		g.sc.Wallet = p * int64(2+g.rng.Intn(4))
+	}
 	g.sc.Permits["P1"] = Permit{Tool: ToolWrite, Budget: 3 * max(1, g.sc.Prices[ToolWrite]), TTL: 60 * time.Second}
 	ro := ToolRead
 	if !g.d.has(judge.CapToolReadOnly) {
@@ -296,6 +301,14 @@ func (g *gen) newOp(tool string, keyed bool) int {
 	if g.chance(0.2) {
 		op.Note = pick(g, []string{"hello", "one", "two", "x"})
 	}
+	if g.chance(0.15) {
+		op.Nested = pick(g, []string{"deep", "inner"})
+	}
+	if g.chance(0.07) {
+		// Large arguments: a gateway must bind, store and fingerprint
+		// them as it does small ones.
+		op.Pad = pick(g, []int{3000, 20000, 70000})
+	}
 	g.sc.Ops = append(g.sc.Ops, op)
 	return len(g.sc.Ops) - 1
 }
@@ -374,6 +387,9 @@ func (g *gen) retries(op int, client string, n int) {
 		}
 		g.maybeSpeak(who)
 		g.call(who, op)
+		if o := g.sc.Ops[op]; o.members() > 1 && o.Tool != ToolAsk && g.chance(0.3) {
+			g.sc.Actions[len(g.sc.Actions)-1].Variant = VariantReordered
+		}
 	}
 }
 
@@ -426,6 +442,9 @@ func (g *gen) episodes() []ep {
 		{on(fix, 3), g.epRounds},
 		{1, g.epBurst},
 		{on(fix, 1), g.epRemove},
+		{2, g.epUpstream},
+		{2, g.epKeyForms},
+		{on(fix, 1), g.epDrain},
 	}
 	for v, w := range pauseWeights {
 		eps = append(eps, ep{on(faults, w), func() { g.epPause(v) }})
@@ -557,7 +576,11 @@ func (g *gen) epReuse() {
 	}
 	first := g.sc.Ops[pick(g, g.keyed)]
 	g.tokens++
-	reuse := Op{Tool: first.Tool, Token: g.tokens, Key: first.Key, Note: "other"}
+	// Other arguments: at the top, or only one object deeper.
+	reuse := Op{Tool: first.Tool, Token: first.Token, Key: first.Key, KeyForm: first.KeyForm, Note: first.Note, Nested: "other", Pad: first.Pad}
+	if first.Nested == "" || g.chance(0.4) {
+		reuse = Op{Tool: first.Tool, Token: g.tokens, Key: first.Key, KeyForm: first.KeyForm, Note: "other"}
+	}
 	g.sc.Ops = append(g.sc.Ops, reuse)
 	op := len(g.sc.Ops) - 1
 	if g.room() > 0 {
@@ -740,16 +763,29 @@ func (g *gen) epTwins() {
 	}
 }
 
+// reachingOp draws a free caller (with room for n more actions) and a
+// fresh operation of a mutating tool, keyed or not, whose first call by it
+// surely reaches the probe; ok is false when there is none, or when the
+// operation would not reach it (then it is called as it is, and that is
+// all).
+func (g *gen) reachingOp(n int) (who string, op int, ok bool) {
+	who, ok = g.caller(n, g.free(false))
+	if !ok {
+		return "", 0, false
+	}
+	op = g.newOp(pick(g, g.writeToolsOr()), g.chance(0.6))
+	if !g.dispatches(op, who) {
+		g.call(who, op)
+		return "", 0, false
+	}
+	return who, op, true
+}
+
 // epHold: the probe holds a dispatch while others call the same operation,
 // the clock moves, or the caller cancels; then lets it go.
 func (g *gen) epHold() {
-	who, ok := g.caller(3, g.free(false))
+	who, op, ok := g.reachingOp(3)
 	if !ok {
-		return
-	}
-	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.6))
-	if !g.dispatches(op, who) {
-		g.call(who, op)
 		return
 	}
 	grp := g.group()
@@ -869,6 +905,67 @@ func (g *gen) epFault() {
 		}
 	}
 	g.retries(op, who, 1+g.rng.Intn(2))
+}
+
+// epUpstream: the upstream fails an operation's first dispatch. A tool
+// error is a result like any other (charged, stored, replayed whole, never
+// run again); a refusal before the tool ran is refunded, and a retry runs
+// the call.
+func (g *gen) epUpstream() {
+	who, op, ok := g.reachingOp(2)
+	if !ok {
+		return
+	}
+	g.markCalled(op, who)
+	g.add(Action{Kind: KUpstream, Client: who, Op: op, Variant: pick(g, []string{probe.FailToolError, probe.FailRefuse})})
+	g.retries(op, who, 1+g.rng.Intn(2))
+}
+
+// epKeyForms: keys a gateway must keep apart: a key and the same key in
+// capitals, or two keys that differ only past a long shared prefix. Each
+// names its own operation, run and charged once.
+func (g *gen) epKeyForms() {
+	who, ok := g.caller(3, g.free(true))
+	if !ok {
+		return
+	}
+	tool := pick(g, g.writeToolsOr())
+	var ops []int
+	if g.chance(0.5) {
+		first := g.newOp(tool, true)
+		g.call(who, first)
+		g.maybeWait(0.3)
+		g.tokens++
+		g.sc.Ops = append(g.sc.Ops, Op{Tool: tool, Token: g.tokens, Key: g.sc.Ops[first].Key, KeyForm: KeyUpper})
+		ops = append(ops, len(g.sc.Ops)-1)
+	} else {
+		for i := 0; i < 2; i++ {
+			op := g.newOp(tool, true)
+			g.sc.Ops[op].KeyForm = KeyLong
+			ops = append(ops, op)
+		}
+	}
+	for _, op := range ops {
+		if g.room() < 1 {
+			return
+		}
+		g.call(who, op)
+	}
+	g.retries(pick(g, ops), who, g.rng.Intn(2))
+}
+
+// epDrain: fresh calls of the write tool until the wallet cannot pay for
+// another, and one more: the call that leaves it at zero is paid for, the
+// one after it refused insufficient_funds.
+func (g *gen) epDrain() {
+	who, ok := g.caller(2, g.free(true))
+	p := g.sc.Prices[ToolWrite]
+	if !ok || p == 0 || g.removed[ToolWrite] || g.sc.Wallet > 100 {
+		return
+	}
+	for left := g.balance("") - g.spent[""]; left >= 0 && g.room() > 1; left -= p {
+		g.call(who, g.newOp(ToolWrite, g.chance(0.7)))
+	}
 }
 
 // setStale sets the stale-lock threshold.

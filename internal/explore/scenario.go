@@ -16,10 +16,13 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpconform/mcpconform/drivers/probe"
 )
 
 // Tool aliases a scenario can use; Given steps register each one used.
@@ -60,10 +63,40 @@ const (
 // sends it: the same Op from another API key is another operation.
 type Op struct {
 	Tool   string `json:"tool"`
-	Token  int    `json:"token"`          // the arguments' token is $op<Token>
-	Note   string `json:"note,omitempty"` // a second argument, "" none
-	Key    int    `json:"key,omitempty"`  // the key is $k<Key>; 0 unkeyed
-	Permit string `json:"permit,omitempty"`
+	Token  int    `json:"token"`            // the arguments' token is $op<Token>
+	Note   string `json:"note,omitempty"`   // a second argument, "" none
+	Nested string `json:"nested,omitempty"` // a note one object deeper, {"meta":{"note":…}}, "" none
+	Pad    int    `json:"pad,omitempty"`    // characters of padding in a "pad" argument, 0 none
+	Key    int    `json:"key,omitempty"`    // the key is $k<Key>; 0 unkeyed
+	// KeyForm writes the key otherwise: KeyUpper the same key in capitals
+	// (another key: keys are case-sensitive), KeyLong behind a long prefix
+	// every long key shares (keys are compared whole, up to 255 characters).
+	KeyForm string `json:"key_form,omitempty"`
+	Permit  string `json:"permit,omitempty"`
+	// reordered writes the arguments' members the other way round: the
+	// same arguments to a gateway, which must not fingerprint the bytes.
+	reordered bool
+}
+
+// Key forms.
+const (
+	KeyUpper = "upper"
+	KeyLong  = "long"
+)
+
+// longKeyPrefix is what every KeyLong key starts with: longer than a key
+// column or a hash input cut at 32 or 48 characters.
+const longKeyPrefix = "retry-safe-operation-key-sharing-a-long-prefix-"
+
+// keyText is the key as the steps write it.
+func (o Op) keyText() string {
+	switch o.KeyForm {
+	case KeyUpper:
+		return fmt.Sprintf("$K%d", o.Key)
+	case KeyLong:
+		return fmt.Sprintf("%s$k%d", longKeyPrefix, o.Key)
+	}
+	return fmt.Sprintf("$k%d", o.Key)
 }
 
 // Keyed says the op carries an idempotency key.
@@ -71,10 +104,31 @@ func (o Op) Keyed() bool { return o.Key > 0 }
 
 // args is the op's arguments as the steps write them.
 func (o Op) args() string {
+	members := []string{fmt.Sprintf(`"token":"$op%d"`, o.Token)}
 	if o.Note != "" {
-		return fmt.Sprintf(`{"token":"$op%d","note":%q}`, o.Token, o.Note)
+		members = append(members, fmt.Sprintf(`"note":%q`, o.Note))
 	}
-	return fmt.Sprintf(`{"token":"$op%d"}`, o.Token)
+	if o.Nested != "" {
+		members = append(members, fmt.Sprintf(`"meta":{"note":%q,"v":1}`, o.Nested))
+	}
+	if o.Pad > 0 {
+		members = append(members, fmt.Sprintf(`"pad":"$pad%d"`, o.Pad))
+	}
+	if o.reordered {
+		slices.Reverse(members)
+	}
+	return "{" + strings.Join(members, ",") + "}"
+}
+
+// members counts the arguments' top-level members.
+func (o Op) members() int {
+	n := 1
+	for _, on := range []bool{o.Note != "", o.Nested != "", o.Pad > 0} {
+		if on {
+			n++
+		}
+	}
+	return n
 }
 
 // Permit is an explicit permit the scenario grants.
@@ -91,6 +145,9 @@ const (
 	// (a multi-round call's later round); otherwise a multi-round call is
 	// sent again from its first round.
 	KCall = "call"
+	// VariantReordered: a KCall that sends Op's arguments with their
+	// members the other way round.
+	VariantReordered = "reordered"
 	// KDrop: Client calls Op (keyed) and drops the connection once the tool runs.
 	KDrop = "drop"
 	// KTwins: N clients call Op at once; Variant "held" holds the first
@@ -110,6 +167,9 @@ const (
 	// KFault: a fault armed for Op's tool (Variant "fail" at Point, or
 	// "drop" the response after dispatch), then Client calls Op.
 	KFault = "fault"
+	// KUpstream: the probe fails Op's next dispatch (Variant
+	// probe.FailToolError or probe.FailRefuse), then Client calls Op.
+	KUpstream = "upstream"
 	// KWait: Dur of real time passes.
 	KWait = "wait"
 	// KClock: the gateway clock moves (Variant: ClockFreezeBefore,
@@ -277,7 +337,7 @@ func (s Scenario) Normalize() Scenario {
 			pending[a.Client] = a.Op + 1
 			lastOp[a.Client] = a.Op + 1
 			started[a.Group] = true
-		case KDrop, KFault:
+		case KDrop, KFault, KUpstream:
 			if p != 0 {
 				continue
 			}
@@ -449,7 +509,7 @@ func (s Scenario) used() (tools, clients map[string]bool) {
 			clients[a.Client] = true
 		}
 		switch a.Kind {
-		case KCall, KDrop, KTwins, KPause, KHold, KFault:
+		case KCall, KDrop, KTwins, KPause, KHold, KFault, KUpstream:
 			tools[s.Ops[a.Op].Tool] = true
 		case KRemove:
 			tools[a.Tool] = true
@@ -469,7 +529,7 @@ func (s Scenario) permitsUsed() []string {
 	set := map[string]bool{}
 	for _, a := range s.Actions {
 		switch a.Kind {
-		case KCall, KPause, KHold, KFault:
+		case KCall, KPause, KHold, KFault, KUpstream:
 			if p := s.Ops[a.Op].Permit; p != "" {
 				set[p] = true
 			}
@@ -562,7 +622,10 @@ func (s Scenario) steps() []step {
 		}
 		switch a.Kind {
 		case KCall:
-			if last[a.Client] == a.Op+1 && (pending[a.Client] || op.Tool != ToolAsk || a.Variant == "again") {
+			if a.Variant == VariantReordered {
+				op.reordered = true
+				add(callText(a.Client, "calls", op))
+			} else if last[a.Client] == a.Op+1 && (pending[a.Client] || op.Tool != ToolAsk || a.Variant == "again") {
 				add(fmt.Sprintf("%q retries its last call with a new JSON-RPC id", a.Client))
 			} else {
 				add(callText(a.Client, "calls", op))
@@ -570,17 +633,17 @@ func (s Scenario) steps() []step {
 			pending[a.Client] = false
 			last[a.Client] = a.Op + 1
 		case KDrop:
-			add(fmt.Sprintf("%q calls %q with %s using key \"$k%d\" and drops the connection once the tool runs", a.Client, op.Tool, op.args(), op.Key))
+			add(fmt.Sprintf("%q calls %q with %s using key %q and drops the connection once the tool runs", a.Client, op.Tool, op.args(), op.keyText()))
 			last[a.Client] = a.Op + 1
 		case KTwins:
 			switch a.Variant {
 			case "held":
-				add(fmt.Sprintf("%d clients call %q with %s using key \"$k%d\" at once, the first dispatch held", a.N, op.Tool, op.args(), op.Key))
+				add(fmt.Sprintf("%d clients call %q with %s using key %q at once, the first dispatch held", a.N, op.Tool, op.args(), op.keyText()))
 			case "split":
 				add(fmt.Sprintf("%d clients split across every gateway URL call %q with %s without a key at once", a.N, op.Tool, op.args()))
 			default:
 				if op.Keyed() {
-					add(fmt.Sprintf("%d clients call %q with %s using key \"$k%d\" at once", a.N, op.Tool, op.args(), op.Key))
+					add(fmt.Sprintf("%d clients call %q with %s using key %q at once", a.N, op.Tool, op.args(), op.keyText()))
 				} else {
 					add(fmt.Sprintf("%d clients call %q with %s without a key at once", a.N, op.Tool, op.args()))
 				}
@@ -612,6 +675,14 @@ func (s Scenario) steps() []step {
 				add(fmt.Sprintf("the gateway will drop the response after dispatching %q", op.Tool))
 			} else {
 				add(fmt.Sprintf("a failure is armed at %q for %q", a.Point, op.Tool))
+			}
+			add(callText(a.Client, "calls", op))
+			last[a.Client] = a.Op + 1
+		case KUpstream:
+			if a.Variant == probe.FailRefuse {
+				add(fmt.Sprintf("the probe refuses the next dispatch of \"$op%d\"", op.Token))
+			} else {
+				add(fmt.Sprintf("the probe answers the next dispatch of \"$op%d\" with a tool error", op.Token))
 			}
 			add(callText(a.Client, "calls", op))
 			last[a.Client] = a.Op + 1
@@ -655,7 +726,7 @@ func credits(n int64) string {
 func callText(client, verb string, op Op) string {
 	switch {
 	case op.Keyed():
-		return fmt.Sprintf("%q %s %q with %s using key \"$k%d\"", client, verb, op.Tool, op.args(), op.Key)
+		return fmt.Sprintf("%q %s %q with %s using key %q", client, verb, op.Tool, op.args(), op.keyText())
 	case op.Permit != "" && verb == "calls":
 		return fmt.Sprintf("%q calls %q with %s under permit %q", client, op.Tool, op.args(), op.Permit)
 	}

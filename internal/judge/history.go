@@ -211,6 +211,10 @@ const (
 	EnvTool        = "tool"        // a tool the scenario uses: Tool, Role, Price
 	EnvCrash       = "crash"       // a gateway process was killed
 	EnvEntitlement = "entitlement" // Principal's entitlement to Tool changed: On
+	// EnvUpstreamFail: the probe fails Token's next dispatch, Action says
+	// how: "tool_error" (the tool runs and answers isError, a result like
+	// any other) or "refuse" (a JSON-RPC error before the tool runs).
+	EnvUpstreamFail = "upstream-fail"
 	// EnvDecide: from here the harness retries every operation until it is
 	// decided, so the model requires each to end decided (Options.Decided).
 	EnvDecide = "retried-until-decided"

@@ -20,6 +20,10 @@ const (
 	ReasonDispatchFailed  = "dispatch_failed"
 	ReasonResponseFailed  = "response_failed"
 	ReasonCapabilities    = "client_capabilities_missing"
+
+	// UpstreamRefuse is EnvUpstreamFail's Action for a JSON-RPC error
+	// before the tool runs.
+	UpstreamRefuse = "refuse"
 )
 
 // finalForCaller are the refusals that, where the contract allows them,
@@ -700,6 +704,17 @@ func (m *model) allowed(c *mcall) map[string]bool {
 		return e.Action != "pause" && (e.Tool == "" || e.Tool == c.v.Tool)
 	})
 	pausedHere := m.since(c.end, EnvWaiting, func(e EnvValue) bool { return e.Client == c.proc }) && faulted
+	if m.since(c.end, EnvUpstreamFail, func(e EnvValue) bool { return e.Token == c.v.Token && e.Action == UpstreamRefuse }) {
+		// The upstream refused the call before its tool ran: the contract
+		// says dispatch_failed; a gateway that hands the upstream's own
+		// error on says the same in the upstream's words, which the
+		// profile may map to no meaning. Either way the debit is refunded
+		// (the ledger check) and a retry may run it.
+		a[ReasonDispatchFailed] = true
+		if c.a.Reason == "" && len(c.a.Means) == 0 {
+			a[""] = true
+		}
+	}
 	if failing || pausedHere || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
 		a[ReasonDispatchFailed] = true
 	}
@@ -1158,6 +1173,9 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		if e.Receipt == "" {
 			receipted = false
 		}
+	}
+	if r.Balance < 0 {
+		add(HarmWrongAmount, "a balance never below zero: a call the wallet cannot pay is refused "+ReasonFunds, fmt.Sprintf("balance %d", r.Balance))
 	}
 	if r.Delta() != -net {
 		add(HarmWrongAmount, fmt.Sprintf("the balance moved by the entries' net, %+d", -net), fmt.Sprintf("balance %d, moved by %+d from %d", r.Balance, r.Delta(), r.Baseline))

@@ -110,6 +110,32 @@ func TestModel(t *testing.T) {
 			h.result("A", write, "r2", "d2")
 			h.dispatch("op1")
 		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"an upstream's refusal before the tool ran is dispatch_failed, refunded, and the retry runs", func(h *hist) {
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{
+				{Kind: EntryDebit, Amount: 3, Receipt: "r0"}, {Kind: EntryRefund, Amount: 3, Receipt: "r0"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, nil},
+		{"an upstream's refusal whose debit is kept", func(h *hist) {
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{
+				{Kind: EntryDebit, Amount: 3, Receipt: "r0"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/double-charge"}},
+		{"dispatch_failed with no failure to explain it", func(h *hist) {
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
+		{"a wallet charged below zero", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: 2, Balance: -1, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, []string{"ledger/wrong-amount"}},
 		{"a replay that drops its content", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")

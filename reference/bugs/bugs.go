@@ -66,6 +66,15 @@ const (
 	KeyedRecordsPerProcess     = "keyed-records-per-process"
 	FinishedKeyExpires         = "finished-key-expires"
 	ClaimLapses                = "claim-lapses"
+	// Harms that show only in shapes of keys, arguments, balances and
+	// upstream answers most scenarios do not vary.
+	KeyCaseFolded        = "key-case-folded"
+	KeyTruncated         = "key-truncated"
+	FingerprintShallow   = "fingerprint-shallow"
+	FingerprintRawBytes  = "fingerprint-raw-bytes"
+	UpstreamErrorCharged = "upstream-error-charged"
+	ToolErrorNotStored   = "tool-error-not-stored"
+	FundsBoundary        = "funds-boundary"
 )
 
 // Bug describes one switch.
@@ -132,6 +141,13 @@ var All = []Bug{
 	{Name: KeyedTakeoverUnfenced, Description: "a keyed holder that stalled before its charge charges and dispatches when it resumes, though a retry took its stale reservation over and ran it: the charge is not conditional on still owning the reservation (no fence on the keyed path)"},
 	{Name: KeyedRecordsPerProcess, Description: "a client key's record is kept per gateway process (an in-memory idempotency cache, not the store): a retry or twin that reaches another process of the same gateway is a new operation, dispatched and charged again"},
 	{Name: FinishedKeyExpires, Description: "a finished operation is kept 1 s of real time: a retry with the same key and arguments after that is taken for new work, dispatched and charged again under a new receipt"},
+	{Name: KeyCaseFolded, Description: "client keys are compared case-insensitively (lower-cased before lookup): a key and the same key in capitals, two keys to the client, name one operation, so the second is refused idempotency_key_reused or handed the first one's result"},
+	{Name: KeyTruncated, Description: "client keys are cut to their first 32 characters (a fixed-width key column): two long keys that share a prefix name one operation, so the second is refused idempotency_key_reused or handed the first one's result"},
+	{Name: FingerprintShallow, Description: "the argument fingerprint covers the top-level members only, nested objects and arrays as their kind: the same key with arguments that differ one object deeper replays the first arguments' result instead of idempotency_key_reused"},
+	{Name: FingerprintRawBytes, Description: "the argument fingerprint is taken over the bytes as sent, not the canonical JSON: a retry that writes the same arguments with their members in another order is refused idempotency_key_reused (keyed) or run and charged again (unkeyed)"},
+	{Name: UpstreamErrorCharged, Description: "an upstream that refuses a call with a JSON-RPC error (nothing ran) is answered dispatch_failed, but the debit is kept: the caller pays for a call that never ran, and again when its retry runs it"},
+	{Name: ToolErrorNotStored, Description: "only successful results are kept as an operation's outcome: a tool's isError result is answered and refunded but not stored, so a retry runs the tool again (the tool ran: its effect happens twice)"},
+	{Name: FundsBoundary, Description: "a wallet pays for a call only while it holds more than the price (balance > price, not >=): a wallet holding exactly the price is refused insufficient_funds"},
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 

@@ -103,6 +103,7 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if r.Caller.WalletID == "" || r.Caller.APIKeyID == "" {
 		return CallResponse{}, Refuse(ReasonUnauthenticated, "no authenticated caller")
 	}
+	r.ClientKey = g.bugKey(r.ClientKey) // BUG key-case-folded, key-truncated
 	c := &callState{r: r, set: g.Settings(), now: g.clock.Now(),
 		principal: r.Caller.Principal.String(), principalKey: principalKey(r.Caller.Principal)}
 	args := r.Arguments
@@ -116,7 +117,7 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if canon[0] != '{' {
 		return CallResponse{}, Refuse(ReasonInvalidArguments, "arguments must be a JSON object")
 	}
-	sum := sha256.Sum256(canon)
+	sum := sha256.Sum256(g.bugFingerprinted(args, canon)) // BUG fingerprint-shallow, fingerprint-raw-bytes
 	c.canon, c.fp = canon, hex.EncodeToString(sum[:])
 	if g.bugs.On(bugs.RoundsFingerprinted) {
 		c.fp = roundFingerprint(ctx, c.fp) // BUG rounds-fingerprinted
@@ -189,6 +190,10 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	// Steps 4 and 5: reserve the key before anything is dispatched, so a twin
 	// finds the reservation instead of dispatching too (the concurrent-enqueue
 	// bug), and charge it in the same commit when nothing waits between.
+	if g.bugs.On(bugs.FundsBoundary) && g.atBoundary(ctx, c.r.Caller.WalletID, c.tool.Price) {
+		// BUG funds-boundary: a balance check before the reservation, with > where >= belongs
+		return CallResponse{}, Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
+	}
 	receipt := newReceipt()
 	charge := g.firstCharge(c, receipt)
 	var rec store.Record
@@ -867,7 +872,13 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		return g.inputRequired(ctx, c, rec, receipt, charged, ir)
 	}
 	if err != nil {
+		if g.bugs.On(bugs.UpstreamErrorCharged) && !capabilityRefusal(err) {
+			charged = 0 // BUG upstream-error-charged: nothing to give back, as the gateway sees it
+		}
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err)
+	}
+	if g.bugs.On(bugs.ToolErrorNotStored) && isErrorResult(result) {
+		return g.errorNotStored(ctx, c, rec, receipt, charged, result) // BUG tool-error-not-stored
 	}
 	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
 		result = g.foreignContent(ctx, rec, result) // BUG foreign-content

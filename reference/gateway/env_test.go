@@ -74,6 +74,8 @@ type fakeDispatcher struct {
 	mu    sync.Mutex
 	runs  map[string]int
 	fails int
+	// toolErrors: the next calls run and answer isError.
+	toolErrors int
 	// asks is how many more rounds end asking the client for input (a
 	// 2026-07-28 input-required result) before a run does its work.
 	asks int
@@ -110,6 +112,12 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest
 	if d.fails > 0 {
 		d.fails--
 		return nil, errors.New("upstream unreachable")
+	}
+	if d.toolErrors > 0 {
+		// The tool runs and reports a failure: a result like any other.
+		d.toolErrors--
+		d.runs[r.Tool.Name]++
+		return json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":"run %d of %s failed"}],"isError":true}`, d.runs[r.Tool.Name], r.Tool.Name)), nil
 	}
 	if ref := d.refusal; ref != nil {
 		d.refusal = nil

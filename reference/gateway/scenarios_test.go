@@ -38,7 +38,7 @@ func first(errs ...error) error { return errors.Join(errs...) }
 var scenarios = []scenario{
 	{
 		name:    "unkeyed retry replays the first receipt",
-		catches: []string{bugs.RandomUnkeyedKey},
+		catches: []string{bugs.RandomUnkeyedKey, bugs.FingerprintRawBytes},
 		run: func(e *env) error {
 			// A retry arrives with a fresh JSON-RPC id and maybe another key order.
 			return e.replays(req{args: `{"text":"a","n":1}`}, func() {}, req{args: `{"n":1,"text":"a"}`})
@@ -296,6 +296,81 @@ var scenarios = []scenario{
 				want("net after the retry", ran.net(), -price), want("retry replayed", rc.Replayed, false),
 				want("entries after the replay", replayed.debits+replayed.refunds, ran.debits+ran.refunds),
 				want("replay receipt", rep.ID, rc.ID), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "keys that differ only in case, or past 32 characters, name operations of their own",
+		catches: []string{bugs.KeyCaseFolded, bugs.KeyTruncated},
+		run: func(e *env) error {
+			k := "Key-" + uuid.NewString()
+			long := strings.Repeat("p", 40)
+			for _, key := range []string{k, strings.ToUpper(k), long + "-a", long + "-b"} {
+				if _, err := ok(run(e.call(req{key: key, args: fmt.Sprintf(`{"k":%q}`, key)}))); err != nil {
+					return fmt.Errorf("key %q: %w", key, err)
+				}
+			}
+			n, err := e.dispatches(e.write)
+			return first(err, want("dispatches", n, 4), want("net", e.ledger().net(), -4*price))
+		},
+	},
+	{
+		name:    "the same key with arguments that differ one object deeper is refused",
+		catches: []string{bugs.FingerprintShallow},
+		run: func(e *env) error {
+			key := "deep-" + uuid.NewString()[:8]
+			if _, err := ok(run(e.call(req{key: key, args: `{"a":{"b":1},"c":[1]}`}))); err != nil {
+				return err
+			}
+			_, err := e.call(req{key: key, args: `{"a":{"b":2},"c":[1]}`})
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("reason", reason(err), gateway.ReasonKeyReused), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "an upstream error before the tool ran is refunded, and the retry runs",
+		catches: []string{bugs.RefundMissing, bugs.UpstreamErrorCharged},
+		run: func(e *env) error {
+			e.disp.fails = 1
+			_, err := e.call(req{key: "up-1"})
+			refused := e.ledger()
+			if _, rerr := ok(run(e.call(req{key: "up-1"}))); rerr != nil {
+				return rerr
+			}
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("reason", reason(err), gateway.ReasonDispatchFailed), want("net after the refusal", refused.net(), 0),
+				want("net after the retry", e.ledger().net(), -price), want("dispatches", n, 1))
+		},
+	},
+	{
+		name:    "a tool's isError result is charged, stored and replayed, never run again",
+		catches: []string{bugs.ToolErrorNotStored},
+		run: func(e *env) error {
+			e.disp.toolErrors = 1
+			o := run(e.call(req{key: "te-1"}))
+			a, err := ok(o)
+			if err != nil {
+				return err
+			}
+			_, res, _ := receiptOf(o.resp)
+			b, err := ok(run(e.call(req{key: "te-1"})))
+			if err != nil {
+				return err
+			}
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("isError", res.IsError, true), want("replayed receipt", b.ID, a.ID), want("dispatches", n, 1),
+				want("net", e.ledger().net(), -price))
+		},
+	},
+	{
+		name:    "a wallet holding exactly the price pays for the call",
+		catches: []string{bugs.FundsBoundary},
+		run: func(e *env) error {
+			c := e.newCaller(e.newWallet(price))
+			if _, err := ok(run(e.call(req{caller: &c, key: "edge-1"}))); err != nil {
+				return err
+			}
+			_, err := e.call(req{caller: &c, key: "edge-2"})
+			return want("reason of the next call", reason(err), gateway.ReasonInsufficient)
 		},
 	},
 	{

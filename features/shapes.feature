@@ -1,0 +1,107 @@
+@shapes
+Feature: Keys, arguments, balances and upstream answers of every shape
+  Most scenarios send short lower-case keys, flat arguments, wallets far from
+  empty and an upstream that always answers. A gateway's rules must hold for
+  the shapes they do not send: keys compared whole and case-sensitively,
+  arguments fingerprinted by their canonical JSON at every depth, a balance
+  equal to the price, an upstream that refuses or answers with a tool error.
+
+  Background:
+    Given a wallet with 1000 credits and an API key
+    And an upstream tool "write" priced 3 credits
+
+  @key-01 @must @needs-upstream
+  Scenario: A key and the same key in capitals name two operations
+    Requirement: Idempotency keys are compared exactly as sent (printable ASCII, case-sensitive): a key and the same key in capitals are two keys, each its own operation, dispatched and charged once, never refused idempotency_key_reused or answered with the other's result.
+    Source: docs/wire.md (Keys and permits); IETF draft-ietf-httpapi-idempotency-key-header section 2 (the key is an opaque string the client chooses)
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op2"} using key "$K1"
+    Then "A" gets a result
+    And the probe saw "$op2" dispatched 1 time
+    And the ledger has 2 debits and 0 refunds
+
+  @key-02 @must @needs-upstream
+  Scenario: Two long keys that differ only past a shared prefix name two operations
+    Requirement: A key of up to 255 characters is compared whole: two keys that share their first 47 characters are two keys, each its own operation, dispatched and charged once.
+    Source: docs/wire.md (Keys and permits: at most 255 characters of printable ASCII)
+    When "A" calls "write" with {"token":"$op1"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op2"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k2"
+    Then "A" gets a result
+    And the probe saw "$op2" dispatched 1 time
+    And the ledger has 2 debits and 0 refunds
+
+  @args-01 @must @needs-upstream
+  Scenario: A keyed retry that writes the same arguments in another member order replays
+    Requirement: Arguments are compared by their canonical JSON (members sorted, no insignificant whitespace), not their bytes: a retry with the same key whose arguments list the same members in another order is the same operation and replays its stored result, no dispatch, no debit.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design: "canonical JSON of the arguments (sorted keys, compact)"; "nested key order is stable")
+    When "A" calls "write" with {"token":"$op1","note":"hello","meta":{"note":"deep","v":1}} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"meta":{"v":1,"note":"deep"},"note":"hello","token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @args-02 @must @needs-upstream
+  Scenario: The same key with arguments that differ one object deeper is refused
+    Requirement: The fingerprint covers the arguments at every depth: the same key with arguments that differ only inside a nested object is idempotency_key_reused, never the first arguments' stored result; nothing dispatched or charged.
+    Source: review of PR 917 "Duplicate prevention failed for simultaneous requests" (idempotency_key_payload_mismatch); review of SEL-498 (canonical JSON of the arguments)
+    When "A" calls "write" with {"token":"$op1","meta":{"note":"one","v":1}} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op1","meta":{"note":"two","v":1}} using key "$k1"
+    Then "A" is refused with "idempotency_key_reused"
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @must @needs-upstream
+  Scenario Outline: An upstream's refusal before the tool ran is refunded, and the retry runs it once<on>
+    Requirement: An upstream that refuses a call with a JSON-RPC error ran nothing: the call is answered dispatch_failed (retryable) and its debit refunded, net zero; the retry runs the tool once and is charged once.
+    Source: docs/wire.md (An upstream tool's result: "refuses the call with a JSON-RPC error, nothing ran: dispatch_failed, refunded"); review of SEL-498 ("pre-dispatch refunded failures advance to a fresh attempt instead of replaying")
+    Given the probe refuses the next dispatch of "$op1"
+    When "A" calls "write" with {"token":"$op1"} <keying>
+    Then "A" is refused with retryable "dispatch_failed"
+    And the wallet balance changed by 0
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the wallet balance changed by -3
+
+    @upstream-01 @unkeyed-derived
+    Examples: unkeyed
+      | on | keying        |
+      |    | without a key |
+
+    @upstream-01-keyed
+    Examples: keyed
+      | on                 | keying          |
+      | , for a keyed call | using key "$k1" |
+
+  @upstream-02 @must @needs-upstream
+  Scenario: A tool's error result is charged once, stored and replayed, never run again
+    Requirement: A tool that ran and answered isError has an outcome like any other: charged once, stored under its receipt, and a retry replays it whole; the tool is not run again.
+    Source: docs/wire.md (An upstream tool's result is its content, structuredContent and isError); review of SEL-498 ("Consider releasing the key for proven no-effect outcomes": only those)
+    Given the probe answers the next dispatch of "$op1" with a tool error
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @funds-01 @must @needs-upstream @needs-fixtures
+  Scenario: A wallet holding exactly the price pays for the call
+    Requirement: A call is refused insufficient_funds only when the balance is below the tool's price: a wallet holding exactly the price pays for one call (balance 0 after it), and the next call is refused, nothing dispatched.
+    Source: docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
+    Given a wallet with 6 credits and an API key
+    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op2"} using key "$k2"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op3"} using key "$k3"
+    Then "A" is refused with "insufficient_funds"
+    And the probe saw "$op2" dispatched 1 time
+    And the probe saw "$op3" dispatched 0 times
+    And the ledger has 2 debits and 0 refunds

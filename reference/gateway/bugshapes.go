@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/store"
+)
+
+// The bugs of this file live in the shapes of what a call carries: its
+// key's letters and length, its arguments' nesting and member order, an
+// upstream's failure, a balance equal to the price. Only their switches
+// call them.
+
+// bugKey is the client key as key-case-folded and key-truncated see it.
+func (g *Gateway) bugKey(k string) string {
+	if g.bugs.On(bugs.KeyCaseFolded) {
+		k = strings.ToLower(k)
+	}
+	if g.bugs.On(bugs.KeyTruncated) && len(k) > 32 {
+		k = k[:32]
+	}
+	return k
+}
+
+// bugFingerprinted is what the fingerprint is taken over: the canonical
+// arguments, or as fingerprint-raw-bytes and fingerprint-shallow see them.
+func (g *Gateway) bugFingerprinted(raw, canon []byte) []byte {
+	switch {
+	case g.bugs.On(bugs.FingerprintRawBytes):
+		return raw
+	case g.bugs.On(bugs.FingerprintShallow):
+		var top map[string]json.RawMessage
+		if json.Unmarshal(canon, &top) != nil {
+			return canon
+		}
+		for k, v := range top {
+			if t := bytes.TrimSpace(v); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+				top[k] = json.RawMessage(`"` + string(t[:1]) + `"`)
+			}
+		}
+		b, err := json.Marshal(top)
+		if err != nil {
+			return canon
+		}
+		return b
+	}
+	return canon
+}
+
+// isErrorResult says a tool's result is a failure it reported (isError).
+func isErrorResult(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+// errorNotStored answers a tool's isError result as it came, but keeps it
+// out of the record: the record ends failed_refunded with its debit given
+// back, as if nothing had run, so a retry runs the tool again.
+func (g *Gateway) errorNotStored(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, result json.RawMessage) (CallResponse, error) {
+	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
+	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
+	if err != nil {
+		return CallResponse{}, err
+	}
+	now := g.clock.Now()
+	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
+	if charged > 0 {
+		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
+			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+	}
+	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
+		return CallResponse{}, g.storeErr("finish", err)
+	}
+	return CallResponse{Result: body}, nil
+}
+
+// atBoundary says the payer holds no more than price, which funds-boundary
+// refuses though the balance covers it.
+func (g *Gateway) atBoundary(ctx context.Context, payer string, price int64) bool {
+	if price <= 0 {
+		return false
+	}
+	w, err := g.store.Wallet(ctx, payer)
+	return err == nil && w.Balance == price
+}
