@@ -181,7 +181,7 @@ func replays(ctx context.Context, who, other string, n int) error {
 		return w.check(id, step, judge.CapWire, false, fmt.Sprintf("a result with receipt %q", orig.Receipt()), w.describe(a))
 	}
 	for _, field := range []string{"content", "structuredContent", "isError"} {
-		if resultMember(orig, field) != resultMember(a, field) {
+		if orig.ResultMember(field) != a.ResultMember(field) {
 			x, y := orig.ResultField(field), a.ResultField(field)
 			return w.check(id, step, judge.CapWire, false, fmt.Sprintf("%s %s", field, orAbsent(x)), fmt.Sprintf("%s %s", field, orAbsent(y)))
 		}

@@ -85,7 +85,7 @@ func (w *world) opsMade() []madeCall {
 	for _, m := range w.made {
 		c := m.client
 		k := fmt.Sprintf("%s|%s|%s|%v|%s|%s|%s|%s", c.credential, c.wallet, c.principal, c.forged,
-			m.call.Tool, m.call.IdempotencyKey, m.call.PermitID, canonicalJSON(rawArgs(m.call)))
+			m.call.Tool, m.call.IdempotencyKey, m.call.PermitID, wire.CanonicalJSON(rawArgs(m.call)))
 		if _, seen := last[k]; !seen {
 			order = append(order, k)
 		}

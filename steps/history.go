@@ -1,10 +1,7 @@
 package steps
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -54,7 +51,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 			v.Error = a.TransportError
 		}
 	case a.IsResult():
-		r := resultValue(a)
+		r := a.ResultValue()
 		typ = judge.OK
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
 	case a.IsRefusal():
@@ -72,59 +69,6 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		}
 	}
 	return judge.Op{Process: c.name, Type: typ, F: judge.FCall, Value: mustJSON(v)}
-}
-
-// resultValue is what the history keeps of a result: a digest of what a
-// replay must return whole (content, structuredContent and isError, never
-// the resultType or _meta a protocol version adds), its resultType, whether
-// it lacks the content list, whether it is an input-required round, and the
-// token whose probe answer it carries.
-func resultValue(a *answer) judge.CallValue {
-	var v judge.CallValue
-	if !a.IsResult() {
-		return v
-	}
-	h := sha256.New()
-	for _, field := range []string{"content", "structuredContent", "isError"} {
-		h.Write([]byte(field))
-		h.Write([]byte{0})
-		h.Write([]byte(resultMember(a, field)))
-		h.Write([]byte{0})
-	}
-	v.Digest = hex.EncodeToString(h.Sum(nil))[:16]
-	_ = json.Unmarshal(a.ResultField("resultType"), &v.ResultType)
-	v.InputRequired = v.ResultType == "input_required"
-	var content []json.RawMessage
-	v.NoContent = !v.InputRequired && json.Unmarshal(a.ResultField("content"), &content) != nil
-	v.Served = tokenIn(a.ResultField("structuredContent"))
-	return v
-}
-
-// resultMember is a result's member as a replay must return it, canonical,
-// with what the schema says an absent member means: isError absent is
-// false, structuredContent null is none.
-func resultMember(a *answer, field string) string {
-	v := canonicalJSON(a.ResultField(field))
-	switch {
-	case field == "isError" && v == "":
-		return "false"
-	case field == "structuredContent" && v == "null":
-		return ""
-	}
-	return v
-}
-
-// canonicalJSON is a JSON value with its members in one order and its
-// numbers in one spelling, "" for none.
-func canonicalJSON(raw json.RawMessage) string {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return ""
-	}
-	var x any
-	if json.Unmarshal(raw, &x) != nil {
-		return string(raw)
-	}
-	return string(mustJSON(x))
 }
 
 // noteEnv records a change the harness made to the target or the probe.

@@ -135,7 +135,7 @@ func finalResultOfItsVersion(ctx context.Context, who string) error {
 	version := w.clientFor(who).wire.Version()
 	step := fmt.Sprintf("the last answer of %s is a final result as %s writes one", who, version)
 	id := checkOf(judge.KindFinalShape, judge.HarmShape, "client", who, "wire", version)
-	v := resultValue(a)
+	v := a.ResultValue()
 	ok, expected := judge.FinalShape(a.IsResult(), v, version)
 	actual := w.describe(a)
 	if a.IsResult() {

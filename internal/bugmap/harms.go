@@ -66,10 +66,12 @@ var Harms = map[string][]judge.Harm{
 	// The switches whose harm shows only in a crossed dimension.
 	"principal-unbound-stateless":   {judge.HarmCrossScope, judge.HarmLostOutcome},
 	"principal-fail-open-stateless": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
-	"keyed-takeover-unfenced":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
-	"keyed-records-per-process":     {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
-	"finished-key-expires":          {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
-	"claim-lapses":                  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	// Where the tool was removed while its holder stalled, the holder's
+	// unfenced charge finds no tool and the call is answered internal_error.
+	"keyed-takeover-unfenced":   {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	"keyed-records-per-process": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"finished-key-expires":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"claim-lapses":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	// The switches whose harm shows only in a shape of key, arguments,
 	// balance or upstream answer. Two keys taken for one: the second call
 	// is refused as a reuse (or answered with the first one's result).

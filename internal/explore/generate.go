@@ -50,13 +50,17 @@ func Generate(seed int64, n int, d Dims, max int) Scenario {
 	g := &gen{rng: rng, d: d, max: max, removed: map[string]bool{}, revoked: map[string]bool{},
 		pending: map[string]bool{}, version: map[string]string{}, spent: map[string]int64{}, asked: map[int]bool{}}
 	g.sc = Scenario{Seed: seed, N: n, Prices: map[string]int64{}, Permits: map[string]Permit{}, Clients: map[string]Client{}}
-	g.setUp()
 	// Each scenario is a few episodes, each a situation the contract says
 	// something about, with random parameters, interleaved with noise:
 	// retries of earlier operations by any client, waits, version switches.
 	// The first few are the seed's turn of every kind.
 	eps := g.episodes()
-	for _, k := range forced(seed, n, len(eps), forcedEach) {
+	first := forced(seed, n, len(eps), forcedEach)
+	for _, k := range first {
+		g.small = g.small || (eps[k].small && eps[k].w > 0)
+	}
+	g.setUp()
+	for _, k := range first {
 		if eps[k].w > 0 {
 			eps[k].f()
 		}
@@ -93,6 +97,7 @@ type gen struct {
 	keyed   []int             // keyed ops called so far
 	called  []int             // ops called so far
 	window0 bool              // unkeyed calls are refused (policy refuse, or window 0)
+	small   bool              // set up a small wallet, an exact multiple of the write tool's price
 	frozen  bool              // the clock was frozen before a boundary
 	// clockSpent is how far ahead of real time the gateway clock may be.
 	clockSpent time.Duration
@@ -147,7 +152,7 @@ var priceChoices = []int64{0, 1, 1, 2, 3, 3, 5, 7, 10, 25, 50, 99}
 func (g *gen) setUp() {
 	fix := g.d.has(judge.CapFixtures)
 	switch r := g.rng.Intn(10); {
-	case fix && r == 0:
+	case fix && (r == 0 || g.small):
 		g.sc.Wallet = int64(10 + g.rng.Intn(40)) // runs out: insufficient funds
 	case fix && r < 4:
 		g.sc.Wallet = int64(100 + g.rng.Intn(300)) // a tool may cost more than it holds
@@ -158,7 +163,10 @@ func (g *gen) setUp() {
 		g.sc.Prices[t] = pick(g, priceChoices)
 	}
 	g.sc.Prices[ToolPricey] = 500
-	if p := g.sc.Prices[ToolWrite]; g.sc.Wallet < 50 && p > 0 && g.chance(0.5) {
+	if g.small && g.sc.Prices[ToolWrite] == 0 {
+		g.sc.Prices[ToolWrite] = pick(g, priceChoices[1:])
+	}
+	if p := g.sc.Prices[ToolWrite]; g.sc.Wallet < 50 && p > 0 && (g.small || g.chance(0.5)) {
 		// A wallet that reaches exactly the price, then zero.
 		g.sc.Wallet = p * int64(2+g.rng.Intn(4))
 	}
@@ -416,6 +424,10 @@ func on(ok bool, w int) int {
 type ep struct {
 	w int
 	f func()
+	// small: the episode needs a small wallet, an exact multiple of the
+	// write tool's price; a scenario whose first episodes include it is
+	// set up with one.
+	small bool
 }
 
 // pauseWeights are epPause's variants' weights, in its order.
@@ -427,27 +439,27 @@ func (g *gen) episodes() []ep {
 	d := g.d
 	fix, faults, clock := d.has(judge.CapFixtures), d.has(judge.CapFaults), d.has(judge.CapClock)
 	eps := []ep{
-		{5, g.epRepeat},
-		{2, g.epReuse},
-		{on(d.has(judge.CapSecondKey) || d.has(judge.CapOtherWallet) || d.has(judge.CapToolWriteOther) || d.has(judge.CapPrincipalTokens), 3), g.epScope},
-		{3, g.epRefusals},
-		{3, g.epTwins},
-		{3, g.epHold},
-		{2, g.epDrop},
-		{on(faults, 3), g.epFault},
-		{on(clock, 2), g.epClock},
-		{on(d.has(judge.CapSettings), 3), g.epSetting},
-		{on(d.has(judge.CapPrincipals), 2), g.epRevoke},
-		{on(fix, 4), g.epPermit},
-		{on(fix, 3), g.epRounds},
-		{1, g.epBurst},
-		{on(fix, 1), g.epRemove},
-		{2, g.epUpstream},
-		{2, g.epKeyForms},
-		{on(fix, 1), g.epDrain},
+		{5, g.epRepeat, false},
+		{2, g.epReuse, false},
+		{on(d.has(judge.CapSecondKey) || d.has(judge.CapOtherWallet) || d.has(judge.CapToolWriteOther) || d.has(judge.CapPrincipalTokens), 3), g.epScope, false},
+		{3, g.epRefusals, false},
+		{3, g.epTwins, false},
+		{3, g.epHold, false},
+		{2, g.epDrop, false},
+		{on(faults, 3), g.epFault, false},
+		{on(clock, 2), g.epClock, false},
+		{on(d.has(judge.CapSettings), 3), g.epSetting, false},
+		{on(d.has(judge.CapPrincipals), 2), g.epRevoke, false},
+		{on(fix, 4), g.epPermit, false},
+		{on(fix, 3), g.epRounds, false},
+		{1, g.epBurst, false},
+		{on(fix, 1), g.epRemove, false},
+		{2, g.epUpstream, false},
+		{2, g.epKeyForms, false},
+		{w: on(fix, 1), f: g.epDrain, small: true},
 	}
 	for v, w := range pauseWeights {
-		eps = append(eps, ep{on(faults, w), func() { g.epPause(v) }})
+		eps = append(eps, ep{on(faults, w), func() { g.epPause(v) }, false})
 	}
 	return eps
 }
@@ -812,7 +824,7 @@ func (g *gen) epHold() {
 	}
 	// A duplicate once the upstream has been slow for a while: an in-flight
 	// claim must last as long as its dispatch, not a second or two.
-	if g.room() > 3 && g.chance(0.35) {
+	if g.room() > 3 && g.chance(0.6) {
 		if o := g.sameScope(who); o != "" {
 			g.add(Action{Kind: KWait, Dur: 1500 * time.Millisecond})
 			g.call(o, op)

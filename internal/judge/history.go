@@ -203,8 +203,8 @@ const (
 	EnvSetting     = "setting"     // a setting changed: WindowSeconds / StaleLockSeconds
 	EnvRevoke      = "revoke"      // Principal was revoked
 	EnvRemoveTool  = "remove-tool" // Tool was removed
-	EnvFault       = "fault"       // a fault was armed: Point, Action, Tool
-	EnvRelease     = "release"     // the pause at Point was released
+	EnvFault       = "fault"       // a fault was armed: Point, Action, Tool (and Wallet, when it meets one wallet's calls only)
+	EnvRelease     = "release"     // the pause (or the fault of Wallet) at Point was released
 	EnvHold        = "hold"        // the probe holds Token's dispatches
 	EnvLetGo       = "let-go"      // the probe lets Token's dispatches go
 	EnvWallet      = "wallet"      // a wallet the scenario uses: Wallet, Balance (when known)

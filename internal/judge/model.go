@@ -623,7 +623,7 @@ func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) b
 		}
 		undone := false
 		for _, u := range m.env {
-			if u.env.Kind == undo && u.i > e.i && u.t.Before(c.start) && (u.env.Token == e.env.Token && u.env.Point == e.env.Point) {
+			if u.env.Kind == undo && u.i > e.i && u.t.Before(c.start) && (u.env.Token == e.env.Token && u.env.Point == e.env.Point && u.env.Wallet == e.env.Wallet) {
 				undone = true
 			}
 		}
@@ -632,6 +632,12 @@ func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) b
 		}
 	}
 	return false
+}
+
+// faultMeets says a fault armed as e may meet call c: a fault names its
+// tool, and may name a wallet ("" any).
+func faultMeets(e EnvValue, c *mcall) bool {
+	return (e.Tool == "" || e.Tool == c.v.Tool) && (e.Wallet == "" || e.Wallet == c.v.Wallet)
 }
 
 // allowed is the set of refusals the contract allows for c at its point.
@@ -660,7 +666,7 @@ func (m *model) allowed(c *mcall) map[string]bool {
 			uncertain = true
 		}
 	}
-	faulted := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool { return e.Tool == "" || e.Tool == c.v.Tool })
+	faulted := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool { return faultMeets(e, c) })
 	held := m.during(c, EnvHold, EnvLetGo, func(e EnvValue) bool { return e.Token == c.v.Token })
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
@@ -701,7 +707,7 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	// A failure armed (fail, drop_response) may fail any call of its tool
 	// that meets it; a pause fails none but, at most, the call it held.
 	failing := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool {
-		return e.Action != "pause" && (e.Tool == "" || e.Tool == c.v.Tool)
+		return e.Action != "pause" && faultMeets(e, c)
 	})
 	pausedHere := m.since(c.end, EnvWaiting, func(e EnvValue) bool { return e.Client == c.proc }) && faulted
 	if m.since(c.end, EnvUpstreamFail, func(e EnvValue) bool { return e.Token == c.v.Token && e.Action == UpstreamRefuse }) {

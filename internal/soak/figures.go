@@ -262,21 +262,13 @@ func (f Figures) Markdown(w io.Writer) error {
 	return err
 }
 
-// checks describes every check, in the report's order.
+// checks describes the model's kinds of check, in the report's order.
 var checks = []struct{ name, what string }{
-	{CheckDispatch, "every settled operation's probe token dispatched exactly once"},
-	{CheckStrayDispatch, "no dispatch of a token no operation sent"},
-	{CheckDispatchLog, "the gateway's dispatch log as long as the probe's count"},
-	{CheckReceipt, "every result of an operation carries the same receipt"},
-	{CheckForeign, "every result is the operation's own (its probe token)"},
-	{CheckBalance, "each wallet: balance = credits - debits + refunds"},
-	{CheckDebit, "each settled operation: exactly 1 net debit on its receipt"},
-	{CheckStrayDebit, "no net charge on a receipt no operation got"},
-	{CheckRefund, "each planned pre-dispatch failure: its failed attempt's debit refunded (net 0 on that receipt)"},
-	{CheckDebitAmount, "every debit is the tool's price"},
-	{CheckTotal, "net debited = price × settled operations"},
-	{CheckAnswer, "every answer a result, a retryable in-progress, or the planned drop or `dispatch_failed` of a first call"},
-	{CheckSettled, "every operation gets a result within the retry bound"},
+	{"answer", "every answer one the contract allows at its point: a result of its own operation (the same receipt on every result of it), an honest in-progress, or a refusal its situation explains (the planned `dispatch_failed` of a first call)"},
+	{"shape", "every answer a 2026-07-28 result as that revision's schema writes one"},
+	{"dispatches", "each operation's probe token dispatched at most once, and at least once when a result carries the probe's answer"},
+	{"ledger", "each wallet: one debit of the price per operation that ran, under its receipt; a refused call's debit refunded; nothing else; the balance moved by the entries, never below zero"},
+	{"decided", "every operation ends with a result, or a refusal that says nothing ran"},
 }
 
 // storeName is how the figures name a store.

@@ -47,7 +47,12 @@ func (r *runner) send(ctx context.Context, w *wallet, proc int, call wire.Call, 
 	// Whatever the error says (a cancelled dial, a body cut mid-read), a
 	// call whose own short timeout passed was given up by the client.
 	gaveUp := how.after > 0 && cctx.Err() != nil && ctx.Err() == nil
-	return classify(ctx, proc, a, err, how, gaveUp, lat)
+	at := classify(ctx, proc, a, err, how, gaveUp, lat)
+	at.Start, at.End = t0, t0.Add(lat)
+	if a != nil {
+		at.Status = a.Status
+	}
+	return at
 }
 
 // classify turns an answer into an Attempt. ctx is the soak's: a call cut
@@ -72,7 +77,7 @@ func classify(ctx context.Context, proc int, a *wire.Answer, err error, how aban
 	case a.Response == nil || a.Result() == nil:
 		at.Kind, at.Detail = KindError, fmt.Sprintf("http %d without a JSON-RPC result: %.200s", a.Status, a.Body)
 	default:
-		at.Kind, at.Receipt, at.IsError = KindResult, a.Receipt(), a.IsError()
+		at.Kind, at.Receipt, at.IsError, at.Result = KindResult, a.Receipt(), a.IsError(), a.ResultValue()
 		var res struct {
 			Token string `json:"token"`
 		}

@@ -1,9 +1,10 @@
-// Package soak runs a seeded, bounded, randomized workload against several
-// reference gateway processes on one PostgreSQL store, over the wire only
-// (drivers/), and checks afterwards that every operation was dispatched once
-// and charged once and that every wallet adds up (issue 5's soak). The
-// probe, not the gateway, counts dispatches; the control API gives the
-// ledgers. Figures are measured, never asserted on.
+// Package soak runs a seeded, bounded, randomized workload at volume
+// against several reference gateway processes on one PostgreSQL store, over
+// the wire only (drivers/), and afterwards hands its history to the one
+// model of the retry contract (internal/judge) that judges every scenario
+// and exploration: it has no checker of its own. The probe, not the
+// gateway, counts dispatches; the control API gives the ledgers. Figures
+// are measured, never asserted on.
 package soak
 
 import (
@@ -111,7 +112,7 @@ const (
 )
 
 // Run starts the probe and Processes reference gateways on one store,
-// drives the workload, reads back the effects and checks them. An error is
+// drives the workload, reads back the effects and judges them. An error is
 // a soak that could not be run or read back; broken invariants are in
 // Result.Violations.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: read back: %w", err)
 	}
-	vs := Check(h)
+	vs := Judge(h)
 	f := r.figures(h, vs, wall)
 	fmt.Fprintf(cfg.Log, "soak: %s\n", f.Summary())
 	return &Result{Figures: f, Violations: vs, History: h}, nil
@@ -160,6 +161,9 @@ type runner struct {
 	pr    *probe.Probe
 	runID string // keeps tokens and keys apart from earlier runs on the store
 	tool  string
+	// settings are the gateways' window and stale-lock threshold, as the
+	// model needs them.
+	settings control.Settings
 
 	// faults holds the shapes whose fault the gateways offer, with what
 	// their arming did; set up before the workload and only read after.
@@ -196,6 +200,7 @@ func (r *runner) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.settings = caps.Settings
 	r.faults = map[Shape]*faultCount{}
 	for shape, f := range ownFaults {
 		if caps.Has(control.CapFaults) && slices.Contains(caps.FaultPoints, f.point) && slices.Contains(caps.FaultActions, f.action) {
@@ -386,7 +391,8 @@ func (r *runner) readBack(ctx context.Context, ops []Op) (History, error) {
 		last = n
 		sleep(ctx, quiet)
 	}
-	h := History{Tool: r.tool, Price: r.cfg.Price, Ops: ops, Probe: map[string]int{}, GatewayDispatches: -1}
+	h := History{Tool: r.tool, Price: r.cfg.Price, WindowSeconds: r.settings.EffectiveWindowSeconds,
+		StaleLockSeconds: r.settings.StaleLockSeconds, Ops: ops, Probe: map[string]int{}, GatewayDispatches: -1}
 	for _, d := range r.pr.Dispatches() {
 		h.Probe[d.Token]++
 	}

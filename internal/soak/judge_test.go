@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
@@ -16,10 +17,10 @@ import (
 // left).
 func cleanHistory() History {
 	res := func(proc int, tok, rcpt string) Attempt {
-		return Attempt{Proc: proc, Kind: KindResult, Token: tok, Receipt: rcpt}
+		return Attempt{Proc: proc, Kind: KindResult, Token: tok, Receipt: rcpt, Result: judge.CallValue{ResultType: "complete", Digest: "d-" + rcpt}}
 	}
-	return History{
-		Tool: "probe.write.soak", Price: 3, GatewayDispatches: 5,
+	return timed(History{
+		Tool: "probe.write.soak", Price: 3, WindowSeconds: 120, GatewayDispatches: 5,
 		Ops: []Op{
 			{Index: 0, Token: "t0", Key: "k0", Wallet: "w1", Shape: ShapePlain,
 				Attempts: []Attempt{res(0, "t0", "r0"), res(2, "t0", "r0")}},
@@ -53,7 +54,27 @@ func cleanHistory() History {
 				{ID: "d4", Kind: "debit", Amount: 3, Receipt: "r4"},
 			}},
 		},
+	})
+}
+
+// timed gives the calls their times: one after another, 10 ms apart and
+// answered in 5, but a twin pair's two calls sent together.
+func timed(h History) History {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		for j := range o.Attempts {
+			a := &o.Attempts[j]
+			if !(o.Shape == ShapeTwins && j == 1) {
+				at = at.Add(10 * time.Millisecond)
+			}
+			a.Start, a.End = at, at.Add(5*time.Millisecond)
+			if o.Shape == ShapeTwins && j == 1 {
+				a.End = at.Add(7 * time.Millisecond)
+			}
+		}
 	}
+	return h
 }
 
 // failedBefore is the answer to a call failed before dispatch and refunded.
@@ -76,62 +97,60 @@ func dropEntry(h *History, w int, id string) {
 	wl.Ledger = slices.Delete(wl.Ledger, i, i+1)
 }
 
-func TestCheck(t *testing.T) {
+func TestJudge(t *testing.T) {
 	cases := []struct {
 		name string
 		bug  func(h *History)
-		want []string // the checks that must fail, and no other
+		want []string // the model's kinds of check that must fail, and no other
 	}{
 		{"clean", func(*History) {}, nil},
 		{"double dispatch", func(h *History) {
 			h.Probe["t1"] = 2
-			h.GatewayDispatches = 6
-		}, []string{CheckDispatch}},
+		}, []string{"dispatches"}},
 		{"double debit on one receipt", func(h *History) {
 			w := &h.Wallets[0]
 			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "d0b", Kind: "debit", Amount: 3, Receipt: "r0"})
 			w.Balance -= 3 // the wallet adds up: only the operation is charged twice
-		}, []string{CheckDebit, CheckTotal}},
+		}, []string{"ledger"}},
 		{"receipt mismatch", func(h *History) {
 			h.Ops[0].Attempts[1].Receipt = "r0-other"
-		}, []string{CheckReceipt}},
+		}, []string{"answer"}},
 		{"balance does not add up", func(h *History) {
 			h.Wallets[1].Balance++
-		}, []string{CheckBalance}},
+		}, []string{"ledger"}},
 		{"debit without an operation", func(h *History) {
 			w := &h.Wallets[1]
 			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "dz", Kind: "debit", Amount: 3, Receipt: "r-nobody"})
 			w.Balance -= 3
-		}, []string{CheckStrayDebit, CheckTotal}},
+		}, []string{"ledger"}},
 		{"debit booked on another wallet", func(h *History) {
 			h.Wallets[1].Ledger[1].Receipt = "r0"
-		}, []string{CheckDebit, CheckStrayDebit}},
+		}, []string{"ledger"}},
 		{"debit of another amount", func(h *History) {
 			h.Wallets[1].Ledger[1].Amount = 4
 			h.Wallets[1].Balance--
-		}, []string{CheckDebitAmount, CheckTotal}},
+		}, []string{"ledger"}},
 		{"refund missing on a shared wallet", func(h *History) {
 			dropEntry(h, 0, "fx")
-		}, []string{CheckStrayDebit, CheckTotal}},
+		}, []string{"ledger"}},
 		// The planned failure's debit kept (refund-missing): the retry is
 		// charged again, so the operation paid twice although its one
 		// result carries one receipt with one debit.
 		{"planned failure: refund missing", func(h *History) {
 			dropEntry(h, 2, "f4x")
-		}, []string{CheckRefund, CheckTotal}},
+		}, []string{"ledger"}},
 		{"planned failure: refunded twice", func(h *History) {
 			w := &h.Wallets[2]
 			w.Ledger = append(w.Ledger, judge.LedgerEntry{ID: "f4y", Kind: "refund", Amount: 3, Receipt: "r4-failed"})
 			w.Balance += 3
-		}, []string{CheckRefund, CheckTotal}},
+		}, []string{"ledger"}},
 		{"planned failure: refunded on the retry's receipt", func(h *History) {
 			h.Wallets[2].Ledger[2].Receipt = "r4"
-		}, []string{CheckRefund, CheckDebit}},
+		}, []string{"ledger"}},
 		// The failure answered but the tool ran anyway, and so did the retry.
 		{"planned failure: dispatched by the failed call too", func(h *History) {
 			h.Probe["t4"] = 2
-			h.GatewayDispatches = 6
-		}, []string{CheckDispatch}},
+		}, []string{"dispatches"}},
 		// Nothing charged before the failure: nothing to give back.
 		{"planned failure: failed before its debit", func(h *History) {
 			dropEntry(h, 2, "f4x")
@@ -140,50 +159,49 @@ func TestCheck(t *testing.T) {
 		{"dispatch_failed where none was planned", func(h *History) {
 			o := &h.Ops[0]
 			o.Attempts = append([]Attempt{failedBefore(1)}, o.Attempts...)
-		}, []string{CheckAnswer}},
+			*h = timed(*h)
+		}, []string{"answer"}},
 		{"dispatch_failed again on the planned failure's retry", func(h *History) {
 			o := &h.Ops[4]
 			o.Attempts = slices.Insert(o.Attempts, 1, failedBefore(3))
-		}, []string{CheckAnswer}},
+			*h = timed(*h)
+		}, []string{"answer"}},
 		{"planned failure answered otherwise", func(h *History) {
 			h.Ops[4].Attempts[0].Reason = "internal_error"
-		}, []string{CheckAnswer}},
-		{"planned failure said not retryable", func(h *History) {
-			h.Ops[4].Attempts[0].Retryable = false
-		}, []string{CheckAnswer}},
+		}, []string{"answer"}},
 		{"another operation's result", func(h *History) {
 			h.Ops[2].Attempts[1].Token = "t0"
-		}, []string{CheckForeign}},
+		}, []string{"answer"}},
 		{"internal error answer", func(h *History) {
 			o := &h.Ops[0]
-			o.Attempts = append(o.Attempts, Attempt{Proc: 1, Kind: KindError, Reason: "internal_error"})
-		}, []string{CheckAnswer}},
-		{"broken connection without a planned drop", func(h *History) {
-			h.Ops[2].Shape = ShapePlain
-		}, []string{CheckAnswer}},
+			o.Attempts = append(o.Attempts, Attempt{Proc: 1, Kind: KindError, Reason: "internal_error", Status: 200})
+			*h = timed(*h)
+		}, []string{"answer"}},
+		{"an HTTP 500", func(h *History) {
+			o := &h.Ops[0]
+			o.Attempts = append(o.Attempts, Attempt{Proc: 1, Kind: KindError, Reason: "", Status: 500, Detail: "http 500"})
+			*h = timed(*h)
+		}, []string{"answer"}},
+		// What the contract allows, the model does: a tool's error result is
+		// a result, and a connection broken before an answer decides nothing.
 		{"tool error result", func(h *History) {
 			h.Ops[3].Attempts[1].IsError = true
-		}, []string{CheckAnswer}},
-		{"never settled, dispatched twice", func(h *History) {
+		}, nil},
+		{"broken connection without a planned drop", func(h *History) {
+			h.Ops[2].Shape = ShapePlain
+		}, nil},
+		{"never decided, dispatched twice", func(h *History) {
 			o := &h.Ops[3]
 			o.Attempts = o.Attempts[:1]
 			h.Probe["t3"] = 2
-			h.GatewayDispatches = 6
 			dropEntry(h, 0, "d3") // r3 was never charged
-		}, []string{CheckDispatch, CheckSettled}},
-		{"dispatch of a token no operation sent", func(h *History) {
-			h.Probe["t-ghost"] = 1
-			h.GatewayDispatches = 6
-		}, []string{CheckStrayDispatch}},
-		{"gateway log short of the probe", func(h *History) {
-			h.GatewayDispatches = 4
-		}, []string{CheckDispatchLog}},
+		}, []string{"decided", "dispatches"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := cleanHistory()
 			c.bug(&h)
-			vs := Check(h)
+			vs := Judge(h)
 			var got []string
 			for _, v := range vs {
 				if !slices.Contains(got, v.Check) {
@@ -196,26 +214,25 @@ func TestCheck(t *testing.T) {
 				t.Errorf("checks failed: %v, want %v; violations:\n%s", got, want, list(vs))
 			}
 			for _, v := range vs {
-				if v.Expected == "" || v.Actual == "" {
-					t.Errorf("violation without expected and actual: %+v", v)
+				if v.Expected == "" || v.Actual == "" || v.Harm == "" {
+					t.Errorf("violation without expected, actual and harm: %+v", v)
 				}
 			}
 		})
 	}
 }
 
-// The violation names the operation and wallet, with expected and actual.
+// The violation names the operation, what the model expected and what it
+// saw, and the harm.
 func TestViolationNamesWhatBroke(t *testing.T) {
 	h := cleanHistory()
 	h.Probe["t1"] = 2
-	h.GatewayDispatches = 6
-	vs := Check(h)
+	vs := Judge(h)
 	if len(vs) != 1 {
 		t.Fatalf("violations: %s", list(vs))
 	}
-	want := "one-dispatch op #1 t1 wallet w1: expected 1 dispatch, got 2 dispatches"
-	if got := vs[0].String(); got != want {
-		t.Errorf("violation reads %q, want %q", got, want)
+	if v := vs[0]; v.Check != "dispatches" || v.Harm != string(judge.HarmDoubleDispatch) || v.Op != "t1" || !strings.Contains(v.String(), "dispatched 2 time") {
+		t.Errorf("violation %+v reads %q", v, v.String())
 	}
 }
 
