@@ -95,7 +95,7 @@ Feature: Keys, arguments, balances and upstream answers of every shape
   Scenario: A wallet holding exactly the price pays for the call
     Requirement: A call is refused insufficient_funds only when the balance is below the tool's price: a wallet holding exactly the price pays for one call (balance 0 after it), and the next call is refused, nothing dispatched.
     Source: docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
-    Given a wallet with 6 credits and an API key
+    Given a wallet holding exactly 6 credits and an API key
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result
     When "A" calls "write" with {"token":"$op2"} using key "$k2"

@@ -18,6 +18,14 @@ import (
 
 func registerFixtures(sc *godog.ScenarioContext) {
 	sc.Step(`^a wallet with (\d+) credits and an API key$`, aWallet)
+	sc.Step(`^a wallet holding exactly (\d+) credits and an API key$`, func(ctx context.Context, balance int64) error {
+		if w := getWorld(ctx); !w.env.fixtures() {
+			// The operator's wallet holds what it holds: checks that count
+			// on its exact balance need a wallet made to measure.
+			return w.cannot(judge.CapFixtures, "a wallet of an exact balance")
+		}
+		return aWallet(ctx, balance)
+	})
 	sc.Step(`^an upstream tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
 		return anUpstreamTool(ctx, alias, price, target.RoleWrite)
 	})
