@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +81,22 @@ func TestDoctor(t *testing.T) {
 	errs.Reset()
 	if code := dispatch(context.Background(), []string{"run", "--target", gw.URL(), "--profile", bad, "--probe-url", "http://" + pr.Addr(), "--out", t.TempDir()}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "preflight") || !strings.Contains(errs.String(), "refused") {
 		t.Errorf("run with a refused key: exit %d, want 2 naming the refusal: %s", code, errs.String())
+	}
+	// A gateway whose tool does not reach the probe the harness watches is
+	// wired wrong, not nonconforming: run and explore stop before any
+	// verdict, exit 2, saying so.
+	wired := writeProfile(t, map[string]any{"tools": map[string]any{"write": map[string]any{"name": "acme.write"}},
+		"unkeyed_policy": "refuse", "credentials": map[string]any{"api_keys": []string{"vk-doctor-0123456789"}}})
+	for _, cmd := range []string{"run", "explore"} {
+		out.Reset()
+		errs.Reset()
+		dir := t.TempDir()
+		code := dispatch(context.Background(), []string{cmd, "--target", gw.URL(), "--profile", wired, "--probe-url", "http://" + other.Addr(), "--out", dir}, &out, &errs)
+		if code != 2 || !strings.Contains(errs.String(), "reaches the harness probe: no: the probe at") || !strings.Contains(errs.String(), "never saw token") {
+			t.Errorf("%s wired to another probe: exit %d, want 2 naming the wiring:\n%s%s", cmd, code, out.String(), errs.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+			t.Errorf("%s wired to another probe wrote a verdict (summary.json)", cmd)
+		}
 	}
 }

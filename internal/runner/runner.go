@@ -221,6 +221,14 @@ func Open(ctx context.Context, cfg Config, started time.Time) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The wiring before any verdict: a gateway whose tool does not reach
+	// the probe would fail every dispatch check for a mistake of set-up.
+	if env.Caps[judge.CapUpstream] {
+		if f := callThrough(ctx, env); !f.OK {
+			closeAll()
+			return nil, setupErr("preflight: %s: no: %s (mcpconform doctor checks the whole wiring)", f.Check, f.Detail)
+		}
+	}
 	if cfg.Progress != nil {
 		// Named before the first scenario line, so a CI log says what it
 		// tests even when the run never ends.
