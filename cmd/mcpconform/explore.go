@@ -49,7 +49,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "mcpconform explore: --scenario %d: want 1 to --runs (%d)\n", cfg.Scenario, cfg.Runs)
 		return 2
 	}
-	if !setUpTarget("explore", &cfg.Run, bugs, *verbose, stderr) {
+	if !setUpTarget("explore", fs, &cfg.Run, bugs, *verbose, stderr) {
 		return 2
 	}
 	if cfg.Seed == 0 {

@@ -63,7 +63,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "mcpconform repro: --out DIR is required")
 		return 2
 	}
-	if !setUpTarget("repro", &cfg, bugs, *verbose, stderr) {
+	if !setUpTarget("repro", fs, &cfg, bugs, *verbose, stderr) {
 		return 2
 	}
 	cfg.Features = features.FS

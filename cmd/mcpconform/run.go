@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/internal/runner"
+	refbugs "github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -60,7 +61,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform run: --concurrency %d: twin scenarios need at least 2 concurrent clients\n", cfg.Concurrency)
 		return 2
 	}
-	if !setUpTarget("run", &cfg, bugs, *verbose, stderr) {
+	if !setUpTarget("run", fs, &cfg, bugs, *verbose, stderr) {
 		return 2
 	}
 	cfg.IDs = ids
@@ -95,9 +96,9 @@ func targetFlags(fs *flag.FlagSet, cfg *runner.Config, bugs *stringList) {
 // setUpTarget completes a configuration from targetFlags: a URL target
 // needs its profile, the reference starts from this very binary. It says
 // why not on stderr and returns false when the command cannot go on.
-func setUpTarget(cmd string, cfg *runner.Config, bugs stringList, verbose bool, stderr io.Writer) bool {
-	if cfg.Target != "reference" && cfg.Profile == "" {
-		fmt.Fprintf(stderr, "mcpconform %s: a URL target needs --profile (see drivers/target/testdata/profile.example.json)\n", cmd)
+func setUpTarget(cmd string, fs *flag.FlagSet, cfg *runner.Config, bugs stringList, verbose bool, stderr io.Writer) bool {
+	if msg := targetProblem(fs, cfg, bugs); msg != "" {
+		fmt.Fprintf(stderr, "mcpconform %s: %s\n", cmd, msg)
 		return false
 	}
 	cfg.Bugs = bugs
@@ -112,6 +113,43 @@ func setUpTarget(cmd string, cfg *runner.Config, bugs stringList, verbose bool, 
 	}
 	cfg.Binary = exe
 	return true
+}
+
+// targetProblem says what is wrong with the target flags, "" nothing: an
+// option the chosen target would ignore is an error, never silently
+// dropped, and so is a value no run can use.
+func targetProblem(fs *flag.FlagSet, cfg *runner.Config, bugs stringList) string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.Target == "reference" {
+		if cfg.Profile != "" {
+			return "--profile describes a URL target; the reference target needs none (drop --profile, or give --target URL)"
+		}
+		for _, b := range bugs {
+			if refbugs.Lookup(b) == nil {
+				return fmt.Sprintf("--bug %q: no such bug switch (mcpconform bugs lists them)", b)
+			}
+		}
+		if cfg.Store != "sqlite" && cfg.Store != "postgres" {
+			return fmt.Sprintf("--store %q: want sqlite or postgres", cfg.Store)
+		}
+		if cfg.Workers < 1 {
+			return fmt.Sprintf("--workers %d: the reference target needs at least 1 gateway process", cfg.Workers)
+		}
+	} else {
+		if cfg.Profile == "" {
+			return "a URL target needs --profile (see drivers/target/testdata/profile.example.json)"
+		}
+		for _, name := range []string{"bug", "store", "workers"} {
+			if set[name] {
+				return fmt.Sprintf("--%s is for the reference target; a URL target is tested as it runs (drop --%s)", name, name)
+			}
+		}
+	}
+	if cfg.Settle < 0 {
+		return fmt.Sprintf("--settle %v: a duration of 0 or more (how long the probe must stay quiet)", cfg.Settle)
+	}
+	return ""
 }
 
 // runError reports a run that ended in an error (set-up, or interrupted)

@@ -28,3 +28,43 @@ func TestRunUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// The target flags of run, explore and repro are checked before anything
+// starts: an option the chosen target would ignore, or a value no run can
+// use, is exit 2 with one line naming the flag and what to change.
+func TestTargetFlagsValidated(t *testing.T) {
+	url := "http://127.0.0.1:1/mcp"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown bug switch", []string{"--bug", "no-such-bug"}, `--bug "no-such-bug": no such bug switch (mcpconform bugs lists them)`},
+		{"negative settle", []string{"--settle", "-1s"}, "--settle -1s: a duration of 0 or more"},
+		{"no workers", []string{"--workers", "0"}, "--workers 0: the reference target needs at least 1 gateway process"},
+		{"unknown store", []string{"--store", "mysql"}, `--store "mysql": want sqlite or postgres`},
+		{"a profile for the reference", []string{"--profile", "p.json"}, "--profile describes a URL target"},
+		{"URL without a profile", []string{"--target", url}, "a URL target needs --profile"},
+		{"bug switch on a URL target", []string{"--target", url, "--profile", "p.json", "--bug", "replay-debits"}, "--bug is for the reference target"},
+		{"workers of a URL target", []string{"--target", url, "--profile", "p.json", "--workers", "3"}, "--workers is for the reference target"},
+		{"store of a URL target", []string{"--target", url, "--profile", "p.json", "--store", "postgres"}, "--store is for the reference target"},
+	} {
+		for _, cmd := range []string{"run", "explore", "repro"} {
+			if cmd == "repro" && tc.args[0] == "--settle" {
+				continue // repro replays one scenario as it was run
+			}
+			t.Run(cmd+"/"+tc.name, func(t *testing.T) {
+				var out, errs bytes.Buffer
+				args := []string{cmd}
+				if cmd == "repro" {
+					args = append(args, "retry-01")
+				}
+				args = append(append(args, "--out", t.TempDir()), tc.args...)
+				code := dispatch(context.Background(), args, &out, &errs)
+				if code != 2 || !strings.Contains(errs.String(), tc.want) || strings.Count(errs.String(), "\n") > 2 {
+					t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, errs.String(), tc.want)
+				}
+			})
+		}
+	}
+}
