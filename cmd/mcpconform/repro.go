@@ -113,7 +113,7 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "report:   %s\n", filepath.Join(cfg.Out, "report.html"))
 	fmt.Fprintf(stdout, "evidence: %s\n", filepath.Join(cfg.Out, "evidence"))
-	run := []string{"GATEWAY=" + repro.DefaultGateway}
+	run := []string{"GATEWAY=" + res.Gateway}
 	for _, v := range res.Env {
 		switch v {
 		case "CONTROL_TOKEN":

@@ -149,7 +149,7 @@ func TestReproPrincipalsFixedIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`KEY_([0-9a-f]+):\?`).FindSubmatch(b)
+	m := regexp.MustCompile(`need KEY_([0-9a-f]+) `).FindSubmatch(b)
 	if m == nil || !bytes.Contains(b, []byte("TOKEN_ext_alice")) {
 		t.Fatalf("the script names no KEY_ or TOKEN_ext_alice:\n%s", b)
 	}

@@ -57,6 +57,9 @@ type Result struct {
 	// Env are the variables the script stops without, in the order its
 	// header names them (GATEWAY has a default and is not among them).
 	Env []string
+	// Gateway is GATEWAY's default: the origin of the URL target the run
+	// tested, or DefaultGateway for the reference (its port is gone).
+	Gateway string
 }
 
 // action is one request of the recorded run: an MCP exchange, or a control
@@ -79,6 +82,7 @@ type binding struct {
 
 type gen struct {
 	in      Input
+	sends   bool // the script sends requests (so GATEWAY must answer)
 	b       strings.Builder
 	warn    []string
 	binds   []binding // recorded value -> shell expression, longest first when used
@@ -137,6 +141,7 @@ func Script(in Input) (Result, error) {
 	g.observe()
 	body := g.b.String()
 	g.b.Reset()
+	g.sends = len(acts) > 0
 	g.header()
 	g.b.WriteString(body)
 	var env []string
@@ -148,7 +153,7 @@ func Script(in Input) (Result, error) {
 			env = append(env, v.name)
 		}
 	}
-	return Result{Script: []byte(g.b.String()), Warnings: g.warn, Env: append(env, g.env...)}, nil
+	return Result{Script: []byte(g.b.String()), Warnings: g.warn, Env: append(env, g.env...), Gateway: g.gateway()}, nil
 }
 
 // actions merges the exchanges and the control and probe calls in the
@@ -699,7 +704,7 @@ func (g *gen) header() {
 	g.p("# overlaps now), then observes again what its checks observed and ends with REPRODUCED")
 	g.p("# (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.")
 	var need []string
-	need = append(need, fmt.Sprintf("GATEWAY (default %s)", DefaultGateway))
+	need = append(need, fmt.Sprintf("GATEWAY (default %s)", g.gateway()))
 	if g.usesCtl {
 		need = append(need, "CONTROL_TOKEN (the gateway's control API token)")
 	}
@@ -725,7 +730,11 @@ func (g *gen) header() {
 	}
 	g.p("set -uo pipefail")
 	g.p("")
-	g.p(`GATEWAY="${GATEWAY:-%s}"`, DefaultGateway)
+	// A variable the replay cannot run without, or a peer that does not
+	// answer, stops it with exit 2: never NOT REPRODUCED (exit 1), which
+	// a reviewer would read as the bug being fixed.
+	g.p(`need() { [ -n "${!1:-}" ] || { echo "repro.sh: $2" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }; }`)
+	g.p(`GATEWAY="${GATEWAY:-%s}"`, g.gateway())
 	g.p(`GATEWAY="${GATEWAY%%/}"`)
 	for i := 2; i <= 9; i++ {
 		if g.boundExpr(fmt.Sprintf("${GATEWAY%d}", i)) {
@@ -733,14 +742,14 @@ func (g *gen) header() {
 		}
 	}
 	if g.usesCtl {
-		g.p(`: "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"`)
+		g.p(`need CONTROL_TOKEN "set CONTROL_TOKEN to the --control-token of the gateway"`)
 	}
 	if g.usesPrb {
-		g.p(`: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"`)
+		g.p(`need PROBE "start mcpconform probe and set PROBE to its address (http://HOST:PORT)"`)
 		g.p(`PROBE="${PROBE%%/}"`)
 	}
 	if g.usesIdP {
-		g.p(`: "${IDP:?start mcpconform idp and set IDP to its address (http://HOST:PORT)}"`)
+		g.p(`need IDP "start mcpconform idp and set IDP to its address (http://HOST:PORT)"`)
 	}
 	if len(g.tokens) > 0 && !g.usesIdP {
 		g.p(`IDP="${IDP:-}"`)
@@ -749,7 +758,7 @@ func (g *gen) header() {
 		g.p(`IDP="${IDP%%/}"`)
 	}
 	for _, v := range g.env {
-		g.p(`: "${%s:?set %s to the credential whose fingerprint the evidence shows}"`, v, v)
+		g.p(`need %s "set %s to the credential whose fingerprint the evidence shows"`, v, v)
 	}
 	g.p(`RUN="rp$(date +%%s)$$-"  # fresh tokens, keys and tool names for each run of the script`)
 	g.p(`TMP=$(mktemp -d)`)
@@ -767,6 +776,24 @@ func (g *gen) header() {
 	if len(g.tokens) > 0 {
 		g.b.WriteString(mintHelper)
 	}
+	g.p("")
+	if g.sends {
+		g.p(`curl -sS -o /dev/null --max-time 10 "$GATEWAY/" 2>/dev/null || die "no server answers at GATEWAY=$GATEWAY (set GATEWAY to the gateway's base URL)"`)
+	}
+	if g.usesPrb {
+		g.p(`curl -sSf -o /dev/null --max-time 10 "$PROBE/probe/v1" 2>/dev/null || die "no mcpconform probe answers at PROBE=$PROBE (start mcpconform probe; PROBE is its base URL, without /mcp)"`)
+	}
+}
+
+// gateway is GATEWAY's default: the URL target the run tested, whose
+// address a vendor's gateway keeps; the reference's port died with its run.
+func (g *gen) gateway() string {
+	if t := g.in.Target; t.Kind != "reference" && len(t.URLs) > 0 {
+		if o := origin(t.URLs[0]); o != "" {
+			return o
+		}
+	}
+	return DefaultGateway
 }
 
 func (g *gen) boundExpr(expr string) bool {

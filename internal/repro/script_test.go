@@ -143,7 +143,7 @@ func TestScriptWithoutControlAPI(t *testing.T) {
 	}
 	s := string(res.Script)
 	fp := strings.TrimPrefix(in.Scenario.Exchanges[0].RequestHeaders["Authorization"], "Bearer ***")
-	for _, want := range []string{`: "${KEY_` + fp + `:?`, `-H 'Authorization: Bearer '"${KEY_` + fp + `}"`, `: "${PROBE:?`, "probe stall "} {
+	for _, want := range []string{`need KEY_` + fp + ` "`, `-H 'Authorization: Bearer '"${KEY_` + fp + `}"`, `need PROBE "`, "probe stall "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q", want)
 		}
@@ -167,7 +167,7 @@ func TestScriptPrincipalsRegistered(t *testing.T) {
 	}
 	s := string(res.Script)
 	for _, want := range []string{
-		`: "${IDP:?`,
+		`need IDP "`,
 		`ctl POST '/trust' '{"provider":"harness","issuer":"'"${IDP}"'","jwks_url":"'"${IDP}"'/jwks.json","audience":"mcpconform"}'`,
 		`"subject":"'"${RUN}"'alice-02e53c78"`,
 		`PTOKEN_1=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'alice-02e53c78"}' 600) || die`,
@@ -395,5 +395,52 @@ func TestScriptCrowdOnlyWhenOverlapping(t *testing.T) {
 				t.Errorf("sent together: %v, want %v:\n%s", got, tc.wantCrowd, res.Script)
 			}
 		})
+	}
+}
+
+// A replay that cannot run (a variable missing, a gateway or probe that
+// does not answer) ends with exit 2, never NOT REPRODUCED's exit 1, which
+// a reviewer would read as the bug being fixed. GATEWAY defaults to the
+// URL target the run tested.
+func TestScriptSetUpProblemsAreExit2(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	closed := "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		name, input string
+		env         []string
+		want        string
+	}{
+		{"no control token", "retry-03", []string{"GATEWAY=" + closed, "PROBE=" + closed}, "set CONTROL_TOKEN"},
+		{"no gateway", "retry-03", []string{"GATEWAY=" + closed, "PROBE=" + closed, "CONTROL_TOKEN=t"}, "no server answers at GATEWAY=" + closed},
+		{"no probe variable", "iga-01-no-control", []string{"GATEWAY=" + closed}, "start mcpconform probe and set PROBE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Script(load(t, tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "repro.sh")
+			if err := os.WriteFile(path, res.Script, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bash, path)
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, tc.env...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("exit %v, want 2 saying %q:\n%s", err, tc.want, out)
+			}
+		})
+	}
+	in := load(t, "iga-01-no-control")
+	res, err := Script(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Gateway != origin(in.Target.URLs[0]) || res.Gateway == DefaultGateway {
+		t.Errorf("GATEWAY defaults to %q for a URL target at %v", res.Gateway, in.Target.URLs)
 	}
 }

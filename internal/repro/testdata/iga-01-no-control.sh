@@ -9,20 +9,21 @@
 # Replays what the recorded run sent, in the order it started (what overlapped then
 # overlaps now), then observes again what its checks observed and ends with REPRODUCED
 # (exit 0) or NOT REPRODUCED (exit 1); 2 when the replay itself could not run.
-# Environment: GATEWAY (default http://127.0.0.1:8719); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address); KEY_28e81a31; TOKEN_ext_alice (a principal token for subject ext-alice that the gateway accepts; without it, IDP: the identity provider the gateway trusts, http://127.0.0.1:9261, e.g. `mcpconform idp --addr 127.0.0.1:9261 --key THE-RUN'S-IDP-KEY`, mints one); TOKEN_ext_bob (a principal token for subject ext-bob that the gateway accepts; without it, IDP: the identity provider the gateway trusts, http://127.0.0.1:9261, e.g. `mcpconform idp --addr 127.0.0.1:9261 --key THE-RUN'S-IDP-KEY`, mints one).
+# Environment: GATEWAY (default http://127.0.0.1:9262); PROBE (a running `mcpconform probe`, e.g. http://127.0.0.1:8720, that the gateway reaches at that address); KEY_28e81a31; TOKEN_ext_alice (a principal token for subject ext-alice that the gateway accepts; without it, IDP: the identity provider the gateway trusts, http://127.0.0.1:9261, e.g. `mcpconform idp --addr 127.0.0.1:9261 --key THE-RUN'S-IDP-KEY`, mints one); TOKEN_ext_bob (a principal token for subject ext-bob that the gateway accepts; without it, IDP: the identity provider the gateway trusts, http://127.0.0.1:9261, e.g. `mcpconform idp --addr 127.0.0.1:9261 --key THE-RUN'S-IDP-KEY`, mints one).
 # Needs bash, curl, sed and grep.
 # NOTE: alice: write: a principal token from http://127.0.0.1:9261, an identity provider the script cannot register; it takes the token from TOKEN_ext_alice, or mints one at IDP (which must be that issuer, with the recorded run's --idp-key)
 # NOTE: bob: write: a principal token from http://127.0.0.1:9261, an identity provider the script cannot register; it takes the token from TOKEN_ext_bob, or mints one at IDP (which must be that issuer, with the recorded run's --idp-key)
 # NOTE: alice: write: a credential the replay does not create (a profile's key or a principal's token); the script takes it from KEY_28e81a31
 set -uo pipefail
 
-GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
+need() { [ -n "${!1:-}" ] || { echo "repro.sh: $2" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }; }
+GATEWAY="${GATEWAY:-http://127.0.0.1:9262}"
 GATEWAY="${GATEWAY%/}"
-: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
+need PROBE "start mcpconform probe and set PROBE to its address (http://HOST:PORT)"
 PROBE="${PROBE%/}"
 IDP="${IDP:-}"
 IDP="${IDP%/}"
-: "${KEY_28e81a31:?set KEY_28e81a31 to the credential whose fingerprint the evidence shows}"
+need KEY_28e81a31 "set KEY_28e81a31 to the credential whose fingerprint the evidence shows"
 RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
 MISMATCH=0 OBSERVED=0
@@ -178,6 +179,9 @@ mint() {
     --data-raw "{\"claims\":$1,\"ttl_seconds\":$2}" "$IDP/idp/v1/token" | field token)
   [ -n "$tok" ] && echo "$tok"
 }
+
+curl -sS -o /dev/null --max-time 10 "$GATEWAY/" 2>/dev/null || die "no server answers at GATEWAY=$GATEWAY (set GATEWAY to the gateway's base URL)"
+curl -sSf -o /dev/null --max-time 10 "$PROBE/probe/v1" 2>/dev/null || die "no mcpconform probe answers at PROBE=$PROBE (start mcpconform probe; PROBE is its base URL, without /mcp)"
 
 # Principal tokens: fresh ones (new times and id) with the recorded tokens' claims.
 PTOKEN_1="${TOKEN_ext_alice:-}"

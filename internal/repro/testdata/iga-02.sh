@@ -13,13 +13,14 @@
 # Needs bash, curl, sed and grep.
 set -uo pipefail
 
+need() { [ -n "${!1:-}" ] || { echo "repro.sh: $2" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }; }
 GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
 GATEWAY="${GATEWAY%/}"
 GATEWAY2="${GATEWAY2:-$GATEWAY}"
-: "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"
-: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
+need CONTROL_TOKEN "set CONTROL_TOKEN to the --control-token of the gateway"
+need PROBE "start mcpconform probe and set PROBE to its address (http://HOST:PORT)"
 PROBE="${PROBE%/}"
-: "${IDP:?start mcpconform idp and set IDP to its address (http://HOST:PORT)}"
+need IDP "start mcpconform idp and set IDP to its address (http://HOST:PORT)"
 IDP="${IDP%/}"
 RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
@@ -176,6 +177,9 @@ mint() {
     --data-raw "{\"claims\":$1,\"ttl_seconds\":$2}" "$IDP/idp/v1/token" | field token)
   [ -n "$tok" ] && echo "$tok"
 }
+
+curl -sS -o /dev/null --max-time 10 "$GATEWAY/" 2>/dev/null || die "no server answers at GATEWAY=$GATEWAY (set GATEWAY to the gateway's base URL)"
+curl -sSf -o /dev/null --max-time 10 "$PROBE/probe/v1" 2>/dev/null || die "no mcpconform probe answers at PROBE=$PROBE (start mcpconform probe; PROBE is its base URL, without /mcp)"
 
 # Principal tokens: fresh ones (new times and id) with the recorded tokens' claims.
 PTOKEN_1=$(mint '{"aud":"mcpconform","sub":"'"${RUN}"'alice-6d5fdf81"}' 600) || die 'IDP minted no token for alice-6d5fdf81'

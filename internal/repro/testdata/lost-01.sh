@@ -13,10 +13,11 @@
 # Needs bash, curl, sed and grep.
 set -uo pipefail
 
+need() { [ -n "${!1:-}" ] || { echo "repro.sh: $2" >&2; echo "NOT REPRODUCED (the replay could not run)"; exit 2; }; }
 GATEWAY="${GATEWAY:-http://127.0.0.1:8719}"
 GATEWAY="${GATEWAY%/}"
-: "${CONTROL_TOKEN:?set CONTROL_TOKEN to the --control-token of the gateway}"
-: "${PROBE:?start mcpconform probe and set PROBE to its address (http://HOST:PORT)}"
+need CONTROL_TOKEN "set CONTROL_TOKEN to the --control-token of the gateway"
+need PROBE "start mcpconform probe and set PROBE to its address (http://HOST:PORT)"
 PROBE="${PROBE%/}"
 RUN="rp$(date +%s)$$-"  # fresh tokens, keys and tool names for each run of the script
 TMP=$(mktemp -d)
@@ -163,6 +164,9 @@ header() { { grep -i "^$1:" || true; } | head -n 1 | sed 's/^[^:]*:[[:space:]]*/
 
 # count PATTERN FILE: how often PATTERN occurs in FILE.
 count() { { grep -o "$1" "$2" || true; } | wc -l | tr -d ' '; }
+
+curl -sS -o /dev/null --max-time 10 "$GATEWAY/" 2>/dev/null || die "no server answers at GATEWAY=$GATEWAY (set GATEWAY to the gateway's base URL)"
+curl -sSf -o /dev/null --max-time 10 "$PROBE/probe/v1" 2>/dev/null || die "no mcpconform probe answers at PROBE=$PROBE (start mcpconform probe; PROBE is its base URL, without /mcp)"
 ctl POST '/wallets' '{"balance":100}' > "$TMP/c01.body" || die 'control call c01 (POST) failed'
 C01_WALLET_ID=$(field wallet_id < "$TMP/c01.body")
 ctl POST '/keys' '{"wallet_id":"'"${C01_WALLET_ID}"'"}' > "$TMP/c02.body" || die 'control call c02 (POST) failed'
