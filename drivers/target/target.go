@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
@@ -54,7 +56,10 @@ func External(url string, p *Profile) (*Target, error) {
 		urls = append(urls, url)
 	}
 	for _, u := range p.URLs {
-		if !slices.Contains(urls, u) {
+		// The profile's URL spelled another way (localhost for 127.0.0.1,
+		// a default port, a trailing slash) is the same gateway, not a
+		// second URL: a second URL would claim the two-urls capability.
+		if !slices.ContainsFunc(urls, func(v string) bool { return sameEndpoint(u, v) }) {
 			urls = append(urls, u)
 		}
 	}
@@ -66,6 +71,27 @@ func External(url string, p *Profile) (*Target, error) {
 		t.ControlURLs = []string{p.ControlURL}
 	}
 	return t, nil
+}
+
+// sameEndpoint reports whether two URLs name one endpoint: the same
+// scheme, host (localhost, 127.0.0.1 and ::1 are one loopback), port (a
+// scheme's default written or not) and path (a trailing slash aside).
+func sameEndpoint(a, b string) bool {
+	key := func(raw string) string {
+		u, err := neturl.Parse(raw)
+		if err != nil {
+			return raw
+		}
+		host, port := strings.ToLower(u.Hostname()), u.Port()
+		if host == "localhost" || host == "::1" {
+			host = "127.0.0.1"
+		}
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+		}
+		return strings.ToLower(u.Scheme) + "://" + host + ":" + port + strings.TrimSuffix(u.EscapedPath(), "/") + "?" + u.RawQuery
+	}
+	return key(a) == key(b)
 }
 
 // Wire is a client for gateway i (modulo the number of URLs), configured

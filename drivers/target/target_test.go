@@ -310,3 +310,28 @@ func TestResolveCapabilities(t *testing.T) {
 		t.Fatalf("from control API: %v %v", caps, err)
 	}
 }
+
+// The profile's URL spelled another way is the target's one URL, never a
+// second gateway (which would claim the two-urls capability).
+func TestExternalURLSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		target, profile string
+		urls            int
+	}{
+		{"http://127.0.0.1:8719/mcp", "http://localhost:8719/mcp", 1},
+		{"http://localhost:8719/mcp", "http://[::1]:8719/mcp/", 1},
+		{"http://gw.example/mcp", "http://GW.example:80/mcp", 1},
+		{"https://gw.example/mcp", "https://gw.example:443/mcp", 1},
+		{"http://127.0.0.1:8719/mcp", "http://127.0.0.1:8729/mcp", 2},
+		{"http://127.0.0.1:8719/mcp", "http://127.0.0.1:8719/v2/mcp", 2},
+		{"http://127.0.0.1:8719/mcp", "https://127.0.0.1:8719/mcp", 2},
+	} {
+		tg, err := External(tc.target, &Profile{URLs: []string{tc.profile}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tg.URLs) != tc.urls || tg.URLs[0] != tc.target {
+			t.Errorf("--target %s with profile URL %s: URLs %v, want %d starting with the target", tc.target, tc.profile, tg.URLs, tc.urls)
+		}
+	}
+}
