@@ -31,7 +31,7 @@ Usage:
   mcpconform diff OLD NEW         compare two runs: regressions, fixes, new and removed scenarios (exit 1 on a regression, 3 if NEW was interrupted)
   mcpconform profile check FILE   check a gateway profile and print what it says (docs/profile.md)
   mcpconform version [--json]     print the harness version and the commit it was built from
-  mcpconform help                 this text
+  mcpconform help [COMMAND]       this text, or a command's flags
 
 Run 'mcpconform <command> -h' for a command's flags.
 
@@ -45,6 +45,11 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// commands are the command names dispatch knows, for help CMD.
+var commands = map[string]bool{"run": true, "explore": true, "list": true, "gateway": true, "probe": true, "idp": true,
+	"bugs": true, "repro": true, "doctor": true, "recheck": true, "bundle": true, "verify": true, "diff": true,
+	"profile": true, "selftest": true, "version": true}
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -82,9 +87,17 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return profileCmd(args[1:], stdout, stderr)
 	case "selftest":
 		return selftestCmd(ctx, args[1:], stdout, stderr)
-	case "version", "--version":
+	case "version", "--version", "-version", "-V":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// help CMD: the command's own help, on stdout as help is.
+			if !commands[args[1]] {
+				fmt.Fprintf(stderr, "mcpconform help: no command %q (mcpconform help lists them)\n", args[1])
+				return 2
+			}
+			return dispatch(ctx, []string{args[1], "-h"}, stdout, stdout)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:

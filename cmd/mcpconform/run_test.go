@@ -68,3 +68,28 @@ func TestTargetFlagsValidated(t *testing.T) {
 		}
 	}
 }
+
+// help CMD prints the command's own help on stdout; -V and --version print
+// the version, as common Go CLIs do.
+func TestHelpAndVersion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"help", "run"}, 0, "Usage: mcpconform run"},
+		{[]string{"help", "explore"}, 0, "Usage: mcpconform explore"},
+		{[]string{"help"}, 0, "mcpconform help [COMMAND]"},
+		{[]string{"-V"}, 0, "mcpconform "},
+		{[]string{"--version"}, 0, "mcpconform "},
+	} {
+		var out, errs bytes.Buffer
+		if code := dispatch(context.Background(), tc.args, &out, &errs); code != tc.code || !strings.Contains(out.String(), tc.out) {
+			t.Errorf("%v: exit %d, stdout %q; want %d and %q", tc.args, code, out.String(), tc.code, tc.out)
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := dispatch(context.Background(), []string{"help", "nope"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), `no command "nope"`) {
+		t.Errorf("help nope: exit %d, %q", code, errs.String())
+	}
+}
