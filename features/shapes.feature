@@ -24,7 +24,7 @@ Feature: Keys, arguments, balances and upstream answers of every shape
   @key-02 @must @needs-upstream
   Scenario: Two long keys that differ only past a shared prefix name two operations
     Requirement: A key of up to 255 characters is compared whole: two keys that share their first 47 characters are two keys, each its own operation, dispatched and charged once.
-    Source: docs/wire.md (Keys and permits: at most 255 characters of printable ASCII)
+    Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (the key is an opaque string the client chooses); docs/wire.md (Keys and permits: at most 255 characters of printable ASCII)
     When "A" calls "write" with {"token":"$op1"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k1"
     Then "A" gets a result
     When "A" calls "write" with {"token":"$op2"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k2"
@@ -94,7 +94,7 @@ Feature: Keys, arguments, balances and upstream answers of every shape
   @funds-01 @must @needs-upstream @needs-fixtures
   Scenario: A wallet holding exactly the price pays for the call
     Requirement: A call is refused insufficient_funds only when the balance is below the tool's price: a wallet holding exactly the price pays for one call (balance 0 after it), and the next call is refused, nothing dispatched.
-    Source: docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
+    Source: issue "Reference gateway" (Tenancy, tools, ledger); docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
     Given a wallet holding exactly 6 credits and an API key
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result

@@ -75,6 +75,7 @@ func vendorTarget(t *testing.T, mode vendorgw.Mode, edits ...any) runner.Config 
 			"idempotency_key_reused":   []any{"acme_key_conflict"},
 			"unauthenticated":          []any{"auth_failed"},
 			"invalid_arguments":        []any{"acme_bad_arguments"},
+			"dispatch_failed":          []any{"acme_upstream_failed"},
 			// go-sdk's HTTP layer refuses these before any JSON-RPC, in plain text.
 			"batch_not_supported": []any{map[string]any{"http": 400}},
 			"parse_error":         []any{map[string]any{"http": 400}},

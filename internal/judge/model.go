@@ -634,6 +634,12 @@ func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) b
 	return false
 }
 
+// upstreamRefused says the probe was told to refuse c's token before it
+// was called: the upstream may have refused c before its tool ran.
+func (m *model) upstreamRefused(c *mcall) bool {
+	return m.since(c.end, EnvUpstreamFail, func(e EnvValue) bool { return e.Token == c.v.Token && e.Action == UpstreamRefuse })
+}
+
 // faultMeets says a fault armed as e may meet call c: a fault names its
 // tool, and may name a wallet ("" any).
 func faultMeets(e EnvValue, c *mcall) bool {
@@ -710,15 +716,19 @@ func (m *model) allowed(c *mcall) map[string]bool {
 		return e.Action != "pause" && faultMeets(e, c)
 	})
 	pausedHere := m.since(c.end, EnvWaiting, func(e EnvValue) bool { return e.Client == c.proc }) && faulted
-	if m.since(c.end, EnvUpstreamFail, func(e EnvValue) bool { return e.Token == c.v.Token && e.Action == UpstreamRefuse }) {
+	if m.upstreamRefused(c) {
 		// The upstream refused the call before its tool ran: the contract
-		// says dispatch_failed; a gateway that hands the upstream's own
-		// error on says the same in the upstream's words, which the
-		// profile may map to no meaning. Either way the debit is refunded
-		// (the ledger check) and a retry may run it.
+		// says dispatch_failed; a gateway may say the same in its own
+		// words or its upstream's, which the profile may map to no
+		// meaning. Either way the debit is refunded (the ledger check) and
+		// a retry may run it.
 		a[ReasonDispatchFailed] = true
-		if c.a.Reason == "" && len(c.a.Means) == 0 {
-			a[""] = true
+		// In its own words: a refusal the gateway marks retryable, or
+		// one with no reason at all (the upstream's error handed on).
+		if c.a.Retryable || (c.a.Reason == "" && len(c.a.Means) == 0) {
+			for _, m := range c.meanings() {
+				a[m] = true
+			}
 		}
 	}
 	if failing || pausedHere || held || clockMoved || c.v.Role == RoleSample || (c.v.Role == RoleAsk && c.v.Wire < "2026-07-28") {
@@ -785,7 +795,7 @@ func (m *model) answer(c *mcall) []Check {
 		if meaning == "" {
 			return bad(HarmWrongRefusal, "an answer allowed here: "+m.expectation(c, allowed))
 		}
-		if c.a.Retryable && !retryableReasons[meaning] {
+		if c.a.Retryable && !retryableReasons[meaning] && !m.upstreamRefused(c) {
 			return bad(HarmWrongRefusal, fmt.Sprintf("%q not marked retryable: the same call is refused again", meaning))
 		}
 		return nil

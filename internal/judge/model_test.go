@@ -126,6 +126,17 @@ func TestModel(t *testing.T) {
 			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{
 				{Kind: EntryDebit, Amount: 3, Receipt: "r0"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
 		}, []string{"ledger/double-charge"}},
+		{"an upstream's refusal in the gateway's own words, retryable", func(h *hist) {
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", write, "acme_upstream_failed", true)
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, nil},
+		{"a refusal in the gateway's own words with nothing to explain it", func(h *hist) {
+			h.refused("A", write, "acme_upstream_failed", true)
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
 		{"dispatch_failed with no failure to explain it", func(h *hist) {
 			h.refused("A", write, ReasonDispatchFailed, true)
 			h.result("A", write, "r1", "d1")
