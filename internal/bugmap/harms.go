@@ -68,8 +68,10 @@ var Harms = map[string][]judge.Harm{
 	"principal-fail-open-stateless": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	// Where the tool was removed while its holder stalled, the holder's
 	// unfenced charge finds no tool and the call is answered internal_error.
-	"keyed-takeover-unfenced":   {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
-	"keyed-records-per-process": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	"keyed-takeover-unfenced": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
+	// A retry on the other process is new work there: run again, or, when
+	// the wallet cannot pay for new work, refused where a replay is owed.
+	"keyed-records-per-process": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
 	"finished-key-expires":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"claim-lapses":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	// The switches whose harm shows only in a shape of key, arguments,

@@ -19,12 +19,13 @@ import (
 	"github.com/mcpconform/mcpconform/reports"
 )
 
-// Defaults: twenty scenarios of up to forty actions finish in about forty
-// seconds against the reference gateway on SQLite (two cores, busy).
+// Defaults: thirty scenarios of up to forty actions finish in about
+// seventy seconds against the reference gateway on SQLite (two cores,
+// busy): every kind of episode gets its turn about three times.
 const (
-	DefaultRuns   = 20
+	DefaultRuns   = 30
 	DefaultSteps  = 40
-	DefaultBudget = 45 * time.Second
+	DefaultBudget = 90 * time.Second
 	// callTimeout bounds a call: a generated scenario never makes one wait
 	// long on a correct gateway, and a wrong one (a duplicate dispatch held
 	// at the probe) must not cost the whole budget.

@@ -583,10 +583,16 @@ func (g *gen) epReuse() {
 	who := pick(g, g.free(true))
 	if len(g.keyed) == 0 || g.chance(0.3) {
 		op := g.newOp(pick(g, g.writeToolsOr()), true)
+		if g.chance(0.5) {
+			g.sc.Ops[op].Nested = pick(g, []string{"deep", "inner"})
+		}
 		g.call(who, op)
 		g.maybeWait(0.4)
 	}
 	first := g.sc.Ops[pick(g, g.keyed)]
+	if i := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" }); i >= 0 && g.chance(0.5) {
+		first = g.sc.Ops[g.keyed[i]] // arguments with depth, to differ only there
+	}
 	g.tokens++
 	// Other arguments: at the top, or only one object deeper.
 	reuse := Op{Tool: first.Tool, Token: first.Token, Key: first.Key, KeyForm: first.KeyForm, Note: first.Note, Nested: "other", Pad: first.Pad}
