@@ -74,7 +74,7 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr + "/mcp"
 }
 
-// Every exit code of run the README documents, reached through the command
+// Every exit code of run the README (and docs/verdicts.md) documents, reached through the command
 // line, with what --out holds afterwards (INCOMPLETE: a full-level claim
 // on one reference process, which cannot split twins across two). Nothing that is not the target's doing (unreachable, refused
 // credentials, an interrupt) is ever reported as FAIL.

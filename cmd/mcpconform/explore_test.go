@@ -183,7 +183,7 @@ func TestExploreCatchesEveryBug(t *testing.T) {
 }
 
 // uncaughtByExplore are the switches explore cannot catch in a mode, and
-// why (said in the README too): what they do, the model allows.
+// why (said in docs/selftest.md too): what they do, the model allows.
 var uncaughtByExplore = map[string][]string{
 	"full": {
 		// A replay past the effective window, where retry-05 wants a new
