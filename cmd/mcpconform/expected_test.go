@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
@@ -19,17 +20,20 @@ func TestExpectedFailures(t *testing.T) {
 	}
 	t.Setenv(beMain, "1")
 	for _, tc := range []struct {
-		name, list string
-		ok         bool
-		verdicts   map[string]string
+		name, file, list string
+		ok               bool
+		verdicts         map[string]string
 	}{
-		{"bug's catchers listed", "# floor-bucket is known\nwindow-01 no previous-bucket join yet\nwindow-02 # the same bug\n", true,
+		{"bug's catchers listed", "expected.txt", "# floor-bucket is known\nwindow-01 no previous-bucket join yet\nwindow-02 # the same bug\n", true,
 			map[string]string{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
-		{"a passing scenario listed", "window-01 boundary bug\nwindow-02 boundary bug\nretry-01 # fixed since\n", false,
+		{"a passing scenario listed", "expected.txt", "window-01 boundary bug\nwindow-02 boundary bug\nretry-01 # fixed since\n", false,
 			map[string]string{"window-01": judge.ExpectedFailure, "retry-01": judge.UnexpectedPass}},
+		// The official MCP conformance suite's format, as its baselines write it.
+		{"the official suite's YAML", "expected-failures.yml", "server:\n  # no previous-bucket join yet\n  - window-01\n  - window-02 # the same bug\n", true,
+			map[string]string{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "expected.txt")
+			path := filepath.Join(t.TempDir(), tc.file)
 			if err := os.WriteFile(path, []byte(tc.list), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -56,8 +60,12 @@ func TestExpectedFailures(t *testing.T) {
 // A waiver names a real scenario and says why; anything else is a set-up
 // error, before any target is started.
 func TestExpectedFailuresRejectsBadWaivers(t *testing.T) {
-	for _, list := range []string{"retry-99 no such scenario\n", "retry-01\n", "retry-01 #\n"} {
-		path := filepath.Join(t.TempDir(), "expected.txt")
+	for _, list := range []string{"retry-99 no such scenario\n", "retry-01\n", "retry-01 #\n", "server:\n  # gone\n  - retry-99\n", "server:\n  - retry-01\n"} {
+		name := "expected.txt"
+		if strings.HasPrefix(list, "server:") {
+			name = "expected.yml"
+		}
+		path := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(path, []byte(list), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/internal/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/internal/officialsuite"
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
@@ -551,6 +553,21 @@ func readExpected(path string, known map[string]catalog.Entry) (map[string]strin
 		return nil, fmt.Errorf("expected failures: %w", err)
 	}
 	defer f.Close()
+	if ext := filepath.Ext(path); ext == ".yml" || ext == ".yaml" {
+		// The official MCP conformance suite's format: a "server:" list of
+		// IDs, each with its reason in a comment.
+		b, err := officialsuite.ParseBaseline(f)
+		if err != nil {
+			return nil, fmt.Errorf("expected failures %s: %w", path, err)
+		}
+		for _, id := range b.Order {
+			if _, ok := known[id]; !ok {
+				return nil, fmt.Errorf("expected failures %s: no scenario %q", path, id)
+			}
+			out[id] = b.Reasons[id]
+		}
+		return out, nil
+	}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
