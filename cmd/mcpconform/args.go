@@ -24,6 +24,7 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 // is negative). When ok is false the command ends with code: 0 after -h, 2
 // on a bad flag or count (the usage has been printed).
 func parseArgs(fs *flag.FlagSet, args []string, want int) (pos []string, code int, ok bool) {
+	briefOnError(fs, args)
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
@@ -41,8 +42,33 @@ func parseArgs(fs *flag.FlagSet, args []string, want int) (pos []string, code in
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	if want >= 0 && len(pos) != want {
+		fmt.Fprintf(fs.Output(), "mcpconform %s: want %d argument(s), got %d %q\n", fs.Name(), want, len(pos), pos)
 		fs.Usage()
 		return nil, 2, false
 	}
 	return pos, 0, true
+}
+
+// briefOnError makes a bad flag print its error and one line pointing at
+// -h, while -h prints the whole usage: a typo is not answered with sixty
+// lines of help.
+func briefOnError(fs *flag.FlagSet, args []string) {
+	full := fs.Usage
+	asked := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		switch a {
+		case "-h", "-help", "--h", "--help":
+			asked = true
+		}
+	}
+	fs.Usage = func() {
+		if asked {
+			full()
+			return
+		}
+		fmt.Fprintf(fs.Output(), "Run 'mcpconform %s -h' for its flags.\n", fs.Name())
+	}
 }

@@ -37,6 +37,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stderr, doctorUsage)
 		fs.PrintDefaults()
 	}
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

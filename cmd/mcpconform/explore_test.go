@@ -214,7 +214,8 @@ func TestExploreUsage(t *testing.T) {
 		{"scenario past the runs", []string{"--runs", "3", "--scenario", "4"}, 2, "--scenario 4: want 1 to --runs (3)"},
 		{"negative seed", []string{"--seed", "-1"}, 2, "--seed must not be negative"},
 		{"URL without profile", []string{"--target", "http://127.0.0.1:1/mcp"}, 2, "a URL target needs --profile"},
-		{"stray argument", []string{"now"}, 2, "Usage: mcpconform explore"},
+		{"stray argument", []string{"now"}, 2, `want 0 argument(s), got 1 ["now"]`},
+		{"unknown flag", []string{"--nope"}, 2, "Run 'mcpconform explore -h' for its flags."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer

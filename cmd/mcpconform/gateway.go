@@ -84,6 +84,7 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	staleLock := fs.Duration("stale-lock", def.StaleLock, "age after which an unkeyed call's lock row may be taken over (the old holder is fenced)")
 	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a store write waits for a lock (SQLite busy timeout, PostgreSQL lock_timeout); a timeout answers idempotency_in_progress")
 	verbose := fs.Bool("v", false, "log requests the gateway refuses or fails, and other details, to stderr")
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, false, err

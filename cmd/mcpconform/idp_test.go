@@ -65,7 +65,7 @@ func TestIdPTokenCmd(t *testing.T) {
 		{"no subject", []string{"--key", key, "--issuer", "http://127.0.0.1:9200"}, 2, "are required"},
 		{"key not there", []string{"--key", missing, "--issuer", "http://127.0.0.1:9200", "--subject", "u"}, 2, "does not exist"},
 		{"zero ttl", []string{"--key", key, "--issuer", "http://x", "--subject", "u", "--ttl", "0s"}, 2, "needs a lifetime"},
-		{"stray argument", []string{"--key", key, "--issuer", "http://x", "--subject", "u", "extra"}, 2, "Usage: mcpconform idp"},
+		{"stray argument", []string{"--key", key, "--issuer", "http://x", "--subject", "u", "extra"}, 2, `want 0 argument(s), got 1 ["extra"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -24,6 +24,7 @@ func listCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Usage: mcpconform list [flags]\n\nLists the scenarios: ID, level, the capabilities they need, title.\n\nFlags:")
 		fs.PrintDefaults()
 	}
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

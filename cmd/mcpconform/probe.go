@@ -44,6 +44,7 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	addr := fs.String("addr", "127.0.0.1:8720", "listen address (host:port; port 0 picks one)")
 	verbose := fs.Bool("v", false, "log the MCP server's messages to stderr")
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -42,6 +42,7 @@ func profileCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("profile check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // -h is not an error: its text goes to stdout, below
+	briefOnError(fs, args[1:])
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, profileUsage)

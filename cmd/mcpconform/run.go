@@ -43,6 +43,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

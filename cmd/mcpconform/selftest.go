@@ -32,6 +32,7 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
