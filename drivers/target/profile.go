@@ -266,13 +266,33 @@ var KnownCapabilities = append(slices.Clone(controlCaps), control.CapUpstream, C
 func LoadProfile(path string) (*Profile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load profile: %w", err)
+		return nil, fmt.Errorf("read profile: %w", err)
 	}
 	p, err := ParseProfile(b)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// position is where in b a decoding error is, as "line L, column C": the
+// error's own offset where it has one, else how far the decoder read.
+func position(b []byte, err error, read int64) string {
+	off := read
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	// The offset counts the bytes read, the offending one (or the value's
+	// last) included.
+	at := min(max(off-1, 0), int64(len(b)))
+	line := 1 + bytes.Count(b[:at], []byte("\n"))
+	col := at - int64(bytes.LastIndexByte(b[:at], '\n'))
+	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // ParseProfile decodes, validates and fills the defaults of a profile. A
@@ -282,7 +302,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	dec.DisallowUnknownFields()
 	var p Profile
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("%s: %w", position(b, err, dec.InputOffset()), err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode: data after the profile object")

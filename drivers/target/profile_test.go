@@ -373,3 +373,17 @@ func TestKnownReasonsMatchDocs(t *testing.T) {
 		t.Fatal("a mapped documented reason does not match")
 	}
 }
+
+// A profile that is not the JSON it should be is reported at its line and
+// column, the offending character's.
+func TestParseProfileErrorPosition(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"{\n  \"name\": \"x\",\n  \"urls\": [\"a\"\n}\n", "line 4, column 1: invalid character '}' after array element"},
+		{"{\n  \"name\": \"x\",\n  \"urls\": [1]\n}\n", "line 3, column 12: json: cannot unmarshal number"},
+		{"{\"name\": \"x\",}", "line 1, column 14: invalid character '}'"},
+	} {
+		if _, err := ParseProfile([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}

@@ -447,7 +447,7 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	default:
 		prof, err := target.LoadProfile(cfg.Profile)
 		if err != nil {
-			return fail(setupErr("load profile: %w", err))
+			return fail(setupErr("%w", err))
 		}
 		t, err = target.External(cfg.Target, prof)
 		if err != nil {
