@@ -35,7 +35,9 @@ func Dial(ctx context.Context, baseURL string) (*Remote, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("probe: dial %q: want http://HOST:PORT%s", baseURL, APIPath)
 	}
-	if strings.Trim(u.Path, "/") == "" {
+	// The base URL, the observation API or the MCP endpoint: each names
+	// the one probe, whose MCP endpoint is what a gateway is pointed at.
+	if p := strings.Trim(u.Path, "/"); p == "" || p == "mcp" {
 		u.Path = APIPath
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")

@@ -355,7 +355,9 @@ func TestRemoteWaitFor(t *testing.T) {
 
 func TestDial(t *testing.T) {
 	p, ctx := start(t)
-	for _, base := range []string{"http://" + p.Addr(), "http://" + p.Addr() + "/", "http://" + p.Addr() + "/probe/v1/"} {
+	// The base URL, the API's or the MCP endpoint's: a user copies whichever
+	// mcpconform probe printed.
+	for _, base := range []string{"http://" + p.Addr(), "http://" + p.Addr() + "/", "http://" + p.Addr() + "/probe/v1/", "http://" + p.Addr() + "/mcp"} {
 		r, err := Dial(ctx, base)
 		if err != nil {
 			t.Fatalf("Dial %s: %v", base, err)
@@ -368,7 +370,7 @@ func TestDial(t *testing.T) {
 			t.Fatalf("Count after Close: %v", err)
 		}
 	}
-	for _, bad := range []string{"", "127.0.0.1:1", "ftp://x/probe/v1", "http://" + p.Addr() + "/mcp", "http://" + p.Addr() + "/probe/v2"} {
+	for _, bad := range []string{"", "127.0.0.1:1", "ftp://x/probe/v1", "http://" + p.Addr() + "/probe/v2"} {
 		if _, err := Dial(ctx, bad); err == nil {
 			t.Errorf("Dial %q: no error", bad)
 		}
