@@ -402,6 +402,11 @@ func describe(a *Answer) string {
 	if a.HasError() {
 		return fmt.Sprintf("answered http %d, error %d %q", a.Status, a.ErrorCode(), a.ErrorMessage())
 	}
+	if loc := a.Header.Get("Location"); a.Status >= 300 && a.Status < 400 && loc != "" {
+		// A redirect: where it points is what the user needs (a URL
+		// behind a load balancer, http where https is served).
+		return fmt.Sprintf("answered http %d, a redirect to %s (use that URL as the target)", a.Status, loc)
+	}
 	return fmt.Sprintf("answered http %d: %s", a.Status, snippet(a.Body))
 }
 

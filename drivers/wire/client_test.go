@@ -399,3 +399,14 @@ func TestBadBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// A refusal that is a redirect says where it points.
+func TestDescribeRedirect(t *testing.T) {
+	a := &Answer{Status: 307, Header: http.Header{"Location": []string{"https://gw.example/mcp"}}}
+	if got := describe(a); !strings.Contains(got, "a redirect to https://gw.example/mcp") {
+		t.Errorf("describe = %q", got)
+	}
+	if got := describe(&Answer{Status: 401, Body: []byte("no")}); got != "answered http 401: no" {
+		t.Errorf("describe = %q", got)
+	}
+}
