@@ -38,6 +38,17 @@ Feature: One principal's cached result never reaches another
       | on                    | protocol            |
       | , on the session wire | protocol 2025-11-25 |
 
+  @iga-06 @must @unkeyed-derived @needs-upstream @needs-principal-tokens
+  Scenario: Another principal with the same large arguments gets its own operation
+    Requirement: The principal binds every derived key whatever the size of the arguments: a second principal on the same API key with identical arguments of 20,000 characters gets its own operation, not the first one's result.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Cross-principal replay")
+    When "alice" calls "write" with {"token":"$op1","pad":"$pad20000"} without a key
+    Then "alice" gets a result
+    When "bob" calls "write" with {"token":"$op1","pad":"$pad20000"} without a key
+    Then "bob" gets a result with a new receipt
+    And the probe saw "$op1" dispatched 2 times
+    And the ledger has 2 debits and 0 refunds
+
   @must @needs-upstream @needs-principals
   Scenario Outline: A revoked principal cannot replay its stored result<on>
     Requirement: Before any stored result is served the principal's entitlement is checked again; a revoked principal never gets the stored result, on every MCP version the gateway serves.

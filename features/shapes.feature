@@ -23,11 +23,11 @@ Feature: Keys, arguments, balances and upstream answers of every shape
 
   @key-02 @must @needs-upstream
   Scenario: Two long keys that differ only past a shared prefix name two operations
-    Requirement: A key of up to 255 characters is compared whole: two keys that share their first 47 characters are two keys, each its own operation, dispatched and charged once.
+    Requirement: A key of up to 255 characters is compared whole: two keys that share their first 240 characters ($L1 and $L2: the same long prefix, then $k1's and $k2's values) are two keys, each its own operation, dispatched and charged once.
     Source: IETF draft-ietf-httpapi-idempotency-key-header section 2 (the key is an opaque string the client chooses); docs/wire.md (Keys and permits: at most 255 characters of printable ASCII)
-    When "A" calls "write" with {"token":"$op1"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k1"
+    When "A" calls "write" with {"token":"$op1"} using key "$L1"
     Then "A" gets a result
-    When "A" calls "write" with {"token":"$op2"} using key "retry-safe-operation-key-sharing-a-long-prefix-$k2"
+    When "A" calls "write" with {"token":"$op2"} using key "$L2"
     Then "A" gets a result
     And the probe saw "$op2" dispatched 1 time
     And the ledger has 2 debits and 0 refunds
@@ -39,6 +39,30 @@ Feature: Keys, arguments, balances and upstream answers of every shape
     When "A" calls "write" with {"token":"$op1","note":"hello","meta":{"note":"deep","v":1}} using key "$k1"
     Then "A" gets a result
     When "A" calls "write" with {"meta":{"v":1,"note":"deep"},"note":"hello","token":"$op1"} using key "$k1"
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @args-03 @must @unkeyed-derived @needs-upstream
+  Scenario: An unkeyed retry that writes the same arguments in another member order replays
+    Requirement: The derived key covers the canonical arguments, not their bytes: an unkeyed retry inside the window whose arguments list the same members in another order is the same operation and replays its stored result, no dispatch, no debit.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design: "canonical JSON of the arguments (sorted keys, compact)")
+    When "A" calls "write" with {"token":"$op1","note":"hello","meta":{"note":"deep","v":1}} without a key
+    Then "A" gets a result
+    When "A" calls "write" with {"meta":{"v":1,"note":"deep"},"note":"hello","token":"$op1"} without a key
+    Then "A" gets a result
+    And the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @args-04 @must @needs-upstream
+  Scenario: A keyed retry of large arguments replays
+    Requirement: Arguments of any size the gateway accepts are stored and replayed as small ones are: a retry with the same key of a call whose arguments carry 20,000 characters replays its stored result, no dispatch, no debit.
+    Source: review of PR 917 "Duplicate prevention failed for simultaneous requests" (the enqueue idempotency contract); docs/wire.md (Keys and permits)
+    When "A" calls "write" with {"token":"$op1","pad":"$pad20000"} using key "$k1"
+    Then "A" gets a result
+    When "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
     And the last answer of "A" replays its first answer
     And the probe saw "$op1" dispatched 1 time
@@ -91,17 +115,27 @@ Feature: Keys, arguments, balances and upstream answers of every shape
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
-  @funds-01 @must @needs-upstream @needs-fixtures
-  Scenario: A wallet holding exactly the price pays for the call
+  @must @needs-upstream @needs-fixtures
+  Scenario Outline: A wallet holding exactly the price pays for the call<on>
     Requirement: A call is refused insufficient_funds only when the balance is below the tool's price: a wallet holding exactly the price pays for one call (balance 0 after it), and the next call is refused, nothing dispatched.
     Source: issue "Reference gateway" (Tenancy, tools, ledger); docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
     Given a wallet holding exactly 6 credits and an API key
-    When "A" calls "write" with {"token":"$op1"} using key "$k1"
+    When "A" calls "write" with {"token":"$op1"} <keying1>
     Then "A" gets a result
-    When "A" calls "write" with {"token":"$op2"} using key "$k2"
+    When "A" calls "write" with {"token":"$op2"} <keying2>
     Then "A" gets a result
-    When "A" calls "write" with {"token":"$op3"} using key "$k3"
+    When "A" calls "write" with {"token":"$op3"} <keying3>
     Then "A" is refused with "insufficient_funds"
     And the probe saw "$op2" dispatched 1 time
     And the probe saw "$op3" dispatched 0 times
     And the ledger has 2 debits and 0 refunds
+
+    @funds-01
+    Examples: keyed
+      | on | keying1         | keying2         | keying3         |
+      |    | using key "$k1" | using key "$k2" | using key "$k3" |
+
+    @funds-01-unkeyed @unkeyed-derived
+    Examples: unkeyed
+      | on                   | keying1       | keying2       | keying3       |
+      | , for unkeyed calls  | without a key | without a key | without a key |

@@ -19,16 +19,19 @@ import (
 
 func registerCrowds(sc *godog.ScenarioContext) {
 	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once$`, func(ctx context.Context, n int, tool, args, key string) error {
-		return crowd(ctx, n, tool, args, key, false)
+		return crowd(ctx, n, tool, args, key, false, false)
 	})
 	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once, the first dispatch held$`, func(ctx context.Context, n int, tool, args, key string) error {
 		return heldCrowd(ctx, n, tool, args, key)
 	})
 	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) without a key at once$`, func(ctx context.Context, n int, tool, args string) error {
-		return crowd(ctx, n, tool, args, "", false)
+		return crowd(ctx, n, tool, args, "", false, false)
 	})
 	sc.Step(`^(\d+) clients split across every gateway URL call "([^"]*)" with (\{.*\}) without a key at once$`, func(ctx context.Context, n int, tool, args string) error {
-		return crowd(ctx, n, tool, args, "", true)
+		return crowd(ctx, n, tool, args, "", true, false)
+	})
+	sc.Step(`^(\d+) clients call "([^"]*)" with (\{.*\}) at once, each its own operation(?: using key "([^"]*)")?$`, func(ctx context.Context, n int, tool, args, key string) error {
+		return crowd(ctx, n, tool, args, key, false, true)
 	})
 	sc.Step(`^exactly one operation ran and every answer is its receipt or retryable "([^"]*)"$`, oneOperation)
 	sc.Step(`^a random workload of (\d+) calls runs on "([^"]*)" with seed-chosen keys, retries and conflicts$`, workload)
@@ -37,9 +40,38 @@ func registerCrowds(sc *godog.ScenarioContext) {
 	sc.Step(`^no operation was dispatched twice$`, noDoubleDispatch)
 }
 
+// ownOperation makes the i-th call of a crowd an operation of its own:
+// its token (and key) get the suffix -i, so the calls race for the wallet
+// and the store, not for one record.
+func (w *world) ownOperation(call *wire.Call, i int) error {
+	raw, _ := call.Arguments.(json.RawMessage)
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return fmt.Errorf("arguments of the step are not a JSON object: %w", err)
+	}
+	tok, _ := args["token"].(string)
+	if tok == "" {
+		return fmt.Errorf("each its own operation: the arguments need a \"token\"")
+	}
+	tok = fmt.Sprintf("%s-%d", tok, i)
+	args["token"] = tok
+	out, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	call.Arguments = json.RawMessage(out)
+	if call.IdempotencyKey != "" {
+		call.IdempotencyKey = fmt.Sprintf("%s-%d", call.IdempotencyKey, i)
+	}
+	w.mu.Lock()
+	w.tokens = append(w.tokens, tok)
+	w.mu.Unlock()
+	return nil
+}
+
 // crowd sends n identical calls from n clients, all held at a barrier until
 // every request is built, then released together.
-func crowd(ctx context.Context, n int, tool, args, key string, split bool) error {
+func crowd(ctx context.Context, n int, tool, args, key string, split, distinct bool) error {
 	w := getWorld(ctx)
 	if split && !w.has(judge.CapTwoURLs) {
 		return w.cannot(judge.CapTwoURLs, "the twins are split across two gateway processes")
@@ -58,6 +90,11 @@ func crowd(ctx context.Context, n int, tool, args, key string, split bool) error
 		call, err := w.newCall(fmt.Sprintf("twin-%02d", i), tool, args, key)
 		if err != nil {
 			return err
+		}
+		if distinct {
+			if err := w.ownOperation(call, i); err != nil {
+				return err
+			}
 		}
 		calls[i] = call
 		idx := 0
@@ -115,7 +152,7 @@ func heldCrowd(ctx context.Context, n int, tool, args, key string) error {
 			defer func() { w.holdToken = "" }()
 		}
 	}
-	return crowd(ctx, n, tool, args, key, false)
+	return crowd(ctx, n, tool, args, key, false, false)
 }
 
 // releaseHeld waits for the held dispatch to arrive and for others answers

@@ -38,7 +38,7 @@ func registerDimensions(sc *godog.ScenarioContext) {
 		return retryUntilDecidedVia(ctx, who, wc)
 	})
 	sc.Step(`^(\d+) clients split across every gateway URL call "([^"]*)" with (\{.*\}) using key "([^"]*)" at once$`, func(ctx context.Context, n int, tool, args, key string) error {
-		return crowd(ctx, n, tool, args, key, true)
+		return crowd(ctx, n, tool, args, key, true, false)
 	})
 	sc.Step(`^(\d+(?:\.\d+)?) seconds? pass(?:es)?$`, secondsPass)
 	sc.Step(`^"([^"]*)" calls "([^"]*)" with (\{.*\}) using key "([^"]*)" while the probe holds "([^"]*)"$`, callWhileHeld)

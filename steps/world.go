@@ -110,7 +110,12 @@ type callOutcome struct {
 	err    error
 }
 
-var varRef = regexp.MustCompile(`\$(?:[a-z]+|K)[0-9]+`)
+var varRef = regexp.MustCompile(`\$(?:[a-z]+|K|L)[0-9]+`)
+
+// longKeyPrefix is what every $L key starts with: 240 characters, so two
+// $L keys are alike up to there and differ only in their last dozen (a key
+// cut to any shorter length makes them one).
+var longKeyPrefix = strings.Repeat("long-key-", 27)[:240]
 
 // maxPad is the most characters a $pad reference stands for.
 const maxPad = 1 << 20
@@ -118,7 +123,8 @@ const maxPad = 1 << 20
 // expand replaces $op1-style references with values unique to the scenario,
 // so scenarios never collide on keys or probe tokens, even across runs.
 // $K1 is $k1's value in capitals (another key: keys are case-sensitive);
-// $pad5000 is 5000 x's, an argument of that size.
+// $L1 is $k1's value behind longKeyPrefix; $pad5000 is 5000 x's, an
+// argument of that size.
 func (w *world) expand(s string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -128,6 +134,9 @@ func (w *world) expand(s string) string {
 		}
 		if strings.HasPrefix(ref, "$K") {
 			return strings.ToUpper(w.valueLocked("$k" + strings.TrimPrefix(ref, "$K")))
+		}
+		if strings.HasPrefix(ref, "$L") {
+			return longKeyPrefix + w.valueLocked("$k"+strings.TrimPrefix(ref, "$L"))
 		}
 		return w.valueLocked(ref)
 	})

@@ -17,6 +17,7 @@ func TestExpand(t *testing.T) {
 		{`{"pad":"$pad5"}`, `{"pad":"xxxxx"}`},
 		{"$pad0", ""},
 		{"$Kx", "$Kx"},
+		{"$L1", longKeyPrefix + k1},
 	} {
 		if got := w.expand(tc.in); got != tc.want {
 			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
@@ -27,6 +28,9 @@ func TestExpand(t *testing.T) {
 	}
 	if op := w.expand("$op1"); !strings.HasPrefix(op, "r1-op1-") || len(w.tokens) != 1 {
 		t.Errorf("$op1 = %q, tokens %v: the run's prefix, and a token to forget", op, w.tokens)
+	}
+	if l2 := w.expand("$L2"); len(l2) > 255 || l2[:240] != w.expand("$L1")[:240] {
+		t.Errorf("$L2 = %q: at most 255 characters, alike to $L1 for 240", l2)
 	}
 	if n := len(w.expand("$pad99999999")); n != maxPad {
 		t.Errorf("$pad99999999 is %d characters, want at most %d", n, maxPad)

@@ -231,12 +231,19 @@ var Catchers = map[string][]Check{
 	"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
 	"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
 	"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
-	"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
+	"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01", "args-03"),
 	// An upstream's refusal and a multi-round call a legacy client cannot
 	// answer are both dispatch errors: the debit stays for each.
 	"upstream-error-charged": at(`the wallet balance changed by 0`, "rounds-02", "upstream-01", "upstream-01-keyed"),
 	"tool-error-not-stored":  at(dispatchedOnce, "upstream-02"),
-	"funds-boundary":         at(`the probe saw "$op2" dispatched 1 time`, "funds-01"),
+	"funds-boundary":         at(`the probe saw "$op2" dispatched 1 time`, "funds-01", "funds-01-unkeyed"),
+	"large-args-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-06"),
+	// The outcome of large arguments is refunded as it is dropped: iga-06's
+	// first call, which ran, is paid back.
+	"large-args-unstored": join(
+		at(dispatchedOnce, "args-04"),
+		at(`the ledger has 2 debits and 0 refunds`, "iga-06"),
+	),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -63,8 +63,9 @@ var External = map[string]map[string][]Check{
 		"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
 		"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
 		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
-		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
+		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01", "args-03"),
 		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
+		"large-args-unstored":   at(dispatchedOnce, "args-04"),
 	},
 	// Only what the identity provider adds: the other switches are the
 	// wire mode's. The run's own wire is the one negotiation picks, the
@@ -74,6 +75,7 @@ var External = map[string]map[string][]Check{
 		"principal-unbound":             at(`the probe saw "$op1" dispatched 2 times`, wired("iga-01")...),
 		"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
 		"principal-fail-open-stateless": at(neverDispatched, "iga-05", "iga-05-stateless"),
+		"large-args-unbound":            at(`the probe saw "$op1" dispatched 2 times`, "iga-06"),
 	},
 	ModeWireRefuse: {
 		"no-idempotency": join(
@@ -99,6 +101,7 @@ var External = map[string]map[string][]Check{
 		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
 		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
 		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
+		"large-args-unstored":   at(dispatchedOnce, "args-04"),
 	},
 }
 

@@ -84,4 +84,6 @@ var Harms = map[string][]judge.Harm{
 	"upstream-error-charged": {judge.HarmDoubleCharge, judge.HarmWrongAmount},
 	"tool-error-not-stored":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"funds-boundary":         {judge.HarmWrongRefusal, judge.HarmWrongAmount},
+	"large-args-unbound":     {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"large-args-unstored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
 }

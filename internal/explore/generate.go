@@ -972,17 +972,38 @@ func (g *gen) epKeyForms() {
 	g.retries(pick(g, ops), who, g.rng.Intn(2))
 }
 
-// epDrain: fresh calls of the write tool until the wallet cannot pay for
-// another, and one more: the call that leaves it at zero is paid for, the
-// one after it refused insufficient_funds.
+// epDrain: calls of the write tool until the wallet cannot pay for
+// another, and one more: the calls that leave it at zero are paid for, the
+// one after refused insufficient_funds, the balance never below zero. In
+// turn, or all at once (operations of their own racing for the last
+// credits); now and then after a first attempt the upstream refused, which
+// is retried once the wallet is drained: new work it can no longer pay for.
 func (g *gen) epDrain() {
-	who, ok := g.caller(2, g.free(true))
+	who, ok := g.caller(3, g.free(true))
 	p := g.sc.Prices[ToolWrite]
 	if !ok || p == 0 || g.removed[ToolWrite] || g.sc.Wallet > 100 {
 		return
 	}
-	for left := g.balance("") - g.spent[""]; left >= 0 && g.room() > 1; left -= p {
-		g.call(who, g.newOp(ToolWrite, g.chance(0.7)))
+	refused := -1
+	if g.room() > 4 && g.chance(0.4) {
+		refused = g.newOp(ToolWrite, true)
+		g.markCalled(refused, who)
+		g.add(Action{Kind: KUpstream, Client: who, Op: refused, Variant: probe.FailRefuse})
+	}
+	left := g.balance("") - g.spent[""]
+	if g.chance(0.5) {
+		n := int(min(max(left/p+1, 2), 8))
+		op := g.newOp(ToolWrite, g.chance(0.7))
+		g.markCalled(op, who)
+		g.spent[""] += p * int64(n-1)
+		g.add(Action{Kind: KTwins, Op: op, N: n, Variant: VariantDistinct})
+	} else {
+		for ; left >= 0 && g.room() > 1; left -= p {
+			g.call(who, g.newOp(ToolWrite, g.chance(0.7)))
+		}
+	}
+	if refused >= 0 && g.room() > 0 {
+		g.call(who, refused)
 	}
 }
 

@@ -69,8 +69,9 @@ type Op struct {
 	Pad    int    `json:"pad,omitempty"`    // characters of padding in a "pad" argument, 0 none
 	Key    int    `json:"key,omitempty"`    // the key is $k<Key>; 0 unkeyed
 	// KeyForm writes the key otherwise: KeyUpper the same key in capitals
-	// (another key: keys are case-sensitive), KeyLong behind a long prefix
-	// every long key shares (keys are compared whole, up to 255 characters).
+	// (another key: keys are case-sensitive), KeyLong behind the 240
+	// characters every long key shares ($L: keys are compared whole, up to
+	// 255 characters).
 	KeyForm string `json:"key_form,omitempty"`
 	Permit  string `json:"permit,omitempty"`
 	// reordered writes the arguments' members the other way round: the
@@ -84,17 +85,13 @@ const (
 	KeyLong  = "long"
 )
 
-// longKeyPrefix is what every KeyLong key starts with: longer than a key
-// column or a hash input cut at 32 or 48 characters.
-const longKeyPrefix = "retry-safe-operation-key-sharing-a-long-prefix-"
-
 // keyText is the key as the steps write it.
 func (o Op) keyText() string {
 	switch o.KeyForm {
 	case KeyUpper:
 		return fmt.Sprintf("$K%d", o.Key)
 	case KeyLong:
-		return fmt.Sprintf("%s$k%d", longKeyPrefix, o.Key)
+		return fmt.Sprintf("$L%d", o.Key)
 	}
 	return fmt.Sprintf("$k%d", o.Key)
 }
@@ -148,10 +145,14 @@ const (
 	// VariantReordered: a KCall that sends Op's arguments with their
 	// members the other way round.
 	VariantReordered = "reordered"
+	// VariantDistinct: a KTwins whose calls are each an operation of its
+	// own (their tokens and keys suffixed -0, -1...).
+	VariantDistinct = "distinct"
 	// KDrop: Client calls Op (keyed) and drops the connection once the tool runs.
 	KDrop = "drop"
 	// KTwins: N clients call Op at once; Variant "held" holds the first
-	// dispatch, "split" splits them across the gateway URLs (unkeyed).
+	// dispatch, "split" splits them across the gateway URLs (unkeyed),
+	// VariantDistinct makes each call an operation of its own.
 	KTwins = "twins"
 	// KPause: a pause armed at Point for Op's tool, Client starts calling
 	// Op and waits there; KRelease (same Group) releases it.
@@ -641,6 +642,12 @@ func (s Scenario) steps() []step {
 				add(fmt.Sprintf("%d clients call %q with %s using key %q at once, the first dispatch held", a.N, op.Tool, op.args(), op.keyText()))
 			case "split":
 				add(fmt.Sprintf("%d clients split across every gateway URL call %q with %s without a key at once", a.N, op.Tool, op.args()))
+			case VariantDistinct:
+				if op.Keyed() {
+					add(fmt.Sprintf("%d clients call %q with %s at once, each its own operation using key %q", a.N, op.Tool, op.args(), op.keyText()))
+				} else {
+					add(fmt.Sprintf("%d clients call %q with %s at once, each its own operation", a.N, op.Tool, op.args()))
+				}
 			default:
 				if op.Keyed() {
 					add(fmt.Sprintf("%d clients call %q with %s using key %q at once", a.N, op.Tool, op.args(), op.keyText()))

@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -637,7 +638,26 @@ func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) b
 // upstreamRefused says the probe was told to refuse c's token before it
 // was called: the upstream may have refused c before its tool ran.
 func (m *model) upstreamRefused(c *mcall) bool {
-	return m.since(c.end, EnvUpstreamFail, func(e EnvValue) bool { return e.Token == c.v.Token && e.Action == UpstreamRefuse })
+	for _, e := range m.env {
+		if e.env.Kind != EnvUpstreamFail || e.env.Token != c.v.Token || e.env.Action != UpstreamRefuse || !e.t.Before(c.end) {
+			continue
+		}
+		// The probe refuses one dispatch: once a call of the token that
+		// may have reached it was answered after the arming, the refusal
+		// is spent, and later calls run.
+		spent := false
+		for _, d := range m.calls {
+			if d != c && d.v.Token == c.v.Token && e.t.Before(d.start) && d.end.Before(c.start) && d.typ != "" &&
+				!(d.refusal() && slices.Contains(d.meanings(), ReasonInProgress)) {
+				spent = true
+				break
+			}
+		}
+		if !spent {
+			return true
+		}
+	}
+	return false
 }
 
 // faultMeets says a fault armed as e may meet call c: a fault names its
@@ -1190,8 +1210,11 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 			receipted = false
 		}
 	}
-	if r.Balance < 0 {
-		add(HarmWrongAmount, "a balance never below zero: a call the wallet cannot pay is refused "+ReasonFunds, fmt.Sprintf("balance %d", r.Balance))
+	if r.Baseline >= 0 && r.Balance < 0 {
+		// A prepaid wallet the run's calls overdrew. One that began in
+		// debt is a credit account, whose limit the harness cannot know.
+		add(HarmWrongAmount, "a balance never taken below zero by the scenario's calls: a call the wallet cannot pay is refused "+ReasonFunds,
+			fmt.Sprintf("balance %d (from %d)", r.Balance, r.Baseline))
 	}
 	if r.Delta() != -net {
 		add(HarmWrongAmount, fmt.Sprintf("the balance moved by the entries' net, %+d", -net), fmt.Sprintf("balance %d, moved by %+d from %d", r.Balance, r.Delta(), r.Baseline))

@@ -142,6 +142,16 @@ func TestModel(t *testing.T) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")
 		}, []string{"answer/wrong-refusal"}},
+		{"an upstream's one refusal answered again to the retry", func(h *hist) {
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", write, ReasonDispatchFailed, true)
+			h.refused("A", write, ReasonDispatchFailed, true)
+		}, []string{"answer/wrong-refusal"}},
+		{"a wallet that began in debt, charged right", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.read(LedgerRead{Baseline: -10, Balance: -13, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, nil},
 		{"a wallet charged below zero", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")

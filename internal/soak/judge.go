@@ -48,11 +48,14 @@ func (h History) Events() []judge.Op {
 	for _, o := range h.Ops {
 		if f, ok := ownFaults[o.Shape]; ok && len(o.Attempts) > 0 {
 			// Armed just before the first call, for the operation's own
-			// wallet, and spent by it.
+			// wallet; spent by it when its answer is the fault's (a fault
+			// the first call never reached stays armed for the next).
 			first := o.Attempts[0]
 			add(first.Start.Add(-time.Nanosecond), "harness", judge.OK, judge.FEnv,
 				judge.EnvValue{Kind: judge.EnvFault, Tool: h.Tool, Wallet: o.Wallet, Point: f.point, Action: f.action})
-			add(first.End, "harness", judge.OK, judge.FEnv, judge.EnvValue{Kind: judge.EnvRelease, Wallet: o.Wallet, Point: f.point})
+			if planned(&o, 0) {
+				add(first.End, "harness", judge.OK, judge.FEnv, judge.EnvValue{Kind: judge.EnvRelease, Wallet: o.Wallet, Point: f.point})
+			}
 		}
 		for j, a := range o.Attempts {
 			process := fmt.Sprintf("op%d.%d", o.Index, j)

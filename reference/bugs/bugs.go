@@ -75,6 +75,8 @@ const (
 	UpstreamErrorCharged = "upstream-error-charged"
 	ToolErrorNotStored   = "tool-error-not-stored"
 	FundsBoundary        = "funds-boundary"
+	LargeArgsUnbound     = "large-args-unbound"
+	LargeArgsUnstored    = "large-args-unstored"
 )
 
 // Bug describes one switch.
@@ -148,6 +150,8 @@ var All = []Bug{
 	{Name: UpstreamErrorCharged, Description: "an upstream that refuses a call with a JSON-RPC error (nothing ran) is answered dispatch_failed, but the debit is kept: the caller pays for a call that never ran, and again when its retry runs it"},
 	{Name: ToolErrorNotStored, Description: "only successful results are kept as an operation's outcome: a tool's isError result is answered and refunded but not stored, so a retry runs the tool again (the tool ran: its effect happens twice)"},
 	{Name: FundsBoundary, Description: "a wallet pays for a call only while it holds more than the price (balance > price, not >=): a wallet holding exactly the price is refused insufficient_funds"},
+	{Name: LargeArgsUnbound, Description: "calls whose canonical arguments exceed 2 KiB leave the verified principal out of their derived key and replay check (a size-capped identity column): another principal with the same large arguments gets the first one's result"},
+	{Name: LargeArgsUnstored, Description: "an outcome whose call's canonical arguments exceed 8 KiB is answered but not stored (the outcome table caps its row): the record ends refunded, so a retry runs the tool again"},
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 

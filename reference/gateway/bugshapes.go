@@ -59,8 +59,8 @@ func isErrorResult(result json.RawMessage) bool {
 	return json.Unmarshal(result, &r) == nil && r.IsError
 }
 
-// errorNotStored answers a tool's isError result as it came, but keeps it
-// out of the record: the record ends failed_refunded with its debit given
+// errorNotStored answers a tool's result (its isError result, or one of
+// large arguments) as it came, but keeps it out of the record: the record ends failed_refunded with its debit given
 // back, as if nothing had run, so a retry runs the tool again.
 func (g *Gateway) errorNotStored(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, result json.RawMessage) (CallResponse, error) {
 	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))

@@ -877,8 +877,8 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		}
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, err)
 	}
-	if g.bugs.On(bugs.ToolErrorNotStored) && isErrorResult(result) {
-		return g.errorNotStored(ctx, c, rec, receipt, charged, result) // BUG tool-error-not-stored
+	if (g.bugs.On(bugs.ToolErrorNotStored) && isErrorResult(result)) || (g.bugs.On(bugs.LargeArgsUnstored) && len(c.canon) > 8192) {
+		return g.errorNotStored(ctx, c, rec, receipt, charged, result) // BUG tool-error-not-stored, large-args-unstored
 	}
 	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
 		result = g.foreignContent(ctx, rec, result) // BUG foreign-content

@@ -95,9 +95,11 @@ func (g *Gateway) clientRecordKey(c *callState, key string) string {
 
 // principalUnbound: a principal-unbound bug switch leaves the verified
 // principal out of this call's derived key and its replay check
-// (principal-unbound-stateless on the stateless wire only).
+// (principal-unbound-stateless on the stateless wire only,
+// large-args-unbound for arguments over 2 KiB).
 func (g *Gateway) principalUnbound(c *callState) bool {
-	return g.bugs.On(bugs.PrincipalUnbound) || (g.bugs.On(bugs.PrincipalUnboundStateless) && c.r.Stateless)
+	return g.bugs.On(bugs.PrincipalUnbound) || (g.bugs.On(bugs.PrincipalUnboundStateless) && c.r.Stateless) ||
+		(g.bugs.On(bugs.LargeArgsUnbound) && len(c.canon) > 2048)
 }
 
 // slotKey is the derived key of one slot: the identity, the window it was

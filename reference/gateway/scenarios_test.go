@@ -362,6 +362,31 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "large arguments are stored and bound to the principal as small ones are",
+		catches: []string{bugs.LargeArgsUnbound, bugs.LargeArgsUnstored},
+		run: func(e *env) error {
+			big := fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", 20000))
+			if err := e.replays(req{key: "big-1", args: big}, func() {}, req{key: "big-1", args: big}); err != nil {
+				return fmt.Errorf("keyed retry: %w", err)
+			}
+			alice, _ := e.principal("alice")
+			bob, _ := e.principal("bob")
+			other := fmt.Sprintf(`{"text":%q}`, strings.Repeat("y", 20000))
+			a, err := ok(run(e.call(req{caller: &alice, args: other})))
+			if err != nil {
+				return err
+			}
+			b, err := ok(run(e.call(req{caller: &bob, args: other})))
+			if err != nil {
+				return err
+			}
+			if a.ID == b.ID {
+				return fmt.Errorf("bob got alice's receipt %s for large arguments", a.ID)
+			}
+			return nil
+		},
+	},
+	{
 		name:    "a wallet holding exactly the price pays for the call",
 		catches: []string{bugs.FundsBoundary},
 		run: func(e *env) error {
