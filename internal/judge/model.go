@@ -642,13 +642,15 @@ func (m *model) upstreamRefused(c *mcall) bool {
 		if e.env.Kind != EnvUpstreamFail || e.env.Token != c.v.Token || e.env.Action != UpstreamRefuse || !e.t.Before(c.end) {
 			continue
 		}
-		// The probe refuses one dispatch: once a call of the token that
-		// may have reached it was answered after the arming, the refusal
-		// is spent, and later calls run.
+		// The probe refuses one dispatch: once a call of the token reached
+		// it after the arming (it ran, or was itself refused as the
+		// upstream refused it), the refusal is spent, and later calls run.
+		// A call refused before dispatch (funds, a key required) never
+		// reached the probe.
 		spent := false
 		for _, d := range m.calls {
-			if d != c && d.v.Token == c.v.Token && e.t.Before(d.start) && d.end.Before(c.start) && d.typ != "" &&
-				!(d.refusal() && slices.Contains(d.meanings(), ReasonInProgress)) {
+			if d != c && d.v.Token == c.v.Token && e.t.Before(d.start) && d.end.Before(c.start) &&
+				(d.result() || (d.refusal() && (slices.Contains(d.meanings(), ReasonDispatchFailed) || !d.ranNothing()))) {
 				spent = true
 				break
 			}

@@ -147,6 +147,11 @@ func TestModel(t *testing.T) {
 			h.refused("A", write, ReasonDispatchFailed, true)
 			h.refused("A", write, ReasonDispatchFailed, true)
 		}, []string{"answer/wrong-refusal"}},
+		{"an upstream's refusal met by a later call, one refused before dispatch having come first", func(h *hist) {
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", write, ReasonFunds, false)
+			h.refused("W", with(write, func(v *CallValue) { v.Wallet = "other" }), ReasonDispatchFailed, true)
+		}, nil},
 		{"a wallet that began in debt, charged right", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")
