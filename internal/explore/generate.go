@@ -652,6 +652,12 @@ func (g *gen) epScope() {
 				first, second = second, first
 			}
 			p := g.newOp(tool, g.chance(0.3))
+			if g.sc.Ops[p].Token%3 == 0 && g.sc.Ops[p].Pad == 0 {
+				// Large arguments a third of the time (by the token, not
+				// the dice, so the draws that follow stay as they were): a
+				// binding a gateway keeps for small arguments only.
+				g.sc.Ops[p].Pad = 20000
+			}
 			g.call(first, p)
 			g.maybeWait(0.2)
 			g.call(second, p)
