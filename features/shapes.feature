@@ -139,3 +139,36 @@ Feature: Keys, arguments, balances and upstream answers of every shape
     Examples: unkeyed
       | on                   | keying1       | keying2       | keying3       |
       | , for unkeyed calls  | without a key | without a key | without a key |
+
+  @funds-02 @must @needs-upstream @needs-fixtures @needs-faults
+  Scenario: A call paused between its reservation and its charge is refused once another call spent the wallet
+    Requirement: The balance is checked where it is debited, in one step: a call that found the wallet able to pay when it arrived, and is charged only after another call spent the last credits, is refused insufficient_funds and never dispatched; the wallet is never overdrawn.
+    Source: issue "Reference gateway" (Tenancy, tools, ledger: "a wallet whose balance is below the tool's price is refused"); docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
+    Given a wallet holding exactly 3 credits and an API key
+    And a pause is armed at "reserve.done" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
+    And "A" waits at "reserve.done"
+    And "B" calls "write" with {"token":"$op2"} using key "$k2"
+    Then "B" gets a result
+    When the pause at "reserve.done" is released
+    Then "A" is refused with "insufficient_funds"
+    And the probe saw "$op1" dispatched 0 times
+    And the wallet balance changed by -3
+
+  @must @needs-upstream @needs-fixtures
+  Scenario Outline: Calls racing for a wallet's last credits overdraw nothing<on>
+    Requirement: Of 8 operations that arrive at once on a wallet holding the price of one, one is charged and dispatched and every other is refused insufficient_funds, nothing dispatched: a balance checked before the charge and not where it is debited lets them all through.
+    Source: issue "Reference gateway" (Tenancy, tools, ledger); docs/wire.md (insufficient_funds: "balance below the tool's price; nothing dispatched")
+    Given a wallet holding exactly 3 credits and an API key
+    When 8 clients call "write" with {"token":"$op1"} at once, <each>
+    Then the wallet balance changed by -3
+
+    @funds-03
+    Examples: keyed
+      | on | each                                   |
+      |    | each its own operation using key "$k1" |
+
+    @funds-03-unkeyed @unkeyed-derived
+    Examples: unkeyed
+      | on                   | each                   |
+      | , for unkeyed calls  | each its own operation |

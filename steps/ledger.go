@@ -170,7 +170,7 @@ func ledgerHas(ctx context.Context, debits, refunds int) error {
 	}
 	w.markLedger(step, id, r)
 	ok, expected, actual := judge.LedgerHas(r, debits, refunds)
-	if n := countKind(r, judge.EntryDebit) - countKind(r, judge.EntryRefund); n > debits-refunds {
+	if n := countKind(r, judge.EntryDebit) - countKind(r, judge.EntryRefund); n > debits-refunds && !overdrawn(r) {
 		id.harm = judge.HarmDoubleCharge
 	}
 	return w.check(id, step, judge.CapLedger, ok, expected, actual)
@@ -276,9 +276,33 @@ func balanceHarm(r judge.LedgerRead, delta int64) judge.Harm {
 		}
 		price = p
 	}
+	if overdrawn(r) {
+		return judge.HarmWrongAmount
+	}
 	kept := countKind(r, judge.EntryDebit) - countKind(r, judge.EntryRefund)
 	if price > 0 && r.Delta() < delta && int64(kept) > -delta/price {
 		return judge.HarmDoubleCharge
 	}
 	return judge.HarmWrongAmount
+}
+
+// overdrawn says operations each paid once, more of them than the wallet
+// could pay for: an overdraft, not a second charge.
+func overdrawn(r judge.LedgerRead) bool {
+	return r.Baseline >= 0 && r.Balance < 0 && distinctDebits(r)
+}
+
+// distinctDebits says no receipt carries two debits.
+func distinctDebits(r judge.LedgerRead) bool {
+	seen := map[string]bool{}
+	for _, e := range r.Entries {
+		if e.Kind != judge.EntryDebit {
+			continue
+		}
+		if e.Receipt == "" || seen[e.Receipt] {
+			return false
+		}
+		seen[e.Receipt] = true
+	}
+	return true
 }

@@ -86,4 +86,6 @@ var Harms = map[string][]judge.Harm{
 	"funds-boundary":         {judge.HarmWrongRefusal, judge.HarmWrongAmount},
 	"large-args-unbound":     {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
 	"large-args-unstored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	// Operations that each ran once, more than the wallet could pay for.
+	"funds-unlocked": {judge.HarmWrongAmount, judge.HarmDoubleDispatch},
 }

@@ -77,6 +77,7 @@ const (
 	FundsBoundary        = "funds-boundary"
 	LargeArgsUnbound     = "large-args-unbound"
 	LargeArgsUnstored    = "large-args-unstored"
+	FundsUnlocked        = "funds-unlocked"
 )
 
 // Bug describes one switch.
@@ -152,6 +153,7 @@ var All = []Bug{
 	{Name: FundsBoundary, Description: "a wallet pays for a call only while it holds more than the price (balance > price, not >=): a wallet holding exactly the price is refused insufficient_funds"},
 	{Name: LargeArgsUnbound, Description: "calls whose canonical arguments exceed 2 KiB leave the verified principal out of their derived key and replay check (a size-capped identity column): another principal with the same large arguments gets the first one's result"},
 	{Name: LargeArgsUnstored, Description: "an outcome whose call's canonical arguments exceed 8 KiB is answered but not stored (the outcome table caps its row): the record ends refunded, so a retry runs the tool again"},
+	{Name: FundsUnlocked, Description: "the balance is checked when a call arrives and the debit written later, after the reservation, without checking it again (check, then act): calls racing for a wallet's last credits all pass the check, each is charged and dispatched, and the wallet is overdrawn"},
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 

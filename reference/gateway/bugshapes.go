@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/store"
@@ -88,4 +89,34 @@ func (g *Gateway) atBoundary(ctx context.Context, payer string, price int64) boo
 	}
 	w, err := g.store.Wallet(ctx, payer)
 	return err == nil && w.Balance == price
+}
+
+// checkFundsEarly is funds-unlocked's one balance check, made once the
+// call holds its reservation and before its charge: a wallet that cannot
+// pay now drops its reservation, uncharged, and is refused. A wallet about to run dry
+// waits a moment after the read, as a gateway doing other work between its
+// check and its debit would: calls racing for the last credits all read
+// the balance before any of them is charged, every time, not by chance.
+func (g *Gateway) checkFundsEarly(ctx context.Context, c *callState, rec store.Record) error {
+	w, err := g.store.Wallet(ctx, rec.WalletID)
+	if err != nil {
+		return g.storeErr("read wallet", err)
+	}
+	if w.Balance < 8*c.tool.Price {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if w.Balance >= c.tool.Price {
+		return nil
+	}
+	if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
+		g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
+	}
+	return Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
+}
+
+// chargeUnchecked is funds-unlocked's charge once the store found the
+// balance short: the call passed the check when it arrived, so the debit is
+// written anyway and the wallet overdrawn.
+func (g *Gateway) chargeUnchecked(ctx context.Context, debit store.LedgerEntry) error {
+	return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
 }

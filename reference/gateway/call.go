@@ -212,6 +212,11 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if !created {
 		return g.existing(ctx, c, rec) // step 6
 	}
+	if g.bugs.On(bugs.FundsUnlocked) {
+		if err := g.checkFundsEarly(ctx, c, rec); err != nil { // BUG funds-unlocked
+			return CallResponse{}, err
+		}
+	}
 	g.reserved(ctx, c, rec)
 	return g.run(ctx, c, rec, receipt) // step 7
 }
@@ -235,7 +240,7 @@ func newReceipt() string { return "rcpt-" + uuid.NewString() }
 // rely on), and under key-scope-billing, whose payer is chosen only once
 // the reservation is made.
 func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest {
-	if g.faults.Armed(faults.ReserveDone, faultMatch(c)) || g.bugs.On(bugs.KeyScopeBilling) {
+	if g.faults.Armed(faults.ReserveDone, faultMatch(c)) || g.bugs.On(bugs.KeyScopeBilling) || g.bugs.On(bugs.FundsUnlocked) {
 		return nil
 	}
 	now := g.clock.Now()
@@ -996,6 +1001,9 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 		// BUG keyed-takeover-unfenced: the debit is written whoever owns the
 		// reservation now, and the dispatch follows it.
 		return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+	}
+	if errors.Is(err, store.ErrInsufficientFunds) && g.bugs.On(bugs.FundsUnlocked) {
+		return g.chargeUnchecked(ctx, debit) // BUG funds-unlocked
 	}
 	if errors.Is(err, store.ErrNotOwner) {
 		// A retry took the reservation over while this call stalled before

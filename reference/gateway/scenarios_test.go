@@ -399,6 +399,26 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a call paused after its reservation is refused once another call spent the wallet",
+		catches: []string{bugs.FundsUnlocked},
+		run: func(e *env) error {
+			w := e.newWallet(price)
+			c := e.newCaller(w)
+			st, err := e.faults.Arm(faults.Spec{Point: faults.ReserveDone, Action: faults.Pause, Match: faults.Match{Tool: e.write, WalletID: w}})
+			e.must(err)
+			a := e.async(req{caller: &c, key: "race-1"})
+			e.await(st.ID, a) // A reserved, found the balance enough, not charged
+			if _, err := ok(run(e.call(req{caller: &c, key: "race-2"}))); err != nil {
+				return fmt.Errorf("the second call: %w", err)
+			}
+			e.release(st.ID)
+			oa := e.wait(a)
+			wallet, err := e.st.Wallet(e.ctx, w)
+			return first(err, want("reason of the paused call", reason(oa.err), gateway.ReasonInsufficient),
+				want("balance", wallet.Balance, int64(0)))
+		},
+	},
+	{
 		name:    "an upstream's refusal for a capability the caller lacks is answered as it is, refunded",
 		catches: []string{bugs.RefundMissing, bugs.CapabilityRefusalKept, bugs.CapabilityRefundTwice},
 		run: func(e *env) error {
