@@ -705,7 +705,7 @@ func cucumberView(t rapid.TB, b []byte) ciView {
 
 var (
 	htmlTotals  = regexp.MustCompile(`<p class="totals"><strong>(\d+) passed, (\d+) failed, (\d+) skipped</strong> <span class="muted">of (\d+) scenarios`)
-	htmlOverall = regexp.MustCompile(`<div class="overall (?:ok|bad)">([A-Z]+) \(level`)
+	htmlOverall = regexp.MustCompile(`<div class="overall (?:ok|bad)"[^>]*>([A-Z]+) \(level`)
 	htmlCounts  = regexp.MustCompile(`(?s)<table class="counts">\s*<tr><th>level</th>(.*?)</tr>\s*<tr><th>all</th>(.*?)</tr>`)
 	htmlBadge   = regexp.MustCompile(`<span class="badge [^"]*">([^<]*)</span>`)
 	htmlNum     = regexp.MustCompile(`<td class="num">(\d+)</td>`)

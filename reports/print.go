@@ -201,13 +201,21 @@ func Subject(run Run) string {
 	return termText(strings.Join(parts, " · "), 0)
 }
 
-// HarmSummary says which harms the failing scenarios show, the most
-// harmful first, each with how many scenarios lead with it and their IDs
-// ("double-dispatch in 2 (lock-01, twins-02); wrong-amount in 1 (retry-04)");
-// "" when none failed. A scenario counts under the harm of the check its
-// failure leads with.
-func HarmSummary(run Run) string {
-	byHarm := map[judge.Harm][]string{}
+// harmShown is how many scenario IDs a harm's summary names before it
+// only counts the rest.
+const harmShown = 4
+
+// harmGroup is one harm the failing scenarios lead with and those
+// scenarios, as indices into run.Scenarios in run order.
+type harmGroup struct {
+	Harm      judge.Harm
+	Scenarios []int
+}
+
+// harmGroups groups the failing scenarios by the harm of the check their
+// failure leads with, the most harmful first.
+func harmGroups(run Run) []harmGroup {
+	byHarm := map[judge.Harm][]int{}
 	for i, o := range Outcomes(run) {
 		if o != OutcomeFailed {
 			continue
@@ -217,19 +225,33 @@ func HarmSummary(run Run) string {
 		if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
 			h = s.Checks[f].Harm
 		}
-		byHarm[h] = append(byHarm[h], termText(displayID(s.ID), 0))
+		byHarm[h] = append(byHarm[h], i)
 	}
-	var parts []string
+	var out []harmGroup
 	for _, h := range append(slices.Clone(judge.Harms), "other") {
-		ids := byHarm[h]
-		if len(ids) == 0 {
-			continue
+		if ix := byHarm[h]; len(ix) > 0 {
+			out = append(out, harmGroup{h, ix})
 		}
-		shown := ids
-		if len(shown) > 4 {
-			shown = append(slices.Clone(ids[:4]), fmt.Sprintf("… %d more", len(ids)-4))
+	}
+	return out
+}
+
+// HarmSummary says which harms the failing scenarios show, the most
+// harmful first, each with how many scenarios lead with it and their IDs
+// ("double-dispatch in 2 (lock-01, twins-02); wrong-amount in 1 (retry-04)");
+// "" when none failed. A scenario counts under the harm of the check its
+// failure leads with.
+func HarmSummary(run Run) string {
+	var parts []string
+	for _, g := range harmGroups(run) {
+		var shown []string
+		for _, i := range g.Scenarios[:min(len(g.Scenarios), harmShown)] {
+			shown = append(shown, termText(displayID(run.Scenarios[i].ID), 0))
 		}
-		parts = append(parts, fmt.Sprintf("%s in %d (%s)", h, len(ids), strings.Join(shown, ", ")))
+		if more := len(g.Scenarios) - len(shown); more > 0 {
+			shown = append(shown, fmt.Sprintf("… %d more", more))
+		}
+		parts = append(parts, fmt.Sprintf("%s in %d (%s)", g.Harm, len(g.Scenarios), strings.Join(shown, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
