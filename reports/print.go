@@ -63,6 +63,22 @@ func PrintSummary(w io.Writer, run Run) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
 
+	fmt.Fprintf(w, "\n%s\n", verdictCounts(run))
+	if h := HarmSummary(run); h != "" {
+		fmt.Fprintf(w, "harms: %s\n", h)
+	}
+
+	result, why := Judge(run)
+	fmt.Fprintf(w, "%s\n", RunLine(run, result))
+	for _, y := range why {
+		fmt.Fprintf(w, "  %s\n", termText(y, 0))
+	}
+	fmt.Fprintln(w, ciTotals(run))
+}
+
+// verdictCounts is "N scenarios: N passed, N failed, ...", every known
+// verdict in report order, zero or not, then any unknown one.
+func verdictCounts(run Run) string {
 	counts := countVerdicts(run.Scenarios)
 	parts := make([]string, 0, len(counts))
 	for _, v := range knownVerdicts {
@@ -73,18 +89,13 @@ func PrintSummary(w io.Writer, run Run) {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[v], termText(v, 0)))
 		}
 	}
-	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
-	if h := HarmSummary(run); h != "" {
-		fmt.Fprintf(w, "harms: %s\n", h)
-	}
+	return fmt.Sprintf("%d scenarios: %s", len(run.Scenarios), strings.Join(parts, ", "))
+}
 
-	result, why := Judge(run)
-	fmt.Fprintf(w, "%s\n", RunLine(run, result))
-	for _, y := range why {
-		fmt.Fprintf(w, "  %s\n", termText(y, 0))
-	}
+// ciTotals is the line CI tooling parses: "N passed, N failed, N skipped".
+func ciTotals(run Run) string {
 	t := computeTotals(run)
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", t.passed, t.failed, t.skipped)
 }
 
 func isKnownVerdict(v string) bool { return slices.Contains(knownVerdicts, v) }
@@ -207,29 +218,52 @@ func Subject(run Run) string {
 // "" when none failed. A scenario counts under the harm of the check its
 // failure leads with.
 func HarmSummary(run Run) string {
+	var parts []string
+	for _, g := range harmGroups(run) {
+		ids := make([]string, len(g.ids))
+		for i, id := range g.ids {
+			ids[i] = termText(id, 0)
+		}
+		shown := ids
+		if len(shown) > 4 {
+			shown = append(slices.Clone(ids[:4]), fmt.Sprintf("… %d more", len(ids)-4))
+		}
+		parts = append(parts, fmt.Sprintf("%s in %d (%s)", g.harm, len(ids), strings.Join(shown, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// harmGroup is one harm and the failing scenarios that lead with it.
+type harmGroup struct {
+	harm judge.Harm
+	ids  []string // displayed IDs, in run order, not yet escaped
+}
+
+// harmGroups groups the scenarios that fail the run by the harm of the
+// check their failure leads with, the most harmful first; "other" when it
+// names none.
+func harmGroups(run Run) []harmGroup {
 	byHarm := map[judge.Harm][]string{}
 	for i, o := range Outcomes(run) {
 		if o != OutcomeFailed {
 			continue
 		}
 		s := run.Scenarios[i]
-		h := judge.Harm("other")
-		if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
-			h = s.Checks[f].Harm
-		}
-		byHarm[h] = append(byHarm[h], termText(displayID(s.ID), 0))
+		byHarm[leadHarm(s)] = append(byHarm[leadHarm(s)], displayID(s.ID))
 	}
-	var parts []string
+	var out []harmGroup
 	for _, h := range append(slices.Clone(judge.Harms), "other") {
-		ids := byHarm[h]
-		if len(ids) == 0 {
-			continue
+		if ids := byHarm[h]; len(ids) > 0 {
+			out = append(out, harmGroup{h, ids})
 		}
-		shown := ids
-		if len(shown) > 4 {
-			shown = append(slices.Clone(ids[:4]), fmt.Sprintf("… %d more", len(ids)-4))
-		}
-		parts = append(parts, fmt.Sprintf("%s in %d (%s)", h, len(ids), strings.Join(shown, ", ")))
 	}
-	return strings.Join(parts, "; ")
+	return out
+}
+
+// leadHarm is the harm of the check a scenario's failure leads with.
+func leadHarm(s Scenario) judge.Harm {
+	if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
+		return s.Checks[f].Harm
+	}
+	return "other"
 }
