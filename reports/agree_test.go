@@ -204,8 +204,8 @@ func judged(run Run) ciView {
 	return v
 }
 
-// Console, summary.json, JSON lines, GitHub annotations, JUnit, Cucumber
-// JSON and HTML give the same verdict, counts and totals for any mix of
+// Console, summary.json, summary.md, JSON lines, GitHub annotations,
+// JUnit, Cucumber JSON and HTML give the same verdict, counts and totals for any mix of
 // verdicts, levels and check states, the contradictory ones included, and
 // these agree with Judge and Outcomes and with each other: a FAIL has a
 // failure in its totals, a PASS none and no scenario that keeps it from one.
@@ -221,6 +221,7 @@ func TestEveryOutputCountsTheSame(t *testing.T) {
 			"junit.xml":     junitView(t, file(JUnitFile)),
 			"cucumber.json": cucumberView(t, file(CucumberFile)),
 			"report.html":   htmlPageView(t, file(ReportFile)),
+			"summary.md":    markdownView(t, file(MarkdownFile)),
 		}
 		want := judged(run)
 		for _, name := range slices.Sorted(maps.Keys(views)) {
@@ -728,6 +729,58 @@ func htmlPageView(t rapid.TB, b []byte) ciView {
 	}
 	for i := range verdicts {
 		v.counts[verdicts[i][1]] = atoi(nums[i][1])
+	}
+	return v
+}
+
+var (
+	mdHeading  = regexp.MustCompile(`^## mcpconform: (.*)$`)
+	mdTotals   = regexp.MustCompile(`^\*\*(\d+ passed, \d+ failed, \d+ skipped)\*\*$`)
+	mdRow      = regexp.MustCompile("^\\| `[^`]*` \\|")
+	mdMore     = regexp.MustCompile(`^… (\d+) more, see report\.html$`)
+	mdUnescape = regexp.MustCompile(`\\(.)`)
+)
+
+// markdownView reads summary.md as a reader of the step summary does: the
+// heading's verdict line, the totals in bold under it, the counts line,
+// and the rows (and the "… N more") of the table of scenarios that keep
+// the run from a PASS.
+func markdownView(t rapid.TB, b []byte) ciView {
+	t.Helper()
+	v := ciView{passed: -1, keeping: 0}
+	inTable := false
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSuffix(line, "\n")
+		if m := mdHeading.FindStringSubmatch(line); m != nil {
+			v.line = mdUnescape.ReplaceAllString(m[1], "$1")
+			if r := resultWord.FindStringSubmatch(v.line); r != nil {
+				v.result = r[1]
+			}
+		}
+		if m := mdTotals.FindStringSubmatch(line); m != nil {
+			fmt.Sscanf(m[1], "%d passed, %d failed, %d skipped", &v.passed, &v.failed, &v.skipped)
+		}
+		if m := countsLine.FindStringSubmatch(line); m != nil && v.counts == nil {
+			v.total, v.counts = atoi(m[1]), map[string]int{}
+			for _, part := range strings.Split(m[2], ", ") {
+				var n int
+				var verdict string
+				fmt.Sscanf(part, "%d %s", &n, &verdict)
+				v.counts[verdict] = n
+			}
+		}
+		if strings.HasPrefix(line, "### ") {
+			inTable = strings.HasPrefix(line, "### Keeping the run from a PASS")
+		}
+		if inTable && mdRow.MatchString(line) {
+			v.keeping++
+		}
+		if m := mdMore.FindStringSubmatch(line); m != nil && inTable {
+			v.keeping += atoi(m[1])
+		}
+	}
+	if v.passed < 0 || v.result == "" || v.counts == nil {
+		t.Fatalf("summary.md: no verdict, totals or counts in:\n%s", b)
 	}
 	return v
 }

@@ -35,6 +35,10 @@ type Run struct {
 	Scenarios   []Scenario `json:"scenarios"`
 	// CatchTable, when present, is printed in the report (bug -> scenarios that caught it).
 	CatchTable []Catch `json:"catch_table,omitempty"`
+	// Baseline, when set, is an earlier run's summary that summary.md
+	// lists this run's regressions against. It is the operator's choice of
+	// comparison, not part of what was tested, so no other file records it.
+	Baseline *Summary `json:"-"`
 }
 
 // Target says what was tested.
@@ -50,6 +54,10 @@ type Target struct {
 	ServerVersion string `json:"server_version,omitempty"`
 	Protocol      string `json:"protocol,omitempty"` // the MCP version the run spoke
 	UnkeyedPolicy string `json:"unkeyed_policy,omitempty"`
+	// Args are the command-line flags, as given, that chose the target and
+	// its peers (--target, --profile, --probe-url, --bug, ...): a scenario
+	// runs again the same way only with them (RerunCommand).
+	Args []string `json:"args,omitempty"`
 }
 
 // Catch is one row of the self-test's catch table.

@@ -147,8 +147,8 @@ type SetupFailure struct {
 	Interrupted bool
 }
 
-// WriteError replaces dir with the record of a set-up failure: error.txt
-// and a junit.xml whose one test case is an <error>. There is no
+// WriteError replaces dir with the record of a set-up failure: error.txt,
+// a junit.xml whose one test case is an <error>, and summary.md saying so. There is no
 // summary.json, so nothing reads the directory as a verdict on the target,
 // and no earlier report survives to look current.
 func WriteError(dir string, f SetupFailure) error {
@@ -192,7 +192,11 @@ func writeRecord(dir, verdict, what, note string, f SetupFailure) error {
 		return fmt.Errorf("reports: junit: %w", err)
 	}
 	junit := append([]byte(xml.Header), append(b, '\n')...)
-	if err := publish(dir, []outFile{{ErrorFile, txt.Bytes()}, {JUnitFile, junit}}); err != nil {
+	// A CI summary reads summary.md whatever happened, so a set-up failure
+	// says there what it is, never leaving an earlier run's words.
+	md := fmt.Sprintf("## mcpconform: %s\n\n%s %s did not run the scenarios: %s.\n\n%s\n\n%s\n",
+		verdict, mdText(f.Tool, 0), mdText(f.Version, 0), what, mdText(firstLine(f.Err), mdMaxHeader), note)
+	if err := publish(dir, []outFile{{ErrorFile, txt.Bytes()}, {JUnitFile, junit}, {MarkdownFile, []byte(md)}}); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	return nil

@@ -43,7 +43,7 @@ func TestRewriteDropsEarlierEvidence(t *testing.T) {
 	if err := Write(dir, second); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{CucumberFile, "evidence/retry-01.json", "history/retry-01.ndjson", JUnitFile, ReportFile, SummaryFile}
+	want := []string{CucumberFile, "evidence/retry-01.json", "history/retry-01.ndjson", JUnitFile, ReportFile, SummaryFile, MarkdownFile}
 	slices.Sort(want)
 	if got := tree(t, dir); !slices.Equal(got, want) {
 		t.Errorf("after the second run %s holds %q, want %q", dir, got, want)
@@ -82,8 +82,11 @@ func TestSetupFailureReplacesAnOldPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tree(t, dir); !slices.Equal(got, []string{ErrorFile, JUnitFile}) {
-		t.Fatalf("after a set-up failure %s holds %q, want only error.txt and junit.xml", dir, got)
+	if got := tree(t, dir); !slices.Equal(got, []string{ErrorFile, JUnitFile, MarkdownFile}) {
+		t.Fatalf("after a set-up failure %s holds %q, want only error.txt, junit.xml and summary.md", dir, got)
+	}
+	if md := string(readFile(t, filepath.Join(dir, MarkdownFile))); !strings.HasPrefix(md, "## mcpconform: ERROR\n") || !strings.Contains(md, "connection refused") {
+		t.Errorf("summary.md of a set-up failure:\n%s", md)
 	}
 	txt := string(readFile(t, filepath.Join(dir, ErrorFile)))
 	for _, want := range []string{"ERROR", "connection refused", "http://gw.invalid/mcp", "2026-12-03T12:00:00Z", "not a verdict"} {
@@ -156,7 +159,7 @@ func TestKilledWhileWriting(t *testing.T) {
 			killPoint = nil
 			switch stage {
 			case "written":
-				if got := tree(t, dir); !slices.Equal(got, before) || !slices.Equal(got, []string{ErrorFile, JUnitFile}) {
+				if got := tree(t, dir); !slices.Equal(got, before) || !slices.Equal(got, []string{ErrorFile, JUnitFile, MarkdownFile}) {
 					t.Errorf("killed before the swap, %s holds %q, want the record of the run under way %q", dir, got, before)
 				}
 				if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "wrote no report") {

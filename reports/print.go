@@ -63,6 +63,22 @@ func PrintSummary(w io.Writer, run Run) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
 
+	fmt.Fprintf(w, "\n%s\n", verdictCounts(run))
+	if h := HarmSummary(run); h != "" {
+		fmt.Fprintf(w, "harms: %s\n", h)
+	}
+
+	result, why := Judge(run)
+	fmt.Fprintf(w, "%s\n", RunLine(run, result))
+	for _, y := range why {
+		fmt.Fprintf(w, "  %s\n", termText(y, 0))
+	}
+	fmt.Fprintln(w, ciTotals(run))
+}
+
+// verdictCounts is "N scenarios: N passed, N failed, ...", every known
+// verdict in report order, zero or not, then any unknown one.
+func verdictCounts(run Run) string {
 	counts := countVerdicts(run.Scenarios)
 	parts := make([]string, 0, len(counts))
 	for _, v := range knownVerdicts {
@@ -73,18 +89,13 @@ func PrintSummary(w io.Writer, run Run) {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[v], termText(v, 0)))
 		}
 	}
-	fmt.Fprintf(w, "\n%d scenarios: %s\n", len(run.Scenarios), strings.Join(parts, ", "))
-	if h := HarmSummary(run); h != "" {
-		fmt.Fprintf(w, "harms: %s\n", h)
-	}
+	return fmt.Sprintf("%d scenarios: %s", len(run.Scenarios), strings.Join(parts, ", "))
+}
 
-	result, why := Judge(run)
-	fmt.Fprintf(w, "%s\n", RunLine(run, result))
-	for _, y := range why {
-		fmt.Fprintf(w, "  %s\n", termText(y, 0))
-	}
+// ciTotals is the line CI tooling parses: "N passed, N failed, N skipped".
+func ciTotals(run Run) string {
 	t := computeTotals(run)
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped)
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", t.passed, t.failed, t.skipped)
 }
 
 func isKnownVerdict(v string) bool { return slices.Contains(knownVerdicts, v) }
@@ -221,11 +232,7 @@ func harmGroups(run Run) []harmGroup {
 			continue
 		}
 		s := run.Scenarios[i]
-		h := judge.Harm("other")
-		if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
-			h = s.Checks[f].Harm
-		}
-		byHarm[h] = append(byHarm[h], i)
+		byHarm[leadHarm(s)] = append(byHarm[leadHarm(s)], i)
 	}
 	var out []harmGroup
 	for _, h := range append(slices.Clone(judge.Harms), "other") {
@@ -254,4 +261,12 @@ func HarmSummary(run Run) string {
 		parts = append(parts, fmt.Sprintf("%s in %d (%s)", g.Harm, len(g.Scenarios), strings.Join(shown, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// leadHarm is the harm of the check a scenario's failure leads with.
+func leadHarm(s Scenario) judge.Harm {
+	if f := judge.Finding(s.Checks); f >= 0 && s.Checks[f].Harm != "" {
+		return s.Checks[f].Harm
+	}
+	return "other"
 }

@@ -542,7 +542,7 @@ func TestFileNames(t *testing.T) {
 		}
 		return nil
 	})
-	if want := 2*len(ids) + 4; len(files) != want { // + summary.json, report.html, junit.xml, cucumber.json
+	if want := 2*len(ids) + 5; len(files) != want { // + summary.json, summary.md, report.html, junit.xml, cucumber.json
 		t.Errorf("%d files written, want %d: %q", len(files), want, files)
 	}
 	got, err := Load(dir)

@@ -78,7 +78,7 @@ type SummaryScenario struct {
 }
 
 // Write writes the files of a run as the directory dir: summary.json,
-// report.html, junit.xml, cucumber.json, history/<name>.ndjson and
+// summary.md, report.html, junit.xml, cucumber.json, history/<name>.ndjson and
 // evidence/<name>.json per scenario, where <name> is the scenario ID made
 // safe as a file name (see summary.json for the mapping when an ID is not).
 //
@@ -187,7 +187,7 @@ func render(run Run, names []string) ([]outFile, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	files = append(files, outFile{CucumberFile, cucumber})
+	files = append(files, outFile{CucumberFile, cucumber}, outFile{MarkdownFile, Markdown(run)})
 	sumBytes, err := marshalIndent(sum)
 	if err != nil {
 		return nil, nil, fmt.Errorf("summary.json: %w", err)

@@ -35,7 +35,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed for scenario order and random workloads (0 keeps file order)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")
 	fs.StringVar(&cfg.ExpectedFailures, "expected-failures", "", "waiver file: a scenario ID and its reason a line; a waived scenario that passes fails the run")
-	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, report.html and evidence")
+	fs.StringVar(&cfg.Out, "out", "mcpconform-report", "directory for junit.xml, cucumber.json, summary.json, summary.md, report.html and evidence")
+	baseline := fs.String("baseline", "", "an earlier report directory (or its summary.json): summary.md lists this run's regressions against it")
 	settleFlag(fs, &cfg)
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
@@ -62,9 +63,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpconform run: --concurrency %d: twin scenarios need at least 2 concurrent clients\n", cfg.Concurrency)
 		return 2
 	}
+	if *baseline != "" {
+		sum, err := reports.ReadSummary(*baseline)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpconform run: --baseline %s: %v\n", *baseline, err)
+			return 2
+		}
+		cfg.Baseline = &sum
+	}
 	if !setUpTarget("run", fs, &cfg, bugs, *verbose, stderr) {
 		return 2
 	}
+	cfg.TargetArgs = rerunArgs(fs)
 	cfg.IDs = ids
 	if *featuresDir != "" {
 		cfg.Features = os.DirFS(*featuresDir)
@@ -92,6 +102,32 @@ func targetFlags(fs *flag.FlagSet, cfg *runner.Config, bugs *stringList) {
 	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	peerFlags(fs, cfg) // a gateway's upstream pinned at a probe
+}
+
+// rerunFlags are the flags of run that say what it tested, with which
+// peers and which suite, in the order a command reads best.
+var rerunFlags = []string{"target", "profile", "store", "workers", "bug", "probe-addr", "probe-url", "idp-addr", "idp-key", "features", "level"}
+
+// rerunArgs are the rerunFlags given on the command line, as given: with
+// them a scenario of the report runs again against the same target.
+func rerunArgs(fs *flag.FlagSet) []string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var args []string
+	for _, name := range rerunFlags {
+		if !set[name] {
+			continue
+		}
+		f := fs.Lookup(name)
+		if list, ok := f.Value.(*stringList); ok {
+			for _, v := range *list {
+				args = append(args, "--"+name, v)
+			}
+			continue
+		}
+		args = append(args, "--"+name, f.Value.String())
+	}
+	return args
 }
 
 // setUpTarget completes a configuration from targetFlags: a URL target

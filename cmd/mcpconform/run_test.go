@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-// Usage errors of run are exit 2 with a message, before anything starts.
+// Usage errors of run are exit 2 with a message, before anything starts:
+// a baseline that cannot be read too, rather than a summary.md without
+// the comparison the operator asked for.
 func TestRunUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -18,12 +20,17 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unclosed group", []string{"--tags", "(@a or @b"}, `"(" at column 1 is never closed`},
 		{"nothing selected", []string{"--tags", "@must and @should"}, `no scenario matched "@must and @should"`},
 		{"unknown format", []string{"--format", "xml"}, `--format "xml": want one of text, jsonl, github`},
+		{"missing baseline", []string{"--baseline", "no-such-report"}, "--baseline no-such-report: reports: stat no-such-report: no such file or directory"},
+		{"baseline that is no report", []string{"--baseline", "."}, "--baseline .: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
 			args := append([]string{"run", "--out", t.TempDir()}, tc.args...)
 			if code := dispatch(context.Background(), args, &out, &errs); code != 2 || !strings.Contains(errs.String(), tc.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errs.String(), tc.want)
+			}
+			if strings.HasPrefix(tc.name, "missing baseline") && strings.Count(errs.String(), "\n") != 1 {
+				t.Errorf("stderr %q: want one line", errs.String())
 			}
 		})
 	}

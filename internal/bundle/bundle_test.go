@@ -154,7 +154,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// Every file of the report is listed, and the profile is in, redacted.
 	entries, _ := os.ReadDir(filepath.Join(dir, reports.EvidenceDir))
-	if len(entries) != 2 || len(m.Files) != 8 {
+	if len(entries) != 2 || len(m.Files) != 9 { // the 2 evidence files, 2 histories and 5 report files
 		t.Errorf("manifest lists %d files: %+v", len(m.Files), m.Files)
 	}
 	if !strings.Contains(string(m.Profile), "Acme MCP gateway") || strings.Contains(string(m.Profile), "mcpk_k1_example") ||

@@ -81,6 +81,13 @@ type Config struct {
 	Settle           time.Duration
 	IdPAddr          string
 	IdPKey           string
+	// TargetArgs are the command-line flags that chose the target, its
+	// peers and its suite, recorded in the report so each scenario can be
+	// run again the same way (reports.RerunCommand).
+	TargetArgs []string
+	// Baseline is an earlier run that summary.md lists regressions
+	// against; nil for none.
+	Baseline *reports.Summary
 	// Features is the suite (*.feature files) to run; nil is the bundled
 	// one (features.FS). explore hands its generated scenarios here.
 	Features fs.FS
@@ -297,7 +304,7 @@ func (s *Session) Finish(ctx context.Context, scenarios []reports.Scenario, tags
 	run := reports.Run{
 		Tool: "mcpconform", Version: harness.Version, Commit: harness.Commit, Target: s.Target, Seed: cfg.Seed, Tags: tags,
 		Strict: cfg.Strict, Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
-		Started: s.started, Finished: time.Now().UTC(),
+		Started: s.started, Finished: time.Now().UTC(), Baseline: cfg.Baseline,
 	}
 	run.Scenarios = scenarios
 	sort.Slice(run.Scenarios, func(i, j int) bool { return run.Scenarios[i].ID < run.Scenarios[j].ID })
@@ -466,6 +473,7 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	env.Caps = caps
 	tgt := t.Report()
 	tgt.Profile = t.Profile.Name
+	tgt.Args = cfg.TargetArgs
 	tgt.UnkeyedPolicy = env.Policy
 	tgt.Capabilities = nil
 	for c, on := range caps {
