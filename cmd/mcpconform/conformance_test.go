@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cucumber/godog"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
@@ -31,7 +32,7 @@ func runConformance(t *testing.T, store, dsn string, seed int64) {
 	dir := t.TempDir()
 	out, err := runner.Run(context.Background(), runner.Config{
 		Target: "reference", Store: store, DSN: dsn, Binary: exe, Strict: true,
-		Workers: 2, Seed: seed, Concurrency: 64, Out: dir, TestingT: t,
+		Workers: 2, Seed: seed, Concurrency: 64, Out: dir, Godog: func(o *godog.Options) { o.TestingT = t },
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)

@@ -98,7 +98,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func targetFlags(fs *flag.FlagSet, cfg *runner.Config, bugs *stringList) {
 	fs.StringVar(&cfg.Target, "target", "reference", "what to test: \"reference\" (start the bundled gateway) or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file (JSON) describing a URL target: key placement, reasons, credentials, capabilities")
-	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses DATABASE_URL, else dockertest)")
+	fs.StringVar(&cfg.Store, "store", "sqlite", "reference target's store: sqlite or postgres (postgres uses the database DATABASE_URL names)")
 	fs.IntVar(&cfg.Workers, "workers", 2, "reference target: gateway processes sharing one store (twins-04 splits its calls across them)")
 	fs.Var(bugs, "bug", "reference target: start it with this bug switch (repeatable; see mcpconform bugs)")
 	peerFlags(fs, cfg) // a gateway's upstream pinned at a probe

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,30 @@ func TestStepsAndDriversNeverImportReference(t *testing.T) {
 			if strings.HasPrefix(p, "github.com/mcpconform/mcpconform/reference") {
 				t.Errorf("%s depends on %s: steps and drivers reach a target only over the wire", pattern, p)
 			}
+		}
+	}
+}
+
+// The shipped binary is a conformance tool: it starts no containers and
+// carries no test helpers. godog itself imports "testing" (its TestSuite
+// can report to a *testing.T), so the rule is held on this module's own
+// packages and on the container client, wherever it would come from.
+func TestShippedBinaryLinksNoTestOrContainerCode(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to list packages with")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../../cmd/mcpconform").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		if strings.HasPrefix(pkg, "github.com/ory/dockertest") || strings.HasSuffix(pkg, "test") && strings.HasPrefix(pkg, "github.com/mcpconform/") {
+			t.Errorf("cmd/mcpconform links %s: test and container code stay in the tests", pkg)
+		}
+		if strings.HasPrefix(pkg, "github.com/mcpconform/") && slices.Contains(imports, "testing") {
+			t.Errorf("%s imports testing, and cmd/mcpconform links it", pkg)
 		}
 	}
 }

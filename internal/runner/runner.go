@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -29,7 +28,6 @@ import (
 	"github.com/mcpconform/mcpconform/internal/catalog/tagexpr"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/officialsuite"
-	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
@@ -95,7 +93,10 @@ type Config struct {
 	CallTimeout time.Duration
 	Progress    io.Writer // one line per scenario as it finishes; nil for none
 	Log         io.Writer // child process logs; nil discards
-	TestingT    *testing.T
+	// Godog adjusts the scenario runner's options before the run: a Go test
+	// sets TestingT, so each scenario is a subtest. The shipped binary
+	// leaves it nil and links no test code of its own.
+	Godog func(*godog.Options)
 }
 
 // FinalQuiet is how long the probe must stay quiet after the last scenario
@@ -275,10 +276,12 @@ func (s *Session) Suite(ctx context.Context, fsys fs.FS, entries []catalog.Entry
 			Strict:         true,
 			Randomize:      s.cfg.Seed,
 			NoColors:       true,
-			TestingT:       s.cfg.TestingT,
 			Concurrency:    1,
 			DefaultContext: ctx,
 		},
+	}
+	if s.cfg.Godog != nil {
+		s.cfg.Godog(suite.Options)
 	}
 	suite.Run()
 	if ctx.Err() == nil {
@@ -436,12 +439,9 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 			dsn = os.Getenv("DATABASE_URL")
 		}
 		if store == "postgres" && dsn == "" {
-			cdsn, stop, err := pgtest.StartContainer()
-			if err != nil {
-				return fail(setupErr("--store postgres: DATABASE_URL is not set and %w", err))
-			}
-			closers = append(closers, stop)
-			dsn = cdsn
+			// The shipped binary starts no containers: that is the tests'
+			// business (reference/store/pgtest), not a conformance run's.
+			return fail(setupErr("--store postgres needs a database: set DATABASE_URL to a PostgreSQL URL (postgres://user:password@host:5432/db), or use --store sqlite"))
 		}
 		t, err = target.Reference(ctx, target.Options{
 			Binary: cfg.Binary, Store: store, DSN: dsn, Workers: cfg.Workers, Bugs: cfg.Bugs,
