@@ -345,7 +345,7 @@ func (s *skipNeed) Error() string { return s.why }
 // cannot skips the scenario: its situation needs a capability the target
 // lacks. Checks recorded before stay, and make the scenario incomplete.
 func (w *world) cannot(capability, why string) error {
-	if optionalFeature[capability] && w.env.Control() == nil && w.env.Evident[capability] == "" {
+	if w.env.absentFeature(capability) {
 		return w.notApplicable(fmt.Sprintf("%s: the profile declares no such feature of the gateway (%s)", why, capabilityHint(capability)))
 	}
 	if ev := w.env.Evident[capability]; ev != "" {
@@ -410,7 +410,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		ctx = control.WithRecorder(ctx, w.addControl)
 		w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FTarget, Value: mustJSON(env.facts())})
-		if why := w.inapplicable(); why != "" {
+		if why := env.inapplicable(w.entry); why != "" {
 			return ctx, w.notApplicable(why)
 		}
 		return ctx, nil
@@ -474,36 +474,8 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	return w
 }
 
-// inapplicable says why the scenario is not for the target, decided before
-// it runs: another unkeyed policy, or a protocol version a step speaks that
-// the target does not serve; "" when it applies.
-func (w *world) inapplicable() string {
-	if policy := w.policyTag(); policy != "" && policy != w.env.Policy {
-		return fmt.Sprintf("for gateways whose unkeyed policy is %q; the target's is %q", policy, w.env.Policy)
-	}
-	if w.env.Speaks == nil {
-		return ""
-	}
-	for _, st := range w.entry.Steps {
-		if m := speaksStep.FindStringSubmatch(st.Text); m != nil && !w.env.Speaks[m[1]] {
-			return fmt.Sprintf("for gateways that serve MCP %s; negotiation found the target does not", m[1])
-		}
-	}
-	return ""
-}
-
 // speaksStep is a step that makes a client speak a protocol version.
 var speaksStep = regexp.MustCompile(`speaks? protocol (\S+)$`)
-
-// policyTag is the unkeyed policy a scenario is written for, "" for both.
-func (w *world) policyTag() string {
-	for _, t := range w.entry.Tags {
-		if p, ok := strings.CutPrefix(t, "@unkeyed-"); ok {
-			return p
-		}
-	}
-	return ""
-}
 
 // noteStep keeps each step's outcome for the report, and the first skip or
 // step error: godog hands the After hook a nil error after a skip, so the

@@ -16,9 +16,13 @@ const doctorUsage = `Usage: mcpconform doctor --target URL --profile FILE [flags
 
 Checks a target before a run: reachable, credentials accepted, MCP initialize
 works, the profile's tools are listed, one call through the gateway reaches the
-harness's upstream probe, and what the control API offers. Then, for each
-capability the target lacks, which scenarios it leaves SKIPPED (their
-situation cannot be created) or INCOMPLETE (a check cannot be observed).
+harness's upstream probe, and what the control API offers. Then what a run
+will make of every scenario when the gateway gets everything right, in the
+verdicts run reports (docs/verdicts.md): passed; incomplete (a check needs
+a capability the target lacks, or a later step does); skipped (its
+situation needs one); not-applicable (another unkeyed policy, an MCP
+version the target does not serve, an optional feature it does not have).
+Each group says how many keep a run at the level shown from a PASS.
 
 Exit codes: 0 every check fine, 1 a wiring problem was found, 2 set-up error
 (bad flags or profile, unreachable target, refused credentials).
@@ -73,14 +77,20 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stdout, "capabilities: %s\n", strings.Join(d.Target.Capabilities, ", "))
 	fmt.Fprintf(stdout, "highest level it can claim: %s\n", d.Level)
-	for _, g := range d.Gaps {
-		fmt.Fprintf(stdout, "missing %s (level %s):\n", g.Capability, g.Level)
-		if len(g.Skipped) > 0 {
-			fmt.Fprintf(stdout, "  SKIPPED:    %s\n", strings.Join(g.Skipped, " "))
+	fmt.Fprintln(stdout, "what run will make of each scenario when nothing fails:")
+	for _, g := range d.Groups {
+		head := g.Verdict
+		if g.Why != "" {
+			head += ", " + g.Why
 		}
-		if len(g.Incomplete) > 0 {
-			fmt.Fprintf(stdout, "  INCOMPLETE: %s\n", strings.Join(g.Incomplete, " "))
+		if g.Level != "" {
+			head += fmt.Sprintf(" (level %s)", g.Level)
 		}
+		fmt.Fprintf(stdout, "  %s: %d", head, len(g.Scenarios))
+		if g.Keeping > 0 {
+			fmt.Fprintf(stdout, ", %d keep a %s-level run from PASS", g.Keeping, d.Level)
+		}
+		fmt.Fprintf(stdout, "\n    %s\n", strings.Join(g.Scenarios, " "))
 	}
 	if !d.OK() {
 		return 1

@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/internal/vendorgw"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 // doctor finds a profile whose tool the gateway does not list, and one whose
@@ -40,7 +43,7 @@ func TestDoctor(t *testing.T) {
 		want                 []string
 	}{
 		{"wired", "acme.write", "http://" + pr.Addr(), 0,
-			[]string{"ok   one call through the gateway reaches the harness probe", "highest level it can claim: wire", "missing ledger (level metered):", "INCOMPLETE:"}},
+			[]string{"ok   one call through the gateway reaches the harness probe", "highest level it can claim: wire", "  incomplete, checks not observed without ledger (level metered): ", "  skipped, needs clock (level full): "}},
 		{"tool not listed", "acme.nope", "http://" + pr.Addr(), 1,
 			[]string{"FAIL tool acme.nope (write) is listed", "tools/list has [acme.write]"}},
 		{"upstream elsewhere", "acme.write", "http://" + other.Addr(), 1,
@@ -99,4 +102,59 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("%s wired to another probe wrote a verdict (summary.json)", cmd)
 		}
 	}
+}
+
+// What doctor says a run will make of each scenario is what the run makes
+// of it, on a gateway that gets everything right: with a control API on
+// one URL, and without one (no identity provider; the refuse policy).
+func TestDoctorPredictsRun(t *testing.T) {
+	exe := harnessBinary(t, "runs the suite three times")
+	ref := startGateway(t)
+	withControl := runner.Config{Target: ref.URLs[0], Binary: exe, Seed: 5, Concurrency: 64,
+		Profile: writeProfile(t, map[string]any{"control_url": ref.ControlURLs[0], "control_token": ref.ControlToken})}
+	for _, tc := range []struct {
+		name string
+		mode string // an external self-test mode, or "" for withControl
+	}{
+		{name: "control API, one URL"},
+		{name: "no control API, no identity provider", mode: bugmap.ModeWire},
+		{name: "no control API, unkeyed refused", mode: bugmap.ModeWireRefuse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := withControl
+			if tc.mode != "" {
+				c, stop, err := runner.ExternalTarget(context.Background(), runner.Config{Binary: exe, Seed: 5, Concurrency: 64}, tc.mode, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				cfg = c
+			}
+			d, err := runner.Doctor(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := runner.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			predicted, got := d.Predicted(), verdicts(out.Run)
+			if len(predicted) != len(got) {
+				t.Errorf("doctor predicts %d scenarios, the run has %d", len(predicted), len(got))
+			}
+			for _, s := range out.Run.Scenarios {
+				if predicted[s.ID] != s.Verdict {
+					t.Errorf("%s: doctor predicts %q, run says %q: %s", s.ID, predicted[s.ID], s.Verdict, firstLineOf(s.Reason))
+				}
+			}
+			if out.Result != reports.RunPass {
+				t.Errorf("run: %s, want PASS: %v", out.Result, out.Why)
+			}
+		})
+	}
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

@@ -153,14 +153,7 @@ func TestExploreFindsShrinksAndWrites(t *testing.T) {
 // its default budget, by a violated check of the bug's harm, in every mode
 // it applies to: full, and the external modes bugmap lists it for.
 func TestExploreCatchesEveryBug(t *testing.T) {
-	if testing.Short() {
-		t.Skip("explores the reference once per bug switch")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(beMain, "1")
+	exe := harnessBinary(t, "explores the reference once per bug switch")
 	for _, mode := range explore.Modes {
 		t.Run(mode, func(t *testing.T) {
 			// The default scenarios, with time enough for each on a busy

@@ -33,6 +33,22 @@ func startGateway(t *testing.T) *target.Target {
 	return ref
 }
 
+// harnessBinary is this test binary, which runs as mcpconform when a child
+// process starts it (the reference gateway), for a test that runs the
+// suite: skipped under -short, saying why.
+func harnessBinary(t *testing.T, why string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(beMain, "1")
+	return exe
+}
+
 func writeProfile(t *testing.T, p map[string]any) string {
 	t.Helper()
 	b, err := json.Marshal(p)
@@ -139,14 +155,7 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 // Each bug switch the wire and the probe can see is caught with the
 // reference seen as a vendor's gateway, in both unkeyed policies.
 func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per bug switch")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(beMain, "1")
+	exe := harnessBinary(t, "runs the suite once per bug switch")
 	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse} {
 		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode, nil,
 			func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })

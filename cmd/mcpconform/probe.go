@@ -21,8 +21,12 @@ honestly. Start it before a gateway that lists its upstream's tools at
 start-up, at a fixed address; several runs may share it (each run's tokens
 carry its own prefix, which the run forgets when it ends).
 
-Tools: probe.write (mutating) and probe.read (read-only), arguments
-{"token": "<string>"} (other arguments are accepted and ignored).
+Tools, each with arguments {"token": "<string>"} (other arguments are
+accepted and ignored):
+%s
+A gateway without a control API needs its tools routed to probe.write (and,
+for a metered read-only tool, probe.read); probe.ask and probe.sample serve
+scenarios whose tools only a control API registers (docs/profile.md).
 
 Runs observe it through the observation API at /probe/v1/ on the same
 address (loopback clients only): dispatches, counts, stall and unstall, and
@@ -31,6 +35,8 @@ long-poll waits.
 Examples:
   mcpconform probe
   mcpconform probe --addr 127.0.0.1:0      (any free port; the URLs are printed)
+  mcpconform run --target URL --profile F --probe-url http://127.0.0.1:8720
+                                           (the base URL; its /mcp or /probe/v1 name the same probe)
 
 Flags:
 `
@@ -39,7 +45,11 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, probeUsage)
+		var tools strings.Builder
+		for _, t := range probe.Tools {
+			fmt.Fprintf(&tools, "  %-14s %s: %s\n", t.Name, toolKind(t), t.Description)
+		}
+		fmt.Fprintf(stderr, probeUsage, tools.String())
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8720", "listen address (host:port; port 0 picks one)")
@@ -71,11 +81,7 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "  observation API:  %s%s (loopback clients only)\n", base, probe.APIPath)
 	var tools []string
 	for _, t := range probe.Tools {
-		kind := "mutating"
-		if t.ReadOnly {
-			kind = "read-only"
-		}
-		tools = append(tools, fmt.Sprintf("%s (%s)", t.Name, kind))
+		tools = append(tools, fmt.Sprintf("%s (%s)", t.Name, toolKind(t)))
 	}
 	fmt.Fprintf(stdout, "  tools:            %s; arguments {\"token\": \"<string>\"}\n", strings.Join(tools, ", "))
 	fmt.Fprintf(stdout, "Point the gateway's upstream MCP server at %s (or register each tool with upstream_url %s through its control API).\n", mcpURL, mcpURL)
@@ -86,6 +92,13 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+func toolKind(t probe.ToolInfo) string {
+	if t.ReadOnly {
+		return "read-only"
+	}
+	return "mutating"
 }
 
 // dialable is addr with a wildcard host (0.0.0.0, ::) replaced by loopback:

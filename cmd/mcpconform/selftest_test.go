@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/bugmap"
@@ -14,14 +13,7 @@ import (
 // suite to bugmap: the run fails, and its failures are exactly the scenarios
 // listed for that bug. A conformance suite is only worth the bugs it catches.
 func TestSelfTestCatchesEveryBug(t *testing.T) {
-	if testing.Short() {
-		t.Skip("self-test runs the suite once per bug switch")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(beMain, "1")
+	exe := harnessBinary(t, "self-test runs the suite once per bug switch")
 	table, err := runner.SelfTest(context.Background(), runner.Config{
 		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 64,
 	}, nil, func(c reports.Catch) {

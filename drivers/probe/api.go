@@ -68,12 +68,19 @@ type Info struct {
 
 // ToolInfo names a tool the probe serves.
 type ToolInfo struct {
-	Name     string `json:"name"`
-	ReadOnly bool   `json:"read_only"`
+	Name        string `json:"name"`
+	ReadOnly    bool   `json:"read_only"`
+	Description string `json:"-"` // its tools/list description; the API's info stays as it was
 }
 
-// Tools is what the probe serves.
-var Tools = []ToolInfo{{ToolWrite, false}, {ToolRead, true}}
+// Tools is what the probe serves: its tools/list, the observation API's
+// info and `mcpconform probe`'s help and banner all read this one list.
+var Tools = []ToolInfo{
+	{ToolWrite, false, "Counts a mutating dispatch by token."},
+	{ToolRead, true, "Counts a read-only dispatch by token."},
+	{ToolAsk, false, "Asks the client to confirm, then counts a mutating dispatch by token."},
+	{ToolSample, false, "Needs the client to declare sampling, then counts a mutating dispatch by token."},
+}
 
 type tokenRequest struct {
 	Token *string `json:"token"`

@@ -136,14 +136,11 @@ func Start(opts Options) (*Probe, error) {
 		"required":             []string{"token"},
 		"additionalProperties": true, // "same key, other arguments" tests add fields
 	}
-	s.AddTool(&mcp.Tool{Name: ToolWrite, Description: "Counts a mutating dispatch by token.", InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.handle(ToolWrite))
-	s.AddTool(&mcp.Tool{Name: ToolRead, Description: "Counts a read-only dispatch by token.", InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, p.handle(ToolRead))
-	s.AddTool(&mcp.Tool{Name: ToolAsk, Description: "Asks the client to confirm, then counts a mutating dispatch by token.", InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.ask)
-	s.AddTool(&mcp.Tool{Name: ToolSample, Description: "Needs the client to declare sampling, then counts a mutating dispatch by token.", InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, p.sample)
+	handlers := map[string]mcp.ToolHandler{ToolWrite: p.handle(ToolWrite), ToolRead: p.handle(ToolRead), ToolAsk: p.ask, ToolSample: p.sample}
+	for _, t := range Tools {
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly}}, handlers[t.Name])
+	}
 	// Stateless: the gateway may speak either protocol version, and no
 	// session state must survive between its upstream calls.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },

@@ -26,12 +26,15 @@ type Finding struct {
 	Detail string
 }
 
-// Gap is a capability the target lacks, and what that costs a run.
-type Gap struct {
-	Capability string
-	Level      string   // the level the capability belongs to
-	Skipped    []string // scenarios whose situation needs it
-	Incomplete []string // scenarios with checks it would observe
+// Group is the scenarios a run gives one verdict for one reason, when
+// nothing fails.
+type Group struct {
+	steps.Fate
+	Level     string // the level of the capability it lacks; "" when none
+	Scenarios []string
+	// Keeping is how many of them keep a run claiming the doctor's level
+	// from a PASS (skipped or incomplete @must scenarios within it).
+	Keeping int
 }
 
 // Diagnosis is what `mcpconform doctor` reports.
@@ -39,7 +42,19 @@ type Diagnosis struct {
 	Target   reports.Target
 	Level    string // the highest level the target can claim
 	Findings []Finding
-	Gaps     []Gap
+	// Groups is what a run will make of every scenario, passed first.
+	Groups []Group
+}
+
+// Predicted is each scenario's verdict, by ID, as the groups have it.
+func (d Diagnosis) Predicted() map[string]string {
+	out := map[string]string{}
+	for _, g := range d.Groups {
+		for _, id := range g.Scenarios {
+			out[id] = g.Verdict
+		}
+	}
+	return out
 }
 
 // OK reports whether every finding is fine (gaps are not failures: they
@@ -56,7 +71,8 @@ func (d Diagnosis) OK() bool {
 // Doctor checks a target the way a run would start on it, without running
 // a scenario: reachable, credentials accepted, MCP initialize works, the
 // profile's tools are listed, one call through reaches the harness probe;
-// then which capabilities are missing and what each leaves unobserved.
+// then what a run will make of each scenario, by the rules the steps
+// follow when they run it.
 // A set-up error is returned as such; findings are problems of wiring.
 func Doctor(ctx context.Context, cfg Config) (Diagnosis, error) {
 	env, closeAll, tgt, err := bringUp(ctx, cfg)
@@ -83,7 +99,7 @@ func Doctor(ctx context.Context, cfg Config) (Diagnosis, error) {
 	if err != nil {
 		return d, setupErr("load features: %w", err)
 	}
-	d.Gaps = gaps(entries, env.Caps)
+	d.Groups = fates(env, entries, d.Level)
 	return d, nil
 }
 
@@ -152,48 +168,63 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	return f
 }
 
-// gaps lists, per missing capability, the scenarios it leaves skipped or
-// incomplete, from the catalog alone.
-func gaps(entries []catalog.Entry, caps map[string]bool) []Gap {
-	byCap := map[string]*Gap{}
-	get := func(c string) *Gap {
-		if byCap[c] == nil {
-			byCap[c] = &Gap{Capability: c, Level: reports.CapabilityLevel(c)}
-		}
-		return byCap[c]
-	}
+// fates groups the scenarios by what a run will make of them (env.Fate),
+// passed first, then by level and capability, then the reason.
+func fates(env *steps.Env, entries []catalog.Entry, level string) []Group {
+	byKey := map[steps.Fate]*Group{}
+	var out []*Group
 	for _, e := range entries {
-		skipped := false
-		for _, n := range e.Needs {
-			if !caps[n] {
-				g := get(n)
-				g.Skipped = append(g.Skipped, e.ID)
-				skipped = true
+		f := env.Fate(e)
+		g := byKey[f]
+		if g == nil {
+			g = &Group{Fate: f}
+			if f.Capability != "" {
+				g.Level = reports.CapabilityLevel(f.Capability)
 			}
+			byKey[f] = g
+			out = append(out, g)
 		}
-		if skipped {
-			continue
-		}
-		seen := map[string]bool{}
-		for _, st := range e.Steps {
-			if c := steps.ObservedBy(st.Text); c != "" && !caps[c] && !seen[c] {
-				seen[c] = true
-				g := get(c)
-				g.Incomplete = append(g.Incomplete, e.ID)
-			}
+		g.Scenarios = append(g.Scenarios, e.ID)
+		if keepsFromPass(e, f, level) {
+			g.Keeping++
 		}
 	}
-	var out []Gap
-	for _, g := range byCap {
-		out = append(out, *g)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if ri, rj := reports.LevelRank(out[i].Level), reports.LevelRank(out[j].Level); ri != rj {
-			return ri < rj
+	rank := map[string]int{judge.Passed: 0, judge.Incomplete: 1, judge.Skipped: 2, judge.NotApplicable: 3}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if rank[a.Verdict] != rank[b.Verdict] {
+			return rank[a.Verdict] < rank[b.Verdict]
 		}
-		return out[i].Capability < out[j].Capability
+		if ra, rb := reports.LevelRank(a.Level), reports.LevelRank(b.Level); ra != rb {
+			return ra < rb
+		}
+		if a.Capability != b.Capability {
+			return a.Capability < b.Capability
+		}
+		return a.Why < b.Why
 	})
-	return out
+	groups := make([]Group, len(out))
+	for i, g := range out {
+		groups[i] = *g
+	}
+	return groups
+}
+
+// keepsFromPass reports whether a scenario of that fate keeps a run at
+// level from a PASS, as the run's verdict rule (reports.Judge) decides it.
+func keepsFromPass(e catalog.Entry, f steps.Fate, level string) bool {
+	if f.Verdict != judge.Skipped && f.Verdict != judge.Incomplete {
+		return false
+	}
+	s := reports.Scenario{ID: e.ID, Level: e.Level, Tags: e.Tags, Verdict: f.Verdict}
+	if f.Situation {
+		s.Missing = f.Capability
+	} else {
+		s.Checks = []judge.Check{{Step: f.Why, State: judge.NotObserved, Capability: f.Capability}}
+	}
+	run := reports.Run{Level: level, Scenarios: []reports.Scenario{s}}
+	result, _ := reports.Judge(run)
+	return result != reports.RunPass
 }
 
 func snippet(b []byte) string {
