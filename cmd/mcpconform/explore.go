@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,8 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cfg.Seed = time.Now().UnixNano() & (1<<53 - 1)
 	}
 	cfg.NoShrink = *noShrink
+	// A scenario explore drew is rerun from the feature file it wrote.
+	cfg.Run.TargetArgs = append(rerunArgs(fs), "--features", filepath.Join(cfg.Run.Out, explore.FoundDir))
 	cfg.Command = exploreCommand(fs, cfg)
 	res, err := explore.Run(ctx, cfg)
 	if err != nil {
