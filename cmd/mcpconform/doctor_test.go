@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,27 @@ func TestDoctor(t *testing.T) {
 		if code := dispatch(context.Background(), args, &out, &errs); code != 2 || !strings.Contains(errs.String(), "preflight: target http://127.0.0.1:1/mcp unreachable") {
 			t.Errorf("%s against an unreachable target: exit %d, want 2 naming it unreachable: %s", cmd, code, errs.String())
 		}
+	}
+	// A listener that accepts and never answers is told apart from nobody
+	// listening: the message says which.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	errs.Reset()
+	silentURL := "http://" + silent.Addr().String() + "/mcp"
+	if code := dispatch(context.Background(), []string{"run", "--target", silentURL, "--profile", prof, "--out", t.TempDir()}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "accepts connections but did not answer initialize") {
+		t.Errorf("run against a target that never answers: exit %d, want 2 saying it accepts and never answers: %s", code, errs.String())
 	}
 	// Refused credentials are a set-up error too.
 	bad := writeProfile(t, map[string]any{"tools": map[string]any{"write": map[string]any{"name": "acme.write"}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ type Preflighted struct {
 // protocol version it negotiates is pinned for the run, so every client
 // speaks what the first did.
 func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, preflightWait)
 	defer cancel()
 	c := env.Profile.Client(env.URLs[0])
 	if ctl := env.Control(); ctl != nil && len(env.Profile.Credentials.APIKeys) == 0 {
@@ -41,10 +42,15 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 		}
 		c.APIKey = k.APIKey
 	}
+	if err := reachable(ctx, env.URLs[0]); err != nil {
+		return Preflighted{}, setupErr("preflight: target %s unreachable (is the gateway running and listening there?): %w", env.URLs[0], err)
+	}
 	if err := c.Connect(ctx); err != nil {
 		var nerr net.Error
 		switch {
-		case errors.As(err, &nerr), errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout():
+			return Preflighted{}, setupErr("preflight: %s accepts connections but did not answer initialize within %v: is it the gateway's MCP endpoint, and is the gateway ready (one waiting on its upstream answers nothing)?", env.URLs[0], preflightWait)
+		case errors.As(err, &nerr):
 			return Preflighted{}, setupErr("preflight: target %s unreachable: %w", env.URLs[0], err)
 		}
 		return Preflighted{}, setupErr("preflight: target %s refused the MCP connection (check the URL, the API key and auth settings of the profile): %w", env.URLs[0], err)
@@ -113,4 +119,32 @@ func listed(result json.RawMessage) ([]listedTool, error) {
 		return nil, fmt.Errorf("decode tools/list: %w", err)
 	}
 	return r.Tools, nil
+}
+
+// preflightWait bounds the preflight: a gateway that is up answers
+// initialize and tools/list in well under it.
+const preflightWait = 15 * time.Second
+
+// reachable dials the target's host and port once, so a target nobody
+// listens at is told apart from one that accepts and never answers.
+func reachable(ctx context.Context, target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("parse %q: %w", target, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
