@@ -166,9 +166,10 @@ func WriteError(dir string, f SetupFailure) error {
 // cut) thus leaves this record, never the earlier run's verdict looking
 // like its own.
 func WriteRunning(dir string, f SetupFailure) error {
-	f.Err = "the run did not finish: it was killed before it wrote its report"
-	note := "A run started here and never finished, so it wrote no verdict. This is not a verdict on the target; run again."
-	return writeRecord(dir, "UNFINISHED", "it was stopped before writing its report", note, f)
+	f.Err = fmt.Sprintf("a run started at %s (process %d) has not written its report: while that process runs it is under way; if it is gone, it was killed before it finished",
+		time.Now().UTC().Format(time.RFC3339), os.Getpid())
+	note := "A run started here and has not finished, so there is no verdict yet. This is not a verdict on the target: wait for it, or run again if it was stopped."
+	return writeRecord(dir, "UNFINISHED", "it is under way, or was stopped before writing its report", note, f)
 }
 
 func writeRecord(dir, verdict, what, note string, f SetupFailure) error {
