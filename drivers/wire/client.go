@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -407,7 +408,24 @@ func describe(a *Answer) string {
 		// behind a load balancer, http where https is served).
 		return fmt.Sprintf("answered http %d, a redirect to %s (use that URL as the target)", a.Status, loc)
 	}
-	return fmt.Sprintf("answered http %d: %s", a.Status, snippet(a.Body))
+	msg := fmt.Sprintf("answered http %d", a.Status)
+	if body := snippet(a.Body); body != "" {
+		msg += ": " + body
+	}
+	if hint := statusHint[a.Status]; hint != "" {
+		msg += " (" + hint + ")"
+	}
+	return msg
+}
+
+// statusHint says what to change for the HTTP statuses a wrong target URL
+// or profile most often gets.
+var statusHint = map[int]string{
+	http.StatusUnauthorized:     "check the profile's auth header, scheme and API key",
+	http.StatusForbidden:        "the API key is known but refused: check the profile's API key",
+	http.StatusNotFound:         "no MCP endpoint at this path: check the target URL's path, often /mcp",
+	http.StatusMethodNotAllowed: "this URL does not take POST: it is not an MCP Streamable HTTP endpoint",
+	http.StatusNotImplemented:   "this URL does not take POST: it is not an MCP Streamable HTTP endpoint",
 }
 
 // state is what a request is sent with: the connection's, after connecting
@@ -815,9 +833,18 @@ func isInitialize(body []byte) bool {
 	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
 }
 
+// snippet is a body as one line for an error message: an HTML page by its
+// title, anything else with its whitespace collapsed, cut at 200 runes.
 func snippet(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "…"
+	s := string(b)
+	if m := htmlTitle.FindStringSubmatch(s); m != nil {
+		s = "an HTML page titled " + strconv.Quote(strings.TrimSpace(m[1]))
 	}
-	return string(b)
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
 }
+
+var htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)

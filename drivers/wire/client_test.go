@@ -406,7 +406,7 @@ func TestDescribeRedirect(t *testing.T) {
 	if got := describe(a); !strings.Contains(got, "a redirect to https://gw.example/mcp") {
 		t.Errorf("describe = %q", got)
 	}
-	if got := describe(&Answer{Status: 401, Body: []byte("no")}); got != "answered http 401: no" {
+	if got := describe(&Answer{Status: 401, Body: []byte("no")}); !strings.HasPrefix(got, "answered http 401: no (") {
 		t.Errorf("describe = %q", got)
 	}
 }
