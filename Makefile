@@ -43,7 +43,7 @@ vet:
 bench:
 	GO=$(GO) $(GO) run ./cmd/mcpbench -out bench/results.md
 
-# The PostgreSQL soak (issue 5): 4 gateway processes, 10,000 calls with
+# The PostgreSQL soak: 4 gateway processes, 10,000 calls with
 # random retries, drops, pre-dispatch failures and twins, then the bank
 # and one-dispatch invariants; figures written to bench/soak.md. Needs
 # DATABASE_URL.

@@ -135,7 +135,7 @@ Feature: Calls that cannot be made safe are refused before any permit, dispatch 
   @refuse-13 @must @needs-upstream @needs-fixtures
   Scenario: An upstream's refusal for a client capability the caller lacks is passed on, and nothing is charged
     Requirement: A tools/call whose upstream refuses it with -32021 (a client capability the call needs that the caller did not declare) is refused client_capabilities_missing, first call and retry; the call never ran, so each attempt's debit is given back exactly once and the wallet is where it was.
-    Source: MCP specification 2026-07-28 (-32021, missing required client capability); docs/wire.md (Results); issue 10 (adversarial review)
+    Source: MCP specification 2026-07-28 (-32021, missing required client capability); docs/wire.md (Results); adversarial review of the reference gateway
     Given an upstream tool "sample" that needs the client to declare sampling, priced 3 credits
     And "A" speaks protocol 2026-07-28
     When "A" calls "sample" with {"token":"$op1"} using key "$k1"

@@ -144,7 +144,7 @@ Feature: Retries of tools/call are one operation
   @must @needs-upstream
   Scenario Outline: A replay on the other wire than its first call is valid on the wire it is replayed on
     Requirement: Every tools/call answer, first call and replay, carries what its protocol version's schema requires (resultType "complete" on 2026-07-28, no resultType on 2025-11-25); an outcome stored by a call on one version and replayed on the other is valid for the version it is replayed on.
-    Source: MCP specification 2026-07-28 (CallToolResult resultType) and 2025-11-25 (CallToolResult); docs/wire.md (Results); issue 10 (Results valid on both wires)
+    Source: MCP specification 2026-07-28 (CallToolResult resultType) and 2025-11-25 (CallToolResult); docs/wire.md (Results); adversarial review of the reference gateway (results valid on both wires)
     Given "A" speaks protocol <first>
     When "A" calls "write" with {"token":"$op1"} using key "$k1"
     Then "A" gets a result

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/store/pgtest"
 )
 
-// Crash scenarios (issue 5, Reliability): the reference gateway is killed
+// Crash scenarios: the reference gateway is killed
 // with SIGKILL while a tools/call is held at a fault point, restarted on the
 // same store, and the call is retried with a new JSON-RPC id. Whatever the
 // point, the probe never sees a second dispatch, the ledger never a second

@@ -1,4 +1,4 @@
-// Command mcpsoak runs the PostgreSQL soak of issue 5: four reference
+// Command mcpsoak runs the PostgreSQL soak: four reference
 // gateway processes on one store, 10,000 calls with random retries, drops,
 // pre-dispatch failures and twins, bounded in time, then the bank and
 // one-dispatch invariants. It writes the figures to bench/soak.md; `make

@@ -171,7 +171,7 @@ const (
 	PostgreSQL = "PostgreSQL"
 )
 
-// Target is one of issue 12's targets and how this run did.
+// Target is one of the bench's rate targets and how this run did.
 type Target struct {
 	Store    string
 	Name     string
@@ -198,7 +198,7 @@ type RateGoal struct {
 	Min   float64
 }
 
-// RateGoals are issue 12's rate targets.
+// RateGoals are the bench's rate targets.
 var RateGoals = []RateGoal{
 	{SQLite, PhaseKeyedFirst, 0.68}, {PostgreSQL, PhaseKeyedFirst, 0.40},
 	{SQLite, PhaseUnkeyed, 0.50}, {PostgreSQL, PhaseUnkeyed, 0.30},
@@ -213,7 +213,7 @@ const (
 	HotWalletMin  = 0.8
 )
 
-// Targets evaluates issue 12's targets on every store: each rate the median
+// Targets evaluates the rate targets on every store: each rate the median
 // of the interleaved rounds' ratios to their own bare-server figure.
 func Targets(r Results) []Target {
 	var out []Target
@@ -359,7 +359,7 @@ func Render(w io.Writer, r Results) error {
 		r.Setup.Concurrency, fmtDur(r.Setup.Warmup), fmtDur(r.Setup.Duration))
 	p("| bench wall time | %s |\n\n", fmtDur(r.Wall))
 
-	p("## Targets (issue 12)\n\n")
+	p("## Targets\n\n")
 	p("Each rate is the median, over the interleaved rounds below, of the gateway's rate against that round's own bare-server figure; a missed target names the profile of its phase (below).\n\n")
 	p("| store | target | this run | verdict |\n|---|---|---|---|\n")
 	for _, t := range Targets(r) {

@@ -172,7 +172,7 @@ var Catchers = map[string][]Check{
 		at(`every operation of the workload got one outcome`, "ledger-02"),
 		at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 	),
-	// The adversarial review of issue 13's fixes. A late debit fails each
+	// An adversarial review of the lock and ledger fixes. A late debit fails each
 	// scenario's last ledger check when the run's end reads the wallet again.
 	"late-debit": join(
 		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "lost-06",
@@ -188,7 +188,7 @@ var Catchers = map[string][]Check{
 	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 	"key-scope-billing": at(oneDebit, wired("scope-03")...),
-	// The adversarial review of issue 10.
+	// An adversarial review of the reference gateway.
 	"rounds-replay-reruns":  at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
 	"rounds-store-question": at(`the last answer of "A" replays its second answer`, "rounds-01", "rounds-03"),
 	"replay-drops-structured": join(

@@ -43,7 +43,7 @@ var External = map[string]map[string][]Check{
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 			at(`"A" is refused with "idempotency_key_reused"`, "retry-02"),
 		),
-		// The adversarial review of issue 10.
+		// An adversarial review of the reference gateway.
 		"replay-drops-structured": join(
 			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
 			at(`the last answer of "B" replays the first answer of "A"`, "twins-03-later"),

@@ -412,8 +412,8 @@ func forge(t *testing.T, dir string, key []byte, profile []byte) []byte {
 
 // Every way a vendor might doctor a bundle of a failing run into a pass, or
 // pass a bundle off as another's, and what verify says. "before" records
-// whether verify accepted the attack before the coherence checks (review of
-// issue 11); every row is refused now.
+// whether verify accepted the attack before the coherence checks (before a review
+// added them); every row is refused now.
 func TestVendorAttacks(t *testing.T) {
 	priv, pub := keys(t)
 	forgerPriv, _ := keys(t)

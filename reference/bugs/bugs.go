@@ -47,7 +47,7 @@ const (
 	ForeignContent           = "foreign-content"
 	KeyScopeBilling          = "key-scope-billing"
 	ParseError500            = "parse-error-500"
-	// The adversarial review of issue 10.
+	// An adversarial review of the reference gateway.
 	RoundsReplayReruns      = "rounds-replay-reruns"
 	RoundsStoreQuestion     = "rounds-store-question"
 	CapabilityRefusalKept   = "capability-refusal-kept"
@@ -88,8 +88,7 @@ type Bug struct {
 	// Layer is "" for the gateway core, or "wire" for a switch of the HTTP
 	// layer in front of it, which the gateway package's scenarios cannot
 	// reach (the harness's scenarios and reference/wire's tests catch it).
-	Layer     string
-	Scenarios []string // scenario IDs expected to catch it (filled by the harness)
+	Layer string
 }
 
 // All lists every switch.
