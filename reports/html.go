@@ -166,7 +166,6 @@ type htmlView struct {
 	URLs, Bugs, Capabilities       []string
 	Seed                           int64
 	Tags                           string
-	Strict                         bool
 	Started, Finished, RunDuration string
 	OK                             bool
 	Result, Level, Server          string
@@ -310,7 +309,6 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 		Capabilities: run.Target.Capabilities,
 		Seed:         run.Seed,
 		Tags:         run.Tags,
-		Strict:       run.Strict,
 		Started:      fmtTime(run.Started),
 		Finished:     fmtTime(run.Finished),
 		RunDuration:  fmtDuration(time.Duration(sum.Duration)),

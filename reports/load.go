@@ -40,7 +40,6 @@ func Load(dir string) (Run, error) {
 		Target:      sum.Target,
 		Seed:        sum.Seed,
 		Tags:        sum.Tags,
-		Strict:      sum.Strict,
 		Level:       sum.Level,
 		Concurrency: sum.Concurrency,
 		Interrupted: sum.Interrupted,

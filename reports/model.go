@@ -20,7 +20,6 @@ type Run struct {
 	Target  Target `json:"target"`
 	Seed    int64  `json:"seed"`
 	Tags    string `json:"tags,omitempty"`
-	Strict  bool   `json:"strict"`
 	// Level is the certification level the run claims (wire, metered,
 	// full): PASS means every @must check of that level held.
 	Level string `json:"level,omitempty"`

@@ -36,7 +36,6 @@ type Summary struct {
 	Target   Target    `json:"target"`
 	Seed     int64     `json:"seed"`
 	Tags     string    `json:"tags,omitempty"`
-	Strict   bool      `json:"strict"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Duration Duration  `json:"duration"` // Finished - Started
@@ -241,7 +240,6 @@ func buildSummary(run Run, names []string) Summary {
 		Target:      run.Target,
 		Seed:        run.Seed,
 		Tags:        run.Tags,
-		Strict:      run.Strict,
 		Started:     run.Started,
 		Finished:    run.Finished,
 		Level:       run.Level,

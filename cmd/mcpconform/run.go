@@ -30,7 +30,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	featuresDir := fs.String("features", "", "run the scenarios of the *.feature files in this directory instead of the bundled suite (explore's found/, say)")
 	fs.StringVar(&cfg.Tags, "tags", "", "tag expression selecting scenarios, Cucumber's syntax (\"@must and not @needs-clock\", \"(@a or @b) and @c\") or godog's (\"@must && ~@needs-clock\", \"@a,@b\")")
 	fs.Var(&ids, "id", "run only this scenario ID (repeatable)")
-	fs.BoolVar(&cfg.Strict, "strict", false, "accepted for older scripts; a run with a @must check of its level not observed is never exit 0 anyway")
 	fs.StringVar(&cfg.Level, "level", "", "certification level claimed: wire, metered or full (default: the highest the target's capabilities allow)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed for scenario order and random workloads (0 keeps file order)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "most concurrent clients in one twin step")

@@ -68,7 +68,6 @@ type Config struct {
 	GatewayArgs      []string
 	Tags             string
 	IDs              []string // run only these scenario IDs
-	Strict           bool     // kept for scripts: incomplete is never a PASS anyway
 	Level            string   // claimed level (wire, metered, full); "" = the highest the target allows
 	Seed             int64
 	Concurrency      int
@@ -306,7 +305,7 @@ func (s *Session) Finish(ctx context.Context, scenarios []reports.Scenario, tags
 	harness := buildinfo.Read()
 	run := reports.Run{
 		Tool: "mcpconform", Version: harness.Version, Commit: harness.Commit, Target: s.Target, Seed: cfg.Seed, Tags: tags,
-		Strict: cfg.Strict, Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
+		Level: level, Concurrency: cfg.Concurrency, Interrupted: ctx.Err() != nil,
 		Started: s.started, Finished: time.Now().UTC(), Baseline: cfg.Baseline,
 	}
 	run.Scenarios = scenarios

@@ -103,7 +103,6 @@ func SelfTest(ctx context.Context, cfg Config, only []string, progress func(repo
 			c.Workers = 2 // twins-04 splits its twins across two processes
 		}
 		c.Bugs = []string{b.Name}
-		c.Strict = false
 		if b.Store != "" {
 			c.Store = b.Store
 		}
