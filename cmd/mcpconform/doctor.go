@@ -31,16 +31,11 @@ Flags:
 `
 
 func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("doctor", doctorUsage, stderr)
 	var cfg runner.Config
 	fs.StringVar(&cfg.Target, "target", "reference", "\"reference\" or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file describing a URL target (docs/profile.md)")
 	peerFlags(fs, &cfg)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, doctorUsage)
-		fs.PrintDefaults()
-	}
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

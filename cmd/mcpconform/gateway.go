@@ -48,12 +48,7 @@ Flags:
 
 // gatewayConfig parses the gateway flags. It returns flag.ErrHelp for -h.
 func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error) {
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, gatewayUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("gateway", gatewayUsage, stderr)
 	def := gateway.DefaultSettings()
 	window := def.Window
 	if v, ok := os.LookupEnv(envWindow); ok && strings.TrimSpace(v) != "" {

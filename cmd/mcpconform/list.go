@@ -15,15 +15,10 @@ import (
 )
 
 func listCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("list", listUsage, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	long := fs.Bool("requirements", false, "print each scenario's requirement and source")
 	tags := fs.String("tags", "", "list only the scenarios this tag expression selects (as in mcpconform run --tags)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: mcpconform list [flags]\n\nLists the scenarios: ID, level, the capabilities they need, title.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -62,3 +57,5 @@ func listCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%d scenarios\n", len(es))
 	return 0
 }
+
+const listUsage = "Usage: mcpconform list [flags]\n\nLists the scenarios: ID, level, the capabilities they need, title.\n\nFlags:" + "\n"

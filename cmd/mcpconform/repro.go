@@ -18,25 +18,13 @@ import (
 // reproCmd runs one scenario, writes its report into --out and beside it
 // repro.sh, the scenario's exchange as curl calls against a running gateway.
 func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("repro", reproUsage, stderr)
 	var cfg runner.Config
 	var bugs stringList
 	targetFlags(fs, &cfg, &bugs)
 	featuresDir := fs.String("features", "", "take the scenario from the *.feature files in this directory instead of the bundled suite (explore's found/, say)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the report, the evidence and repro.sh (required)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpconform repro ID [flags] --out DIR\n\n"+
-			"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n"+
-			"of curl calls built from what the run sent (MCP requests, control API and probe calls, in\n"+
-			"the order they started) that replays it against a running gateway (GATEWAY, CONTROL_TOKEN)\n"+
-			"and a running `mcpconform probe` (PROBE) (for principals' tokens, a running `mcpconform idp`:\n"+
-			"IDP, or TOKEN_<subject>; docs/repro.md), observes again what the failed checks observed\n"+
-			"(dispatches per token, ledger entries, how each witnessed request ended) and ends with\n"+
-			"REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).\n\n")
-		fs.PrintDefaults()
-	}
 	// The ID may come before or after the flags.
 	var id string
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -128,3 +116,12 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "script:   %s (run: %s bash %s; it ends REPRODUCED, exit 0, or NOT REPRODUCED, exit 1)\n", script, strings.Join(run, " "), script)
 	return out.Code
 }
+
+const reproUsage = "Usage: mcpconform repro ID [flags] --out DIR\n\n" +
+	"Runs one scenario, writes its report and evidence into DIR, and DIR/repro.sh: a bash script\n" +
+	"of curl calls built from what the run sent (MCP requests, control API and probe calls, in\n" +
+	"the order they started) that replays it against a running gateway (GATEWAY, CONTROL_TOKEN)\n" +
+	"and a running `mcpconform probe` (PROBE) (for principals' tokens, a running `mcpconform idp`:\n" +
+	"IDP, or TOKEN_<subject>; docs/repro.md), observes again what the failed checks observed\n" +
+	"(dispatches per token, ledger entries, how each witnessed request ended) and ends with\n" +
+	"REPRODUCED (exit 0) or NOT REPRODUCED (exit 1).\n\n"

@@ -22,8 +22,7 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run", runUsage, stderr)
 	var cfg runner.Config
 	var bugs, ids stringList
 	targetFlags(fs, &cfg, &bugs)
@@ -39,10 +38,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	settleFlag(fs, &cfg)
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fs.PrintDefaults()
-	}
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -17,8 +17,7 @@ import (
 )
 
 func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("selftest", selftestUsage, stderr)
 	cfg := runner.Config{Target: "reference"}
 	fs.StringVar(&cfg.Store, "store", "sqlite", "store for bugs that live on any store: sqlite or postgres")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for scenario order and random workloads")
@@ -28,10 +27,6 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Var(&only, "bug", "run only this bug switch (repeatable; in the wire modes, one the mode lists)")
 	withExplore := fs.Bool("explore", false, "hold explore to the bug switches instead of the suite: explore the reference once per switch with its default budget, and print which it caught, by which harm, in which scenario and how soon")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -193,3 +188,5 @@ func exploreSelfTest(ctx context.Context, cfg runner.Config, mode string, only [
 	}
 	return 0
 }
+
+const selftestUsage = "Usage: mcpconform selftest [flags]\n\nRuns the suite against the reference gateway once per bug switch and prints the\ncatch table: for each bug, the checks that caught it (scenario and step).\nFails unless every check named for a bug is violated and no other scenario\nfails (beyond the bug's known collateral).\n\nFlags:\n"
