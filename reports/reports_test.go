@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // loadFixture reads testdata/run.json. Its times are fixed, and Write adds
 // no time of its own, so the outputs are byte-for-byte reproducible.
@@ -41,23 +40,7 @@ func loadFixture(t *testing.T) Run {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reports/ -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s\n(go test ./reports/ -update accepts the new output)", name, diff)
-	}
+	goldenfile.Equal(t, filepath.Join("testdata", "golden", name), got)
 }
 
 func readFile(t *testing.T, path string) []byte {

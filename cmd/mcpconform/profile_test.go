@@ -3,16 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const profiles = "../../drivers/target/testdata/"
 
@@ -29,19 +25,7 @@ func TestProfileCheckExample(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	golden := filepath.Join("testdata", "profile-check.golden")
-	if *updateGolden {
-		if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), stdout); diff != "" {
-		t.Fatalf("summary differs from %s (-want +got; go test -run TestProfileCheckExample -update rewrites it):\n%s", golden, diff)
-	}
+	goldenfile.Equal(t, filepath.Join("testdata", "profile-check.golden"), []byte(stdout))
 }
 
 // TestProfileCheckShowsNoSecret: keys, tokens and the control token of the

@@ -2,16 +2,14 @@ package bench
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
+
 	"github.com/google/pprof/profile"
 )
-
-var update = flag.Bool("update", false, "rewrite internal/bench/testdata golden files")
 
 func ms(v ...int) []time.Duration {
 	out := make([]time.Duration, len(v))
@@ -205,19 +203,7 @@ func TestRenderGolden(t *testing.T) {
 	if err := Render(&b, sample()); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "results.golden.md")
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./bench -update to create it)", err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("Render differs from %s (go test ./bench -update rewrites it); got:\n%s", golden, b.String())
-	}
+	goldenfile.Equal(t, filepath.Join("testdata", "results.golden.md"), b.Bytes())
 }
 
 func TestTargets(t *testing.T) {

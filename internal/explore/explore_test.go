@@ -3,10 +3,8 @@ package explore
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,16 +14,15 @@ import (
 	"testing/fstest"
 	"time"
 
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
+
 	"github.com/cucumber/godog"
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
 	"github.com/mcpconform/mcpconform/steps"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // dims are targets explore draws for: the reference with its control API,
 // the reference as a vendor's gateway, and the refuse policy.
@@ -303,20 +300,8 @@ func TestFoundFeatureGolden(t *testing.T) {
 	s.Requirement = "No double-dispatch: the probe saw op dispatched as its operations allow. The model saw dispatched 2 times (expected at most 1 dispatch(es))."
 	s.Source = "found by `mcpconform explore --bug no-idempotency --seed 20261204` as scenario 7 of seed 20261204 (30 steps, shrunk to 21) against reference"
 	got := s.Render()
-	path := filepath.Join("testdata", "found.feature")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./internal/explore/ -update writes it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("found.feature (-want +got; go test ./internal/explore/ -update accepts it):\n%s", diff)
-	}
-	es, err := catalog.Load(fstest.MapFS{"found.feature": {Data: want}})
+	goldenfile.Equal(t, filepath.Join("testdata", "found.feature"), got)
+	es, err := catalog.Load(fstest.MapFS{"found.feature": {Data: got}})
 	if err != nil || len(es) != 1 {
 		t.Fatalf("the catalog reads %v, %v", es, err)
 	}

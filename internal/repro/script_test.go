@@ -3,7 +3,6 @@ package repro
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,14 +11,14 @@ import (
 	"testing"
 	"time"
 
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reference/idemkey"
 	"github.com/mcpconform/mcpconform/reports"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden testdata/*.sh files")
 
 // TestScriptGolden renders each testdata/*.json input (a recorded scenario,
 // its catalog entry and the target) and compares it with testdata/*.sh.
@@ -44,18 +43,7 @@ func TestScriptGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden := strings.TrimSuffix(path, ".json") + ".sh"
-			if *update {
-				if err := os.WriteFile(golden, res.Script, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(res.Script)); diff != "" {
-				t.Errorf("repro.sh for %s (-want +got):\n%s", name, diff)
-			}
+			goldenfile.Equal(t, golden, res.Script)
 			if bash, err := exec.LookPath("bash"); err == nil {
 				if out, err := exec.Command(bash, "-n", golden).CombinedOutput(); err != nil {
 					t.Errorf("bash -n %s: %v\n%s", golden, err, out)
