@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -41,23 +43,7 @@ func loadFixture(t *testing.T) Run {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reports/ -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s\n(go test ./reports/ -update accepts the new output)", name, diff)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "golden", name), got, *update)
 }
 
 func readFile(t *testing.T, path string) []byte {
