@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
@@ -18,7 +18,7 @@ type apiError struct {
 	status int
 	reason string
 	msg    string
-	extra  map[string]any
+	fault  *controlapi.FaultState // the fault an await timed out on
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -67,11 +67,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeErr(w http.ResponseWriter, e *apiError) {
-	body := map[string]any{"error": e.msg, "reason": e.reason}
-	for k, v := range e.extra {
-		body[k] = v
-	}
-	writeJSON(w, e.status, body)
+	writeJSON(w, e.status, controlapi.Error{Error: e.msg, Reason: e.reason, Fault: e.fault})
 }
 
 // decode reads a JSON object body into v. An empty body leaves v as it is.
@@ -95,5 +91,3 @@ func decode(r *http.Request, v any) error {
 	}
 	return nil
 }
-
-func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -3,10 +3,12 @@ package control
 import (
 	"net/http"
 	"time"
+
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 )
 
-func (a *api) clockJSON() map[string]any {
-	return map[string]any{"now": ts(a.c.Clock.Now()), "frozen": a.c.Clock.Frozen()}
+func (a *api) clockJSON() controlapi.Clock {
+	return controlapi.Clock{Now: a.c.Clock.Now().UTC(), Frozen: a.c.Clock.Frozen()}
 }
 
 func (a *api) getClock(w http.ResponseWriter, r *http.Request) error {
@@ -15,9 +17,7 @@ func (a *api) getClock(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) setClock(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Now string `json:"now"`
-	}
+	var req controlapi.SetClock
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -31,9 +31,7 @@ func (a *api) setClock(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) advanceClock(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		By string `json:"by"`
-	}
+	var req controlapi.AdvanceClock
 	if err := decode(r, &req); err != nil {
 		return err
 	}

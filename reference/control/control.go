@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/faults"
@@ -54,10 +55,11 @@ type Servers interface {
 }
 
 // Version is the control API's name in the capabilities answer.
-const Version = "mcpconform/1"
+const Version = controlapi.Version
 
 // Capabilities this implementation offers.
-var Capabilities = []string{"fixtures", "ledger", "dispatch_log", "clock", "faults", "principals", "upstream", "locks", "settings"}
+var Capabilities = []string{controlapi.CapFixtures, controlapi.CapLedger, controlapi.CapDispatchLog, controlapi.CapClock,
+	controlapi.CapFaults, controlapi.CapPrincipals, controlapi.CapUpstream, controlapi.CapLocks, controlapi.CapSettings}
 
 // MaxAmount bounds one fixture credit (a new wallet's balance included) and
 // MaxBalance the balance credits may reach (see package fixtures).

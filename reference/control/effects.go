@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -13,11 +14,11 @@ func (a *api) dispatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(ds))
+	out := controlapi.Dispatches{Dispatches: make([]controlapi.Dispatch, 0, len(ds))}
 	for _, d := range ds {
-		out = append(out, map[string]any{"id": d.ID, "tool": d.Tool, "wallet_id": d.WalletID, "fingerprint": d.Fingerprint, "at": ts(d.At)})
+		out.Dispatches = append(out.Dispatches, controlapi.Dispatch{ID: d.ID, Tool: d.Tool, WalletID: d.WalletID, Fingerprint: d.Fingerprint, At: d.At.UTC()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"dispatches": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -37,10 +38,10 @@ func (a *api) locks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(ls))
+	out := controlapi.Locks{Locks: make([]controlapi.Lock, 0, len(ls))}
 	for _, l := range ls {
-		out = append(out, map[string]any{"identity": l.Identity, "owner": l.Owner, "fence": l.Fence, "acquired_at": ts(l.AcquiredAt)})
+		out.Locks = append(out.Locks, controlapi.Lock{Identity: l.Identity, Owner: l.Owner, Fence: l.Fence, AcquiredAt: l.AcquiredAt.UTC()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"locks": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

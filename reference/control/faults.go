@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/faults"
 )
 
@@ -29,23 +30,28 @@ func faultErr(err error) error {
 }
 
 func (a *api) listFaults(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]any{"faults": a.c.Faults.List()})
+	list := a.c.Faults.List()
+	out := controlapi.Faults{Faults: make([]controlapi.FaultState, 0, len(list))}
+	for _, st := range list {
+		out.Faults = append(out.Faults, faultState(st))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (a *api) armFault(w http.ResponseWriter, r *http.Request) error {
-	var spec faults.Spec
-	if err := decode(r, &spec); err != nil {
+	var req controlapi.Fault
+	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if spec.Count < 0 {
-		return badRequest("count %d: must not be negative", spec.Count)
+	if req.Count < 0 {
+		return badRequest("count %d: must not be negative", req.Count)
 	}
-	st, err := a.c.Faults.Arm(spec)
+	st, err := a.c.Faults.Arm(faults.Spec{Point: req.Point, Action: req.Action, Count: req.Count, Match: faults.Match(req.Match)})
 	if err != nil {
 		return faultErr(err)
 	}
-	writeJSON(w, http.StatusCreated, st)
+	writeJSON(w, http.StatusCreated, faultState(st))
 	return nil
 }
 
@@ -60,15 +66,12 @@ func (a *api) getFault(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return faultErr(err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, faultState(st))
 	return nil
 }
 
 func (a *api) awaitFault(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Waiting *int   `json:"waiting"`
-		Timeout string `json:"timeout"`
-	}
+	var req controlapi.AwaitFault
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -98,10 +101,11 @@ func (a *api) awaitFault(w http.ResponseWriter, r *http.Request) error {
 			return faultErr(err)
 		}
 		e := fail(http.StatusRequestTimeout, "await_timeout", "%d request(s) waiting at the fault after %v, %d wanted", st.Waiting, timeout, waiting)
-		e.extra = map[string]any{"fault": st}
+		fs := faultState(st)
+		e.fault = &fs
 		return e
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, faultState(st))
 	return nil
 }
 
@@ -110,6 +114,11 @@ func (a *api) releaseFault(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return faultErr(err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, faultState(st))
 	return nil
+}
+
+func faultState(st faults.Status) controlapi.FaultState {
+	return controlapi.FaultState{FaultID: st.ID, Point: st.Point, Action: st.Action, Count: st.Count,
+		Match: controlapi.FaultMatch(st.Match), Hits: st.Hits, Waiting: st.Waiting, Released: st.Released}
 }

@@ -4,17 +4,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
 func (a *api) createPermit(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		WalletID string `json:"wallet_id"`
-		KeyID    string `json:"key_id"`
-		Tool     string `json:"tool"`
-		Budget   *int64 `json:"budget"`
-		TTL      string `json:"ttl"`
-	}
+	var req controlapi.PermitRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -62,6 +57,6 @@ func (a *api) createPermit(w http.ResponseWriter, r *http.Request) error {
 	if err := a.c.Store.CreatePermit(ctx, p); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"permit_id": p.ID, "expires_at": ts(p.ExpiresAt), "budget": p.Budget})
+	writeJSON(w, http.StatusCreated, controlapi.Permit{PermitID: p.ID, ExpiresAt: p.ExpiresAt.UTC(), Budget: p.Budget})
 	return nil
 }

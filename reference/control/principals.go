@@ -3,6 +3,7 @@ package control
 import (
 	"net/http"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 )
 
@@ -29,7 +30,7 @@ func (a *api) createPrincipal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"principal_id": p.ID})
+	writeJSON(w, http.StatusCreated, controlapi.PrincipalRef{PrincipalID: p.ID})
 	return nil
 }
 

@@ -4,20 +4,11 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/store"
 	"github.com/mcpconform/mcpconform/reference/tools"
 )
-
-// serverSpec is an upstream MCP server as POST /control/servers takes it.
-type serverSpec struct {
-	Name     string           `json:"name"`
-	URL      string           `json:"url"`
-	Prefix   string           `json:"prefix"`
-	Price    *int64           `json:"price"`
-	Prices   map[string]int64 `json:"prices"`
-	ReadOnly []string         `json:"read_only"`
-}
 
 // putServer registers an upstream MCP server: its tools, priced by the
 // rule, and the relay of its prompts, resources and completion.
@@ -25,7 +16,7 @@ func (a *api) putServer(w http.ResponseWriter, r *http.Request) error {
 	if a.c.Servers == nil {
 		return fail(http.StatusNotFound, "not_found", "this gateway registers no upstream servers")
 	}
-	var req serverSpec
+	var req controlapi.Server
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -54,11 +45,11 @@ func (a *api) putServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	listed := make([]map[string]any, 0, len(ts))
+	out := controlapi.RegisteredServer{Name: sv.Name, URL: sv.URL, Prefix: sv.Prefix, Tools: make([]controlapi.ServerTool, 0, len(ts))}
 	for _, t := range ts {
-		listed = append(listed, map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "upstream_tool": t.UpstreamTool})
+		out.Tools = append(out.Tools, controlapi.ServerTool{Name: t.Name, Price: t.Price, ReadOnly: t.ReadOnly, UpstreamTool: t.UpstreamTool})
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"name": sv.Name, "url": sv.URL, "prefix": sv.Prefix, "tools": listed})
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 

@@ -5,18 +5,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 )
 
-func seconds(d time.Duration) float64 { return d.Seconds() }
-
-func settingsJSON(s gateway.Settings) map[string]any {
-	return map[string]any{
-		"window_seconds":           seconds(s.Window),
-		"permit_ttl_seconds":       seconds(s.PermitTTL),
-		"effective_window_seconds": seconds(s.EffectiveWindow()),
-		"stale_lock_seconds":       seconds(s.StaleLock),
-		"lock_timeout":             s.LockTimeout.String(),
+func settingsJSON(s gateway.Settings) controlapi.Settings {
+	return controlapi.Settings{
+		WindowSeconds:          s.Window.Seconds(),
+		PermitTTLSeconds:       s.PermitTTL.Seconds(),
+		EffectiveWindowSeconds: s.EffectiveWindow().Seconds(),
+		StaleLockSeconds:       s.StaleLock.Seconds(),
+		LockTimeout:            controlapi.Duration(s.LockTimeout),
 	}
 }
 
@@ -26,11 +25,7 @@ func (a *api) getSettings(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) putSettings(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Window    *float64 `json:"window_seconds"`
-		PermitTTL *float64 `json:"permit_ttl_seconds"`
-		StaleLock *float64 `json:"stale_lock_seconds"`
-	}
+	var req controlapi.SettingsPatch
 	if err := decode(r, &req); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) && ae.reason == "bad_request" {
@@ -50,13 +45,13 @@ func (a *api) putSettings(w http.ResponseWriter, r *http.Request) error {
 		*d = dur
 		return nil
 	}
-	if err := set("window_seconds", req.Window, &s.Window); err != nil {
+	if err := set("window_seconds", req.WindowSeconds, &s.Window); err != nil {
 		return err
 	}
-	if err := set("permit_ttl_seconds", req.PermitTTL, &s.PermitTTL); err != nil {
+	if err := set("permit_ttl_seconds", req.PermitTTLSeconds, &s.PermitTTL); err != nil {
 		return err
 	}
-	if err := set("stale_lock_seconds", req.StaleLock, &s.StaleLock); err != nil {
+	if err := set("stale_lock_seconds", req.StaleLockSeconds, &s.StaleLock); err != nil {
 		return err
 	}
 	if err := s.Validate(); err != nil {

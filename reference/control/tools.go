@@ -3,6 +3,7 @@ package control
 import (
 	"net/http"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 )
 
@@ -18,15 +19,8 @@ func (a *api) putTool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"name": t.Name, "price": t.Price, "read_only": t.ReadOnly, "approval": t.Approval,
-		"upstream_url": t.UpstreamURL, "upstream_tool": t.UpstreamTool}
-	if req.LocalTool != "" {
-		out["local_tool"] = req.LocalTool
-	}
-	if t.Overrides != nil {
-		out["overrides"] = t.Overrides
-	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, controlapi.RegisteredTool{Name: t.Name, Price: t.Price, ReadOnly: t.ReadOnly, Approval: t.Approval,
+		UpstreamURL: t.UpstreamURL, UpstreamTool: t.UpstreamTool, LocalTool: req.LocalTool, Overrides: t.Overrides})
 	return nil
 }
 

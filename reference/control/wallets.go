@@ -3,18 +3,17 @@ package control
 import (
 	"net/http"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reference/fixtures"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
-func walletJSON(wl store.Wallet) map[string]any {
-	return map[string]any{"wallet_id": wl.ID, "balance": wl.Balance}
+func walletJSON(wl store.Wallet) controlapi.Wallet {
+	return controlapi.Wallet{WalletID: wl.ID, Balance: wl.Balance}
 }
 
 func (a *api) createWallet(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Balance int64 `json:"balance"`
-	}
+	var req controlapi.NewWallet
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -41,9 +40,7 @@ func (a *api) wallet(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) credit(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Amount int64 `json:"amount"`
-	}
+	var req controlapi.Credit
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -65,7 +62,7 @@ func (a *api) credit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"wallet_id": wl.ID, "balance": wl.Balance})
+	writeJSON(w, http.StatusOK, walletJSON(wl))
 	return nil
 }
 
@@ -78,18 +75,16 @@ func (a *api) ledger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(es))
+	out := controlapi.Ledger{Entries: make([]controlapi.LedgerEntry, 0, len(es))}
 	for _, e := range es {
-		out = append(out, map[string]any{"id": e.ID, "kind": e.Kind, "amount": e.Amount, "receipt": e.Receipt, "tool": e.Tool, "at": ts(e.At)})
+		out.Entries = append(out.Entries, controlapi.LedgerEntry{ID: e.ID, Kind: e.Kind, Amount: e.Amount, Receipt: e.Receipt, Tool: e.Tool, At: e.At.UTC()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		WalletID string `json:"wallet_id"`
-	}
+	var req controlapi.NewKey
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -104,6 +99,6 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"key_id": keyID, "api_key": apiKey, "wallet_id": req.WalletID})
+	writeJSON(w, http.StatusCreated, controlapi.Key{KeyID: keyID, APIKey: apiKey, WalletID: req.WalletID})
 	return nil
 }
