@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
-
 	"github.com/google/go-cmp/cmp"
+
+	goldenfile "github.com/mcpconform/mcpconform/internal/golden"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 

@@ -53,11 +53,11 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
-			set, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: &secs})
+			set, err := c.PutSettings(ctx, control.SettingsPatch{WindowSeconds: control.Ptr(float64(secs))})
 			if err != nil {
 				return fmt.Errorf("set window to %ds: %w", secs, err)
 			}
-			eff := set.EffectiveWindowSeconds
+			eff := control.WholeSeconds(set.EffectiveWindowSeconds)
 			w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, WindowSeconds: &eff})
 		}
 		return nil
@@ -69,12 +69,12 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		w.settingsMoved = true
 		for _, c := range w.env.Controls {
-			if _, err := c.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: &secs}); err != nil {
+			if _, err := c.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: control.Ptr(float64(secs))}); err != nil {
 				return fmt.Errorf("set stale-lock threshold to %ds: %w", secs, err)
 			}
 		}
 		w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, StaleLockSeconds: &secs})
-		w.staleLock = seconds(secs)
+		w.staleLock = seconds(float64(secs))
 		return nil
 	})
 	sc.Step(`^a pause is armed at "([^"]*)" for "([^"]*)"$`, func(ctx context.Context, point, tool string) error {
@@ -267,4 +267,4 @@ func release(ctx context.Context, point string) error {
 	return nil
 }
 
-func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

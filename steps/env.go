@@ -92,8 +92,8 @@ type Env struct {
 // facts are what the model needs to know of the target, the first event
 // of every scenario's history.
 func (e *Env) facts() judge.Facts {
-	f := judge.Facts{Policy: e.Policy, WindowSeconds: e.Settings.EffectiveWindowSeconds,
-		StaleLockSeconds: e.Settings.StaleLockSeconds, PermitTTLSeconds: e.Settings.PermitTTLSeconds}
+	f := judge.Facts{Policy: e.Policy, WindowSeconds: control.WholeSeconds(e.Settings.EffectiveWindowSeconds),
+		StaleLockSeconds: control.WholeSeconds(e.Settings.StaleLockSeconds), PermitTTLSeconds: control.WholeSeconds(e.Settings.PermitTTLSeconds)}
 	for v, ok := range e.Speaks {
 		if ok {
 			f.Wires = append(f.Wires, v)

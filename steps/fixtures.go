@@ -128,7 +128,7 @@ func anUpstreamTool(ctx context.Context, alias string, price int64, role string)
 		upstream = "probe.read"
 	}
 	_, err := w.env.Control().CreateTool(ctx, control.Tool{
-		Name: name, Price: price, ReadOnly: role == target.RoleReadOnly, Approval: role == target.RoleApproval,
+		Name: name, Price: control.Ptr(price), ReadOnly: control.Ptr(role == target.RoleReadOnly), Approval: control.Ptr(role == target.RoleApproval),
 		UpstreamURL: w.env.Probe.URL(), UpstreamTool: upstream,
 	})
 	if err != nil {
@@ -274,7 +274,7 @@ func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl
 		return fmt.Errorf("permit %s: validity %q: %w", alias, ttl, err)
 	}
 	pm, err := w.env.Control().CreatePermit(ctx, control.PermitRequest{WalletID: w.walletID, KeyID: w.keyID, Tool: w.toolName(tool),
-		Budget: budget, TTL: control.Duration(d)})
+		Budget: control.Ptr(budget), TTL: d.String()})
 	if err != nil {
 		return fmt.Errorf("create permit %s: %w", alias, err)
 	}

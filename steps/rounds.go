@@ -40,7 +40,7 @@ func aProbeTool(ctx context.Context, alias string, price int64, tool, what strin
 		return w.cannot(judge.CapFixtures, fmt.Sprintf("%s %q routed to the probe's %s", what, alias, tool))
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
-	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: price,
+	if _, err := w.env.Control().CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(price), ReadOnly: control.Ptr(false), Approval: control.Ptr(false),
 		UpstreamURL: w.env.Probe.URL(), UpstreamTool: tool}); err != nil {
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}

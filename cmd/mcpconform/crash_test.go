@@ -122,7 +122,7 @@ func crashScenarios(t *testing.T, store, dsn string) {
 
 	cc := tg.Control(0)
 	tool := "probe.write.crash-" + uuid.NewString()[:8]
-	if _, err := cc.CreateTool(ctx, control.Tool{Name: tool, Price: crashPrice, UpstreamURL: pr.URL(), UpstreamTool: probe.ToolWrite}); err != nil {
+	if _, err := cc.CreateTool(ctx, control.Tool{Name: tool, Price: control.Ptr[int64](crashPrice), ReadOnly: control.Ptr(false), Approval: control.Ptr(false), UpstreamURL: pr.URL(), UpstreamTool: probe.ToolWrite}); err != nil {
 		t.Fatal(err)
 	}
 	for _, cs := range crashCases {
@@ -306,12 +306,12 @@ func retryWhenStale(ctx context.Context, t *testing.T, cc *control.Client, retry
 	t.Helper()
 	// A threshold well inside the effective window, so an unkeyed retry
 	// still joins its slot rather than starting a new operation.
-	set, err := cc.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: control.Int64(crashStaleLock)})
+	set, err := cc.PutSettings(ctx, control.SettingsPatch{StaleLockSeconds: control.Ptr[float64](crashStaleLock)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if set.EffectiveWindowSeconds <= crashStaleLock+1 {
-		t.Fatalf("effective window %ds: too short for a stale-lock threshold of %ds", set.EffectiveWindowSeconds, crashStaleLock)
+		t.Fatalf("effective window %vs: too short for a stale-lock threshold of %ds", set.EffectiveWindowSeconds, crashStaleLock)
 	}
 	if _, err := cc.AdvanceClock(ctx, (crashStaleLock+1)*time.Second); err != nil {
 		t.Fatal(err)

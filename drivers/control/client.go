@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -132,10 +133,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		return fmt.Errorf("control %s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error  string `json:"error"`
-			Reason string `json:"reason"`
-		}
+		var e controlapi.Error
 		_ = json.Unmarshal(raw, &e) // a non-JSON refusal keeps the body as message
 		if e.Error == "" {
 			e.Error = strings.TrimSpace(string(raw))
@@ -198,25 +196,4 @@ func headerMap(h http.Header) map[string]string {
 		m[k] = v
 	}
 	return m
-}
-
-// Duration is a Go duration written as its string ("130s"), as the control
-// API wants durations.
-type Duration time.Duration
-
-// MarshalJSON writes the Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	*d = Duration(v)
-	return nil
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -68,14 +69,14 @@ func TestFixturesAndEffects(t *testing.T) {
 	if err := c.Revoke(ctx, pid); err != nil || !peek(r, func(f *fake) bool { return f.revoked[pid] }) {
 		t.Fatalf("Revoke: %v", err)
 	}
-	tool := Tool{Name: "probe.write.1", Price: 3, UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "probe.write"}
-	if name, err := c.CreateTool(ctx, tool); err != nil || name != tool.Name || peek(r, func(f *fake) Tool { return f.tools[name] }) != tool {
+	tool := Tool{Name: "probe.write.1", Price: Ptr[int64](3), UpstreamURL: "http://127.0.0.1:9/mcp", UpstreamTool: "probe.write"}
+	if name, err := c.CreateTool(ctx, tool); err != nil || name != tool.Name || !reflect.DeepEqual(peek(r, func(f *fake) Tool { return f.tools[name] }), tool) {
 		t.Fatalf("CreateTool = %q, %v", name, err)
 	}
 	if err := c.DeleteTool(ctx, tool.Name); err != nil || peek(r, func(f *fake) int { return len(f.tools) }) != 0 {
 		t.Fatalf("DeleteTool: %v", err)
 	}
-	p, err := c.CreatePermit(ctx, PermitRequest{WalletID: w.WalletID, KeyID: k.KeyID, Tool: tool.Name, Budget: 3, TTL: Duration(120 * time.Second)})
+	p, err := c.CreatePermit(ctx, PermitRequest{WalletID: w.WalletID, KeyID: k.KeyID, Tool: tool.Name, Budget: Ptr[int64](3), TTL: "120s"})
 	if err != nil || p.PermitID == "" || p.ExpiresAt.Sub(peek(r, func(f *fake) time.Time { return f.clock.Now })) != 120*time.Second {
 		t.Fatalf("CreatePermit = %+v, %v", p, err)
 	}
@@ -126,11 +127,11 @@ func TestClockAndSettings(t *testing.T) {
 	if err := c.ResetClock(ctx); err != nil || peek(r, func(f *fake) bool { return f.clock.Frozen }) {
 		t.Fatalf("ResetClock: %v", err)
 	}
-	s, err := c.PutSettings(ctx, SettingsPatch{WindowSeconds: Int64(0)})
+	s, err := c.PutSettings(ctx, SettingsPatch{WindowSeconds: Ptr(0.0)})
 	if err != nil || s.WindowSeconds != 0 || s.PermitTTLSeconds != 120 || s.EffectiveWindowSeconds != 0 {
 		t.Fatalf("PutSettings = %+v, %v", s, err)
 	}
-	if err := c.ResetSettings(ctx); err != nil || peek(r, func(f *fake) int64 { return f.settings.WindowSeconds }) != 300 {
+	if err := c.ResetSettings(ctx); err != nil || peek(r, func(f *fake) float64 { return f.settings.WindowSeconds }) != 300 {
 		t.Fatalf("ResetSettings: %v", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown wallet", func(c *Client) error { _, err := c.Wallet(ctx, "w-none"); return err }, false, 404, "not_found"},
 		{"credit unknown wallet", func(c *Client) error { _, err := c.Credit(ctx, "w-none", 1); return err }, false, 404, "not_found"},
 		{"negative setting", func(c *Client) error {
-			_, err := c.PutSettings(ctx, SettingsPatch{StaleLockSeconds: Int64(-1)})
+			_, err := c.PutSettings(ctx, SettingsPatch{StaleLockSeconds: Ptr(-1.0)})
 			return err
 		}, false, 400, "invalid_setting"},
 		{"unknown fault point", func(c *Client) error { _, err := c.ArmFault(ctx, Fault{Point: "nowhere", Action: "pause"}); return err }, false, 400, "unknown_fault_point"},

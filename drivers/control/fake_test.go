@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control/controlapi"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -206,7 +207,8 @@ func (f *fake) handler() http.Handler {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		writeJSON(w, 201, Permit{PermitID: f.id("pmt"), ExpiresAt: f.clock.Now.Add(time.Duration(in.TTL))})
+		ttl, _ := time.ParseDuration(in.TTL)
+		writeJSON(w, 201, Permit{PermitID: f.id("pmt"), ExpiresAt: f.clock.Now.Add(ttl)})
 	})
 	h("GET /control/dispatches", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"dispatches": []Dispatch{{ID: "d-1", Tool: r.URL.Query().Get("tool"), WalletID: r.URL.Query().Get("wallet_id"), Fingerprint: "fp"}}})
@@ -220,23 +222,33 @@ func (f *fake) handler() http.Handler {
 		writeJSON(w, 200, f.clock)
 	})
 	h("PUT /control/clock", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Now time.Time }
+		var in controlapi.SetClock
 		if !decode(w, r, &in) {
+			return
+		}
+		now, err := time.Parse(time.RFC3339Nano, in.Now)
+		if err != nil {
+			refuse(w, 400, "bad_request", err.Error())
 			return
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.clock = Clock{Now: in.Now, Frozen: true}
+		f.clock = Clock{Now: now, Frozen: true}
 		writeJSON(w, 200, f.clock)
 	})
 	h("POST /control/clock/advance", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ By Duration }
+		var in controlapi.AdvanceClock
 		if !decode(w, r, &in) {
+			return
+		}
+		by, err := time.ParseDuration(in.By)
+		if err != nil {
+			refuse(w, 400, "bad_request", err.Error())
 			return
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.clock.Now = f.clock.Now.Add(time.Duration(in.By))
+		f.clock.Now = f.clock.Now.Add(by)
 		writeJSON(w, 200, f.clock)
 	})
 	h("DELETE /control/clock", func(w http.ResponseWriter, r *http.Request) {
@@ -250,7 +262,7 @@ func (f *fake) handler() http.Handler {
 		if !decode(w, r, &in) {
 			return
 		}
-		for _, v := range []*int64{in.WindowSeconds, in.PermitTTLSeconds, in.StaleLockSeconds} {
+		for _, v := range []*float64{in.WindowSeconds, in.PermitTTLSeconds, in.StaleLockSeconds} {
 			if v != nil && *v < 0 {
 				refuse(w, 400, "invalid_setting", "negative setting")
 				return
@@ -302,14 +314,16 @@ func (f *fake) handler() http.Handler {
 		writeJSON(w, 200, st)
 	})
 	h("POST /control/faults/{id}/await", func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Waiting int
-			Timeout Duration
-		}
+		var in controlapi.AwaitFault
 		if !decode(w, r, &in) {
 			return
 		}
-		deadline := time.After(time.Duration(in.Timeout))
+		timeout, _ := time.ParseDuration(in.Timeout)
+		waiting := 1
+		if in.Waiting != nil {
+			waiting = *in.Waiting
+		}
+		deadline := time.After(timeout)
 		for {
 			f.mu.Lock()
 			st := f.faults[r.PathValue("id")]
@@ -318,7 +332,7 @@ func (f *fake) handler() http.Handler {
 				refuse(w, 404, "not_found", "no such fault")
 				return
 			}
-			if st.Waiting >= in.Waiting {
+			if st.Waiting >= waiting {
 				cp := *st
 				f.mu.Unlock()
 				writeJSON(w, 200, cp)

@@ -208,7 +208,7 @@ func (r *runner) setUp(ctx context.Context) error {
 		}
 	}
 	r.tool = "probe.write.soak-" + r.runID
-	if _, err := cc.CreateTool(ctx, control.Tool{Name: r.tool, Price: r.cfg.Price,
+	if _, err := cc.CreateTool(ctx, control.Tool{Name: r.tool, Price: control.Ptr(r.cfg.Price), ReadOnly: control.Ptr(false), Approval: control.Ptr(false),
 		UpstreamURL: r.pr.URL(), UpstreamTool: probe.ToolWrite}); err != nil {
 		return fmt.Errorf("create tool: %w", err)
 	}
@@ -391,8 +391,8 @@ func (r *runner) readBack(ctx context.Context, ops []Op) (History, error) {
 		last = n
 		sleep(ctx, quiet)
 	}
-	h := History{Tool: r.tool, Price: r.cfg.Price, WindowSeconds: r.settings.EffectiveWindowSeconds,
-		StaleLockSeconds: r.settings.StaleLockSeconds, Ops: ops, Probe: map[string]int{}, GatewayDispatches: -1}
+	h := History{Tool: r.tool, Price: r.cfg.Price, WindowSeconds: control.WholeSeconds(r.settings.EffectiveWindowSeconds),
+		StaleLockSeconds: control.WholeSeconds(r.settings.StaleLockSeconds), Ops: ops, Probe: map[string]int{}, GatewayDispatches: -1}
 	for _, d := range r.pr.Dispatches() {
 		h.Probe[d.Token]++
 	}

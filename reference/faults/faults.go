@@ -59,8 +59,8 @@ func Actions() []string { return []string{Pause, Fail, DropResponse} }
 
 // Match narrows a fault to some calls; empty fields match all.
 type Match struct {
-	Tool     string `json:"tool,omitempty"`
-	WalletID string `json:"wallet_id,omitempty"`
+	Tool     string
+	WalletID string
 }
 
 func (m Match) covers(hit Match) bool {
@@ -69,22 +69,23 @@ func (m Match) covers(hit Match) bool {
 
 // Spec is what the harness arms.
 type Spec struct {
-	Point  string `json:"point"`
-	Action string `json:"action"`
-	Count  int    `json:"count,omitempty"`
-	Match  Match  `json:"match,omitempty"`
+	Point  string
+	Action string
+	Count  int
+	Match  Match
 }
 
-// Status is a fault as the control API shows it.
+// Status is a fault and its progress (the control API writes it as a
+// controlapi.FaultState).
 type Status struct {
-	ID       string `json:"fault_id"`
-	Point    string `json:"point"`
-	Action   string `json:"action"`
-	Count    int    `json:"count"`
-	Match    Match  `json:"match"`
-	Hits     int    `json:"hits"`
-	Waiting  int    `json:"waiting"`
-	Released bool   `json:"released"`
+	ID       string
+	Point    string
+	Action   string
+	Count    int
+	Match    Match
+	Hits     int
+	Waiting  int
+	Released bool
 }
 
 type fault struct {
