@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -47,6 +48,24 @@ func TestShippedBinaryLinksNoTestOrContainerCode(t *testing.T) {
 		}
 		if strings.HasPrefix(pkg, "github.com/mcpconform/") && slices.Contains(imports, "testing") {
 			t.Errorf("%s imports testing, and cmd/mcpconform links it", pkg)
+		}
+	}
+}
+
+// The README's layout table is how a newcomer finds their way: every
+// package folder under internal/ is named in it.
+func TestReadmeNamesEveryInternalPackage(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.Contains(string(readme), "`internal/"+e.Name()+"`") {
+			t.Errorf("README.md's layout table does not name internal/%s", e.Name())
 		}
 	}
 }
