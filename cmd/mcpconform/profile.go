@@ -119,11 +119,7 @@ func writeProfileSummary(w io.Writer, p *target.Profile) {
 	} else {
 		line("protocol", "%s", p.ProtocolVersion)
 	}
-	if p.KeyPlacement == "meta" {
-		line("key", "params._meta[%q]", p.KeyMetaField)
-	} else {
-		line("key", "header Idempotency-Key")
-	}
+	line("key", "%s", p.KeyWhere())
 	line("auth", "%s", authSummary(p.Auth))
 	line("receipt", "%s", p.ReceiptPath)
 	line("unkeyed", "%s", p.UnkeyedPolicy)

@@ -60,6 +60,9 @@ func TestProfileCheckSummaries(t *testing.T) {
 			"tools         write        acme.probe.write\n", "capabilities  upstream\n"},
 		"good-harness-idp.json":      {"identity      harness IdP; subjects alice=u-100, bob=u-200", "capabilities  principal-tokens\n"},
 		"good-legacy-same-tool.json": {"write        w (4 credits)", "capabilities  upstream (implied)"},
+		"good-key-header.json":       {"key           header X-Request-Key\n"},
+		"good-key-params.json":       {"key           params[\"idempotencyKey\"] of tools/call\n"},
+		"good-key-argument.json":     {"key           arguments at ['io.acme/request'].idempotency_key (left out of the arguments the harness compares)\n"},
 	}
 	for f, wants := range tests {
 		code, stdout, stderr := profileCheck("check", profiles+f)

@@ -18,12 +18,18 @@ import (
 // vendorRun runs the suite against internal/vendorgw, a gateway the harness
 // did not write: go-sdk's stateful server (sessions required, answers over
 // SSE), its own refusal spellings, no control API, no ledger.
-// edits change the gateway's options (func(*vendorgw.Options)) or the
-// profile (func(map[string]any)) before the run.
+// edits change the gateway's options (func(*vendorgw.Options)), the
+// profile (func(map[string]any)) or the run (func(*runner.Config)) before
+// the run.
 func vendorRun(t *testing.T, mode vendorgw.Mode, waivers string, edits ...any) runner.Outcome {
 	t.Helper()
 	cfg := vendorTarget(t, mode, edits...)
 	cfg.Seed, cfg.Concurrency, cfg.ExpectedFailures = 3, 64, waivers
+	for _, e := range edits {
+		if f, ok := e.(func(*runner.Config)); ok {
+			f(&cfg)
+		}
+	}
 	out, err := runner.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +135,13 @@ func TestVendorGatewayIdempotent(t *testing.T) {
 	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := vendorRun(t, vendorgw.Idempotent, waivers)
+	wantCorrectPass(t, vendorRun(t, vendorgw.Idempotent, waivers))
+}
+
+// wantCorrectPass holds a run against a correct gateway to no failed
+// scenario and a PASS at level wire.
+func wantCorrectPass(t *testing.T, out runner.Outcome) {
+	t.Helper()
 	for _, s := range out.Run.Scenarios {
 		if s.Verdict == judge.Failed || s.Verdict == judge.UnexpectedPass || s.Verdict == judge.Undefined {
 			t.Errorf("%s: %s against a correct gateway: %s", s.ID, s.Verdict, s.Reason)

@@ -30,14 +30,25 @@ type Profile struct {
 	URLs    []string `json:"urls,omitempty"`
 	// ProtocolVersion pins the MCP revision ("2025-11-25" or "2026-07-28");
 	// "" means negotiate the newest the target supports.
-	ProtocolVersion string              `json:"protocol_version,omitempty"`
-	KeyPlacement    string              `json:"key_placement,omitempty"`  // "header" (default) | "meta"
-	KeyMetaField    string              `json:"key_meta_field,omitempty"` // default "idempotencyKey"
-	ReceiptPath     string              `json:"receipt_path,omitempty"`   // wire.Path syntax
-	Reasons         map[string][]Reason `json:"reasons,omitempty"`
-	Auth            Auth                `json:"auth,omitzero"`
-	ControlURL      string              `json:"control_url,omitempty"`
-	ControlToken    string              `json:"control_token,omitempty"`
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// KeyPlacement is where the idempotency key goes (wire.KeyPlacements):
+	// "header" (default), "meta", "params" or "argument". Each has the
+	// name of its carrier: KeyHeader, KeyMetaField, KeyParam, KeyArgument.
+	KeyPlacement string `json:"key_placement,omitempty"`
+	KeyHeader    string `json:"key_header,omitempty"`     // header placement; default "Idempotency-Key"
+	KeyMetaField string `json:"key_meta_field,omitempty"` // default "idempotencyKey"
+	KeyParam     string `json:"key_param,omitempty"`      // params placement; default "idempotencyKey"
+	// KeyArgument is the argument placement's path inside the arguments
+	// (wire.Path syntax, every segment an object member); default
+	// "idempotency_key". The harness leaves that member out of the
+	// arguments it records and compares, as the gateway must leave it out
+	// of its fingerprint.
+	KeyArgument  string              `json:"key_argument,omitempty"`
+	ReceiptPath  string              `json:"receipt_path,omitempty"` // wire.Path syntax
+	Reasons      map[string][]Reason `json:"reasons,omitempty"`
+	Auth         Auth                `json:"auth,omitzero"`
+	ControlURL   string              `json:"control_url,omitempty"`
+	ControlToken string              `json:"control_token,omitempty"`
 	// Capabilities the gateway offers. Empty with a control_url: read them
 	// from GET /capabilities (Target.ResolveCapabilities).
 	Capabilities []string    `json:"capabilities,omitempty"`
@@ -430,16 +441,7 @@ func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 	default:
 		bad("protocol_version %q: want %q or %q, or leave it out to negotiate", p.ProtocolVersion, wire.V20251125, wire.V20260728)
 	}
-	switch p.KeyPlacement {
-	case "":
-		p.KeyPlacement = "header"
-	case "header", "meta":
-	default:
-		bad("key_placement %q: want \"header\" or \"meta\"", p.KeyPlacement)
-	}
-	if p.KeyMetaField == "" {
-		p.KeyMetaField = "idempotencyKey"
-	}
+	p.validateKey(bad)
 	if p.ReceiptPath == "" {
 		p.ReceiptPath = wire.DefaultReceiptPath
 	} else if _, err := wire.ParsePath(p.ReceiptPath); err != nil {
@@ -501,6 +503,103 @@ func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 			bad("capabilities: %q needs identity.harness_idp or credentials.principal_tokens", c)
 		}
 	}
+}
+
+// validateKey checks the key placement and fills its carrier's default
+// name. A carrier of another placement than the one in force is refused:
+// written without key_placement, it would be ignored, and every call sent
+// with its key where the gateway does not look. key_meta_field is the
+// exception, always filled as it always was.
+func (p *Profile) validateKey(bad func(string, ...any)) {
+	if p.KeyPlacement == "" {
+		p.KeyPlacement = wire.KeyInHeader
+	}
+	if !slices.Contains(wire.KeyPlacements, p.KeyPlacement) {
+		bad("key_placement %q: want one of %s", p.KeyPlacement, quoted(wire.KeyPlacements))
+	}
+	for _, c := range []struct {
+		member, placement string
+		name              *string
+	}{
+		{"key_header", wire.KeyInHeader, &p.KeyHeader},
+		{"key_param", wire.KeyInParams, &p.KeyParam},
+		{"key_argument", wire.KeyInArgument, &p.KeyArgument},
+	} {
+		if *c.name != "" && p.KeyPlacement != c.placement {
+			bad("%s %q: only for key_placement %q (key_placement is %q)", c.member, *c.name, c.placement, p.KeyPlacement)
+		}
+	}
+	if p.KeyMetaField == "" {
+		p.KeyMetaField = wire.DefaultKeyMeta
+	}
+	switch p.KeyPlacement {
+	case wire.KeyInHeader:
+		if p.KeyHeader == "" {
+			p.KeyHeader = wire.DefaultKeyHeader
+		}
+		p.validateKeyHeader(bad)
+	case wire.KeyInParams:
+		if p.KeyParam == "" {
+			p.KeyParam = wire.DefaultKeyParam
+		}
+		if slices.Contains(wire.ReservedParams, p.KeyParam) {
+			bad("key_param %q: a tools/call param of MCP itself (%s); name another", p.KeyParam, quoted(wire.ReservedParams))
+		}
+	case wire.KeyInArgument:
+		if p.KeyArgument == "" {
+			p.KeyArgument = wire.DefaultKeyArgument
+		}
+		if _, err := wire.CheckKeyArgument(p.KeyArgument); err != nil {
+			bad("key_argument: %v", err)
+		}
+	}
+}
+
+// KeyWhere says where the harness puts a call's idempotency key, as
+// profile check and doctor print it.
+func (p *Profile) KeyWhere() string {
+	switch p.KeyPlacement {
+	case wire.KeyInMeta:
+		return fmt.Sprintf("params._meta[%q]", p.KeyMetaField)
+	case wire.KeyInParams:
+		return fmt.Sprintf("params[%q] of tools/call", p.KeyParam)
+	case wire.KeyInArgument:
+		return fmt.Sprintf("arguments at %s (left out of the arguments the harness compares)", p.KeyArgument)
+	}
+	h := p.KeyHeader
+	if h == "" {
+		h = wire.DefaultKeyHeader
+	}
+	return "header " + h
+}
+
+// validateKeyHeader refuses a key header the harness sends for something
+// else: the key would replace it, or it the key. The default auth and
+// principal headers are refused whatever auth says, so the schema can
+// state the rule without comparing two members.
+func (p *Profile) validateKeyHeader(bad func(string, ...any)) {
+	h := p.KeyHeader
+	if !isToken(h) {
+		bad("key_header %q: not a header name", h)
+		return
+	}
+	same := func(name string) bool { return strings.EqualFold(h, name) }
+	switch {
+	case same("Authorization") || same(p.Auth.Header):
+		bad("key_header %q: a header of the API key (Authorization, auth.header)", h)
+	case same("X-Principal-Token") || same(p.Auth.PrincipalHeader):
+		bad("key_header %q: a header of the principal token (X-Principal-Token, auth.principal_header)", h)
+	case slices.ContainsFunc(wire.ReservedHeaders, same):
+		bad("key_header %q: a header the harness sets itself (%s)", h, strings.Join(wire.ReservedHeaders, ", "))
+	}
+}
+
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // validateTools fills tools.write from the legacy upstream_tool (and back)
@@ -599,8 +698,8 @@ func (p *Profile) validateCredentials(bad func(string, ...any)) {
 // It has no URLs or credentials; Reference fills them.
 func DefaultProfile() *Profile {
 	return &Profile{
-		Name: "reference", ProtocolVersion: wire.V20251125, KeyPlacement: "header",
-		KeyMetaField: "idempotencyKey", ReceiptPath: wire.DefaultReceiptPath,
+		Name: "reference", ProtocolVersion: wire.V20251125, KeyPlacement: wire.KeyInHeader,
+		KeyHeader: wire.DefaultKeyHeader, KeyMetaField: wire.DefaultKeyMeta, ReceiptPath: wire.DefaultReceiptPath,
 		UnkeyedPolicy: UnkeyedDerived, BodyLimit: DefaultBodyLimit,
 	}
 }
@@ -681,8 +780,9 @@ func (p *Profile) Matches(want, reason string, code, httpStatus int) bool {
 func (p *Profile) Client(u string) *wire.Client {
 	c := &wire.Client{
 		BaseURL: u, ProtocolVersion: p.ProtocolVersion, KeyPlacement: p.KeyPlacement,
-		KeyMetaField: p.KeyMetaField, ReceiptPath: p.ReceiptPath,
-		AuthHeader: p.Auth.Header, PrincipalHeader: p.Auth.PrincipalHeader,
+		KeyHeader: p.KeyHeader, KeyMetaField: p.KeyMetaField, KeyParam: p.KeyParam, KeyArgument: p.KeyArgument,
+		ReceiptPath: p.ReceiptPath,
+		AuthHeader:  p.Auth.Header, PrincipalHeader: p.Auth.PrincipalHeader,
 	}
 	if p.Auth.Prefix != nil {
 		c.AuthPrefix = *p.Auth.Prefix

@@ -92,6 +92,38 @@ func TestLoadProfileDefaults(t *testing.T) {
 	}
 }
 
+// Each placement fills the default of its own carrier only, and the wire
+// client it makes carries all four names.
+func TestKeyPlacementDefaults(t *testing.T) {
+	tests := []struct {
+		file                    string
+		placement               string
+		header, param, argument string
+	}{
+		{"good-minimal.json", wire.KeyInHeader, "Idempotency-Key", "", ""},
+		{"good-key-header.json", wire.KeyInHeader, "X-Request-Key", "", ""},
+		{"good-no-control.json", wire.KeyInMeta, "", "", ""},
+		{"good-key-params.json", wire.KeyInParams, "", "idempotencyKey", ""},
+		{"good-key-argument.json", wire.KeyInArgument, "", "", "['io.acme/request'].idempotency_key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p, err := LoadProfile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.KeyPlacement != tt.placement || p.KeyHeader != tt.header || p.KeyParam != tt.param || p.KeyArgument != tt.argument {
+				t.Errorf("placement %q header %q param %q argument %q", p.KeyPlacement, p.KeyHeader, p.KeyParam, p.KeyArgument)
+			}
+			c := p.Client("http://h/mcp")
+			if c.KeyPlacement != p.KeyPlacement || c.KeyHeader != p.KeyHeader || c.KeyMetaField != p.KeyMetaField ||
+				c.KeyParam != p.KeyParam || c.KeyArgument != p.KeyArgument {
+				t.Errorf("client %+v", c)
+			}
+		})
+	}
+}
+
 // TestUpstreamToolLegacy: upstream_tool and tools.write are one setting,
 // whichever spelling the profile uses, so old callers and new agree.
 func TestUpstreamToolLegacy(t *testing.T) {
@@ -188,6 +220,13 @@ func TestLoadProfileErrors(t *testing.T) {
 		"bad-trailing.json":                    "data after the profile object",
 		"bad-auth-header.json":                 "auth.header",
 		"bad-many.json":                        `tools.approval: "a" is tools.write already`,
+		"bad-key-param-reserved.json":          `key_param "arguments": a tools/call param of MCP itself`,
+		"bad-key-argument-path.json":           "key_argument: parse path",
+		"bad-key-argument-empty-member.json":   "key_argument: path \"meta['']\": an empty member name",
+		"bad-key-header-reserved.json":         `key_header "mcp-session-id": a header the harness sets itself`,
+		"bad-key-header-auth.json":             `key_header "X-Api-Key": a header of the API key`,
+		"bad-key-carrier-placement.json":       `key_argument "idempotency_key": only for key_placement "argument" (key_placement is "params")`,
+		"bad-key-param-without-placement.json": `key_param "requestKey": only for key_placement "params" (key_placement is "header")`,
 	}
 	entries, err := os.ReadDir("testdata")
 	if err != nil {

@@ -30,6 +30,7 @@ var schemaCannotSay = map[string]string{
 	"bad-upstream-tool-differs.json":    "upstream_tool differs from tools.write.name",
 	"bad-other-wallet-same-key.json":    "other_wallet.api_key is one of api_keys",
 	"bad-other-wallet-same-wallet.json": "other_wallet.wallet_id is wallet_id",
+	"bad-key-header-auth.json":          "key_header is auth.header",
 }
 
 func loadSchema(t *testing.T) *jsonschema.Resolved {

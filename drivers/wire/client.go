@@ -63,10 +63,16 @@ type Client struct {
 	// PrincipalToken goes in PrincipalHeader (default "X-Principal-Token").
 	PrincipalToken  string
 	PrincipalHeader string
-	// KeyPlacement is "header" (default, Idempotency-Key as a Structured
-	// Field string) or "meta" (params._meta[KeyMetaField]).
+	// KeyPlacement is where a call's idempotency key goes: KeyInHeader
+	// (default; the header KeyHeader, a Structured Field string),
+	// KeyInMeta (params._meta[KeyMetaField]), KeyInParams
+	// (params[KeyParam]) or KeyInArgument (inside the arguments, at the
+	// path KeyArgument).
 	KeyPlacement string
-	KeyMetaField string // default "idempotencyKey"
+	KeyHeader    string // default DefaultKeyHeader
+	KeyMetaField string // default DefaultKeyMeta
+	KeyParam     string // default DefaultKeyParam
+	KeyArgument  string // Path syntax, every segment an object member; default DefaultKeyArgument
 	// ReceiptPath locates the receipt id in a response (see Path);
 	// default DefaultReceiptPath.
 	ReceiptPath string
@@ -489,20 +495,17 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*Answer, error) {
 		meta[k] = v
 	}
 	h := http.Header{}
+	params := map[string]any{"name": call.Tool}
 	if call.IdempotencyKey != "" {
-		if c.KeyPlacement == "meta" {
-			meta[c.keyField()] = call.IdempotencyKey
-		} else {
-			h.Set("Idempotency-Key", SFString(call.IdempotencyKey))
-		}
+		args = c.placeKey(call.IdempotencyKey, args, params, meta, h)
 	}
+	params["arguments"] = args
 	if call.PermitID != "" {
 		h.Set("X-Permit-Id", call.PermitID)
 	}
 	for k, vs := range call.Header {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
-	params := map[string]any{"name": call.Tool, "arguments": args}
 	if call.InputResponses != nil {
 		params["inputResponses"] = call.InputResponses
 	}
@@ -734,7 +737,7 @@ func (c *Client) principalHeader() string {
 
 func (c *Client) keyField() string {
 	if c.KeyMetaField == "" {
-		return "idempotencyKey"
+		return DefaultKeyMeta
 	}
 	return c.KeyMetaField
 }

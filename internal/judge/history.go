@@ -77,7 +77,9 @@ const (
 
 // CallValue is the value of a tools/call event. Token is the operation's
 // probe token, which ties the call to its dispatches, and its receipt to
-// its debits.
+// its debits. Arguments are the call's as the scenario wrote them, without
+// the key even where the wire carries it inside them (key placement
+// argument): the operation's arguments, which the model compares.
 type CallValue struct {
 	Tool      string `json:"tool"`
 	Key       string `json:"key,omitempty"`

@@ -161,10 +161,13 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := env.Probe.WaitFor(wctx, token, 1); err != nil {
-		f.Detail = fmt.Sprintf("the probe at %s never saw token %s (answer: HTTP %d %s); point the tool's upstream at it", env.Probe.URL(), token, a.Status, snippet(a.Body))
+		// A gateway that refuses the call may be looking for the key
+		// elsewhere: say where it went.
+		f.Detail = fmt.Sprintf("the probe at %s never saw token %s (answer: HTTP %d %s; the key went in %s); point the tool's upstream at it",
+			env.Probe.URL(), token, a.Status, snippet(a.Body), env.Profile.KeyWhere())
 		return f
 	}
-	f.OK, f.Detail = true, "probe saw the dispatch"
+	f.OK, f.Detail = true, "probe saw the dispatch; the key went in "+env.Profile.KeyWhere()
 	return f
 }
 

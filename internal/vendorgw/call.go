@@ -26,7 +26,7 @@ const (
 	ReasonKeyConflict    = "acme_key_conflict"    // same key, other arguments
 	ReasonBusy           = "acme_busy"            // same operation still running; retryable
 	ReasonKeyMissing     = "acme_key_missing"     // Idempotent mode refuses unkeyed calls
-	ReasonKeyMalformed   = "acme_key_malformed"   // Idempotency-Key unreadable, or sent twice
+	ReasonKeyMalformed   = "acme_key_malformed"   // the idempotency key unreadable, or sent twice
 	ReasonBadArguments   = "acme_bad_arguments"   // arguments not a JSON object
 	ReasonUpstreamFailed = "acme_upstream_failed" // the upstream refused the call: nothing ran; retryable
 
@@ -61,51 +61,60 @@ type record struct {
 
 func (g *Gateway) handle(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, fp, err := canonical(req.Params.Arguments)
+		keys, raw, keyErr := g.takeKey(req)
+		args, fp, err := canonical(raw)
 		if err != nil {
 			return nil, refuse(CodeBadArguments, ReasonBadArguments, false, "%v", err)
 		}
 		if g.o.Mode == Naive {
-			res, err := g.dispatch(ctx, t, args)
-			if err != nil {
-				return nil, err
-			}
-			return g.withReceipt(res), nil
+			return g.forward(ctx, t, args)
 		}
-		var header []string
 		tenant := ""
-		if req.Extra != nil {
-			header = req.Extra.Header.Values("Idempotency-Key")
-			if req.Extra.TokenInfo != nil {
-				tenant = req.Extra.TokenInfo.UserID
-			}
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			tenant = req.Extra.TokenInfo.UserID
 		}
 		if tenant == "" {
 			// authenticate and the TokenInfo binding run before every request.
 			return nil, refuse(CodeAuthFailed, ReasonAuthFailed, false, "no tenant on the request")
 		}
-		if len(header) == 0 && t.ReadOnly && g.o.Bugs.ForwardUnkeyedReads { // BUG ForwardUnkeyedReads
-			res, err := g.dispatch(ctx, t, args)
-			if err != nil {
-				return nil, err
-			}
-			return g.withReceipt(res), nil
+		if keyErr != nil {
+			return nil, refuse(CodeKeyMalformed, ReasonKeyMalformed, false, "idempotency key %v", keyErr)
 		}
-		if len(header) == 0 {
+		if len(keys) == 0 && t.ReadOnly && g.o.Bugs.ForwardUnkeyedReads { // BUG ForwardUnkeyedReads
+			return g.forward(ctx, t, args)
+		}
+		if len(keys) == 0 {
 			if d := g.o.Bugs.LateUnkeyedDispatch; d > 0 { // BUG LateUnkeyedDispatch
 				time.AfterFunc(d, func() { _, _ = g.dispatch(context.Background(), t, args) })
 			}
-			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, false, "tools/call needs an Idempotency-Key header")
+			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, false, "tools/call needs an idempotency key (%s %s)", g.o.Key.where(), g.o.Key.name())
 		}
-		if len(header) > 1 {
-			return nil, refuse(CodeKeyMalformed, ReasonKeyMalformed, false, "Idempotency-Key sent %d times", len(header))
+		if len(keys) > 1 {
+			return nil, refuse(CodeKeyMalformed, ReasonKeyMalformed, false, "idempotency key sent %d times", len(keys))
 		}
-		key, err := parseKey(header[0])
-		if err != nil {
-			return nil, refuse(CodeKeyMalformed, ReasonKeyMalformed, false, "Idempotency-Key: %v", err)
+		switch {
+		case g.o.Bugs.KeyIgnored: // BUG KeyIgnored
+			return g.forward(ctx, t, args)
+		case g.o.Bugs.KeyInFingerprint: // BUG KeyInFingerprint
+			// The operation is the hash of the arguments as received, the
+			// key among them.
+			_, whole, err := canonical(req.Params.Arguments)
+			if err != nil {
+				return nil, refuse(CodeBadArguments, ReasonBadArguments, false, "%v", err)
+			}
+			return g.idempotent(ctx, scope{tenant, t.Name, whole}, whole, t, args)
 		}
-		return g.idempotent(ctx, scope{tenant, t.Name, key}, fp, t, args)
+		return g.idempotent(ctx, scope{tenant, t.Name, keys[0]}, fp, t, args)
 	}
+}
+
+// forward dispatches a call as it comes, with no record of it.
+func (g *Gateway) forward(ctx context.Context, t Tool, args json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := g.dispatch(ctx, t, args)
+	if err != nil {
+		return nil, err
+	}
+	return g.withReceipt(res), nil
 }
 
 // idempotent dispatches the first call of an operation and answers every later one
@@ -116,7 +125,7 @@ func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, ar
 	if r := g.records[s]; r != nil {
 		defer g.mu.Unlock()
 		switch {
-		case r.fingerprint != fp:
+		case r.fingerprint != fp && !g.o.Bugs.ReplayAnyArgs: // BUG ReplayAnyArgs: other arguments fall through to a replay
 			return nil, refuse(CodeKeyConflict, ReasonKeyConflict, false, "key %q was used with other arguments", s.key)
 		case r.result == nil:
 			return nil, refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)

@@ -4,7 +4,10 @@
 // its receipt under result._meta["acme/receipt"], SSE answers, strict
 // sessions). It meters nothing. In Naive mode it forwards every call, which
 // the harness must fail; in Idempotent mode it keeps an in-memory record per
-// (tenant, tool, Idempotency-Key), which the harness must pass.
+// (tenant, tool, idempotency key), which the harness must pass. It reads the
+// key from the Idempotency-Key header, another header, a tools/call params
+// member or the tool's arguments (Options.Key), leaving a key in the
+// arguments out of their fingerprint and of what it forwards.
 package vendorgw
 
 import (
@@ -46,6 +49,9 @@ type Options struct {
 	// upstream it carries resultType "complete" on every wire, which
 	// 2025-11-25's schema admits (its Result allows any member).
 	KeepUpstreamResult bool
+	// Key is where the gateway reads the idempotency key; the zero value
+	// is the Idempotency-Key header.
+	Key KeyAt
 	// Bugs put in the faults an adversarial review built against the
 	// harness, each shown caught by a test of cmd/mcpconform.
 	Bugs Bugs
@@ -67,6 +73,18 @@ type Bugs struct {
 	// BusyNotRetryable: a duplicate of a running operation is refused busy
 	// with retryable false.
 	BusyNotRetryable bool
+	// KeyIgnored: a keyed call is forwarded with no record of it, as by a
+	// server that never reads the key where the client puts it, so every
+	// retry runs again.
+	KeyIgnored bool
+	// KeyInFingerprint (key in the arguments): an operation is looked up by
+	// the hash of its arguments with the key among them, as by a server
+	// that dedupes requests by their hash: the same key with other
+	// arguments is another hash, run as a new operation.
+	KeyInFingerprint bool
+	// ReplayAnyArgs: the same key with other arguments gets the stored
+	// result instead of a refusal.
+	ReplayAnyArgs bool
 }
 
 // Tool exposes the upstream tool Upstream as Name.
@@ -147,7 +165,11 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		return &auth.TokenInfo{UserID: tenant}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.authenticate(bind(h)))
+	var next http.Handler = bind(h)
+	if o.Key.Placement == KeyInParams {
+		next = o.Key.liftParamsKey(next)
+	}
+	mux.Handle("/mcp", g.authenticate(next))
 	g.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = g.srv.Serve(ln) }()
 	return g, nil
@@ -177,6 +199,9 @@ func (o *Options) check() error {
 			return fmt.Errorf("tool %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
+	}
+	if err := o.Key.check(); err != nil {
+		return err
 	}
 	if o.Mode != Naive && o.Mode != Idempotent {
 		return fmt.Errorf("unknown mode %d", o.Mode)
