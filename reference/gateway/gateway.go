@@ -157,6 +157,12 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 	if !ok || keyID == "" || secret == "" {
 		return Caller{}, deny
 	}
+	// No stored key is outside these bounds (IssueAPIKey, ParseAPIKey), so a
+	// key that is cannot match one: it is refused without a query, and a
+	// client cannot make the store look up (or the cache keep) a 900 KB id.
+	if len(keyID) > maxKeyIDLen || !alnum(keyID, '-') || len(secret) > maxKeySecretLen {
+		return Caller{}, deny
+	}
 	k, cached := g.keys.get(keyID)
 	if !cached {
 		var err error
