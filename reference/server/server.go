@@ -58,6 +58,9 @@ type Config struct {
 	// Codes names the JSON-RPC codes of the gateway's refusals (a name of
 	// gateway.CodeTable): "" or "default", or "seed" for the seed gateway's.
 	Codes string
+	// BodyTimeout bounds reading one /mcp request body once its API key was
+	// accepted; zero means wire.DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // StartupError is an error of Run before the gateway served anything: bad
@@ -185,7 +188,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	verifier := principal.New(st, principal.Options{Now: clk.Now})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet}))
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet, BodyTimeout: cfg.BodyTimeout}))
 	if cfg.ControlToken != "" {
 		ch, err := control.New(control.Config{
 			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,
