@@ -649,6 +649,10 @@ func (a *api) createPermit(w http.ResponseWriter, r *http.Request, _ []string) e
 		ttl = a.c.Gateway.Settings().PermitTTL
 	}
 	now := a.c.Clock.Now()
+	if now.After(store.MaxTime.Add(-ttl)) {
+		return fail(http.StatusBadRequest, reasonTimeRange, "ttl %v: the permit would expire after %s, the last time the store keeps",
+			ttl, store.MaxTime.Format(time.RFC3339))
+	}
 	p := store.Permit{ID: store.NewRowID("pmt-"), WalletID: req.WalletID, APIKeyID: req.KeyID, Tool: req.Tool, Budget: budget,
 		ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := a.c.Store.CreatePermit(ctx, p); err != nil {
@@ -720,6 +724,9 @@ func (a *api) setClock(w http.ResponseWriter, r *http.Request, _ []string) error
 	if err != nil {
 		return badRequest("now: an RFC 3339 time is required: %v", err)
 	}
+	if err := a.clockInRange(t); err != nil {
+		return err
+	}
 	a.c.Clock.Freeze(t)
 	writeJSON(w, http.StatusOK, a.clockJSON())
 	return nil
@@ -736,10 +743,25 @@ func (a *api) advanceClock(w http.ResponseWriter, r *http.Request, _ []string) e
 	if err != nil {
 		return badRequest("by: a Go duration is required (\"130s\"): %v", err)
 	}
+	if err := a.clockInRange(a.c.Clock.Now().Add(d)); err != nil {
+		return err
+	}
 	a.c.Clock.Advance(d)
 	writeJSON(w, http.StatusOK, a.clockJSON())
 	return nil
 }
+
+// clockInRange refuses a clock at which the settings in force would reach
+// past the times a store keeps (gateway.Settings.CheckTimes).
+func (a *api) clockInRange(t time.Time) error {
+	if err := a.c.Gateway.Settings().CheckTimes(t); err != nil {
+		return fail(http.StatusBadRequest, reasonTimeRange, "clock: %v", err)
+	}
+	return nil
+}
+
+// reasonTimeRange refuses a time a store cannot keep (store.TimeInRange).
+const reasonTimeRange = "time_out_of_range"
 
 func (a *api) resetClock(w http.ResponseWriter, r *http.Request, _ []string) error {
 	a.c.Clock.Unfreeze()
@@ -801,6 +823,9 @@ func (a *api) putSettings(w http.ResponseWriter, r *http.Request, _ []string) er
 		return err
 	}
 	if err := s.Validate(); err != nil {
+		return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
+	}
+	if err := s.CheckTimes(a.c.Clock.Now()); err != nil {
 		return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
 	}
 	if err := a.c.Gateway.SetSettings(s); err != nil {

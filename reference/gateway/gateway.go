@@ -97,6 +97,9 @@ func New(o Options) (*Gateway, error) {
 	if g.clock == nil {
 		g.clock = clock.New()
 	}
+	if err := s.CheckTimes(g.clock.Now()); err != nil {
+		return nil, fmt.Errorf("gateway settings: %w", err)
+	}
 	if g.faults == nil {
 		g.faults = faults.New()
 	}
@@ -119,6 +122,9 @@ func (g *Gateway) Settings() Settings {
 // SetSettings replaces the settings; invalid ones are refused and change nothing.
 func (g *Gateway) SetSettings(s Settings) error {
 	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := s.CheckTimes(g.clock.Now()); err != nil {
 		return err
 	}
 	g.mu.Lock()
