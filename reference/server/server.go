@@ -185,7 +185,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 		applied = fmt.Sprintf("%s applied: %s", cfg.Fixtures, counts)
 		log.Info("fixtures applied", "file", cfg.Fixtures, "counts", counts.String())
 	}
-	verifier := principal.New(st, principal.Options{Now: clk.Now})
+	verifier := principal.New(st, principal.Options{Now: clk.Now, Logger: log})
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet, BodyTimeout: cfg.BodyTimeout}))
