@@ -25,7 +25,7 @@ Runs the bundled reference gateway: a metered MCP gateway whose tools/call is
 safe to retry. MCP over Streamable HTTP at POST /mcp (2025-11-25 sessions and
 the stateless 2026-07-28 wire); with --control-token, the conformance control
 API at /control/ (loopback clients only). It prints a dev wallet and API key
-with a curl line to try, then "listening on http://ADDR", and stops cleanly on
+(the key on the store's first start only) with a curl line to try, then "listening on http://ADDR", and stops cleanly on
 SIGINT or SIGTERM.
 
 Unkeyed mutating calls get a derived idempotency key valid for the effective

@@ -5,8 +5,18 @@
 // The canonical form:
 //   - no insignificant whitespace;
 //   - object members sorted by key, comparing the keys' UTF-8 bytes;
-//   - numbers kept exactly as written (1, 1.0 and 1e0 stay distinct: a miss,
-//     never a collision, and no float rounding of large integers);
+//   - numbers by value: one spelling per decimal value, ECMAScript's
+//     Number::toString layout as RFC 8785 prints numbers (1, 1.0 and 1e0 are
+//     "1"; 1e2 and 100 are "100"; -0 is "0"; 1e21 is "1e+21", 1e-7 is
+//     "1e-7"). Every number a float64 holds by its shortest form (any of up
+//     to 15 significant digits, and most of 16 or 17) is written exactly as
+//     RFC 8785 writes it. A number with more precision than a float64 keeps
+//     all of it rather than being rounded: 9007199254740993 (2^53+1) stays
+//     itself, where RFC 8785 would write 9007199254740992 and so give two
+//     calls that mean different amounts to an upstream reading integers
+//     exactly one fingerprint (a replay of the wrong outcome). Keeping the
+//     digits can only make a miss of two numbers a double-based client reads
+//     alike, never a collision of two that differ;
 //   - strings re-encoded minimally: only '"', '\\' and control characters are
 //     escaped (\b \f \n \r \t, else \u00xx); every other character is written
 //     as itself, so "\u00e9" and "é" are one string;
@@ -28,7 +38,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -271,8 +283,77 @@ func (p *parser) number(out *bytes.Buffer) error {
 			return p.errorf("invalid character %q in number", c)
 		}
 	}
-	out.Write(p.in[start:p.pos])
+	writeNumber(out, p.in[start:p.pos])
 	return nil
+}
+
+// writeNumber writes a number literal (already checked against the grammar)
+// in the one spelling of its decimal value: ECMAScript's Number::toString
+// layout of its significant digits and decimal point, without rounding.
+func writeNumber(out *bytes.Buffer, lit []byte) {
+	neg := lit[0] == '-'
+	if neg {
+		lit = lit[1:]
+	}
+	mant, expLit := lit, []byte(nil)
+	if i := bytes.IndexAny(lit, "eE"); i >= 0 {
+		mant, expLit = lit[:i], lit[i+1:]
+	}
+	intPart, frac := mant, []byte(nil)
+	if i := bytes.IndexByte(mant, '.'); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	digits := append(append([]byte{}, intPart...), frac...)
+	lead := 0
+	for lead < len(digits) && digits[lead] == '0' {
+		lead++
+	}
+	digits = bytes.TrimRight(digits[lead:], "0")
+	if len(digits) == 0 {
+		out.WriteByte('0') // 0, -0, 0.0, 0e9: one zero, unsigned as ECMAScript prints -0
+		return
+	}
+	if neg {
+		out.WriteByte('-')
+	}
+	// The value is 0.DIGITS × 10^n.
+	n := new(big.Int).SetInt64(int64(len(intPart) - lead))
+	if len(expLit) > 0 {
+		e, ok := new(big.Int).SetString(strings.TrimPrefix(string(expLit), "+"), 10)
+		if ok {
+			n.Add(n, e)
+		}
+	}
+	k := int64(len(digits))
+	if n.IsInt64() {
+		switch m := n.Int64(); {
+		case k <= m && m <= 21:
+			out.Write(digits)
+			out.WriteString(strings.Repeat("0", int(m-k)))
+			return
+		case 0 < m && m <= 21:
+			out.Write(digits[:m])
+			out.WriteByte('.')
+			out.Write(digits[m:])
+			return
+		case -6 < m && m <= 0:
+			out.WriteString("0.")
+			out.WriteString(strings.Repeat("0", int(-m)))
+			out.Write(digits)
+			return
+		}
+	}
+	out.WriteByte(digits[0])
+	if k > 1 {
+		out.WriteByte('.')
+		out.Write(digits[1:])
+	}
+	out.WriteByte('e')
+	e := n.Sub(n, big.NewInt(1))
+	if e.Sign() >= 0 {
+		out.WriteByte('+')
+	}
+	out.WriteString(e.String())
 }
 
 // str decodes a string token, refusing invalid UTF-8 and lone surrogates.

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
+	"math/big"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,8 +20,8 @@ func TestJSON(t *testing.T) {
 		{"sorted keys", `{"b":1,"a":2}`, `{"a":2,"b":1}`},
 		{"nested sorted", `{"z":{"y":1,"x":[{"d":1,"c":2}]},"a":null}`, `{"a":null,"z":{"x":[{"c":2,"d":1}],"y":1}}`},
 		{"whitespace", " {\n\t\"a\" : [ 1 , 2 ] ,\r\n \"b\":true } ", `{"a":[1,2],"b":true}`},
-		{"numbers exact", `{"a":1.0,"b":1,"c":1e0,"d":-0,"e":12345678901234567890123}`, `{"a":1.0,"b":1,"c":1e0,"d":-0,"e":12345678901234567890123}`},
-		{"exponent forms", `[1E+2,1e-2,0.5]`, `[1E+2,1e-2,0.5]`},
+		{"numbers by value", `{"a":1.0,"b":1,"c":1e0,"d":-0,"e":12345678901234567890123}`, `{"a":1,"b":1,"c":1,"d":0,"e":1.2345678901234567890123e+22}`},
+		{"exponent forms", `[1E+2,1e-2,0.5]`, `[100,0.01,0.5]`},
 		{"escapes minimal", `"\u00e9\/\"\\\n\u0001"`, `"é/\"\\\n\u0001"`},
 		{"surrogate pair", `"\ud83d\ude00"`, `"😀"`},
 		{"html not escaped", `"<a>&"`, `"<a>&"`},
@@ -87,8 +91,8 @@ func TestFingerprint(t *testing.T) {
 	if a != b {
 		t.Fatalf("same arguments, different fingerprints: %s %s", a, b)
 	}
-	if a == c {
-		t.Fatalf("1 and 1.0 share a fingerprint")
+	if a != c {
+		t.Fatalf("1 and 1.0 have different fingerprints")
 	}
 	if len(a) != 64 || strings.Trim(a, "0123456789abcdef") != "" {
 		t.Fatalf("fingerprint %q is not 64 hex digits", a)
@@ -130,8 +134,121 @@ func FuzzJSON(f *testing.F) {
 		if err := db.Decode(&b); err != nil {
 			t.Fatalf("decode output: %v", err)
 		}
-		if !reflect.DeepEqual(a, b) {
+		if !sameValue(a, b) {
 			t.Fatalf("meaning changed: %q -> %q", in, out)
 		}
 	})
+}
+
+// sameValue compares decoded JSON, numbers by their decimal value (to 4096
+// bits of precision, far beyond the digits the fuzzer writes).
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case json.Number:
+		bn, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		x, _, errA := big.ParseFloat(string(a), 10, 4096, big.ToNearestEven)
+		y, _, errB := big.ParseFloat(string(bn), 10, 4096, big.ToNearestEven)
+		if errA != nil || errB != nil {
+			return true // an exponent past big.Float's range (0e99999999999): TestNumbers has those
+		}
+		return x.Cmp(y) == 0
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, v := range a {
+			if w, ok := bm[k]; !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// TestNumbers: numbers that are equal fingerprint equal, whatever their
+// spelling; numbers that differ never do, also past 2^53, where a float64
+// would round two integers to one.
+func TestNumbers(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+	}{
+		{"1", "1"}, {"1.0", "1"}, {"1e0", "1"}, {"10e-1", "1"}, {"0.1e1", "1"},
+		{"1e2", "100"}, {"100", "100"}, {"1E+2", "100"}, {"100.00", "100"},
+		{"-0", "0"}, {"0", "0"}, {"-0.0e5", "0"}, {"0e-7", "0"},
+		{"-1.50", "-1.5"}, {"2e-3", "0.002"}, {"0.000001", "0.000001"}, {"1e-7", "1e-7"}, {"123e-9", "1.23e-7"},
+		{"1e20", "100000000000000000000"}, {"1e21", "1e+21"}, {"12.5e20", "1.25e+21"},
+		{"5e-324", "5e-324"}, {"1.7976931348623157e308", "1.7976931348623157e+308"},
+		// Past 2^53: kept, not rounded to the nearest float64.
+		{"9007199254740992", "9007199254740992"}, {"9007199254740993", "9007199254740993"},
+		{"9007199254740993.0", "9007199254740993"}, {"90071992547409930e-1", "9007199254740993"},
+		{"123456789012345678901234567890", "1.2345678901234567890123456789e+29"},
+		{"1e400", "1e+400"}, {"1e99999999999999999999", "1e+99999999999999999999"},
+		{"-1e-99999999999999999999", "-1e-99999999999999999999"},
+	} {
+		got, err := JSON(json.RawMessage(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("JSON(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	fp := func(s string) string {
+		t.Helper()
+		f, err := Fingerprint(json.RawMessage(`{"n":` + s + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		a, b  string
+		equal bool
+	}{
+		{"1", "1.0", true}, {"1e2", "100", true}, {"-0", "0", true}, {"0.5", "5e-1", true},
+		{"9007199254740993", "9007199254740993.00", true},
+		{"9007199254740993", "9007199254740992", false}, // one float64, two integers
+		{"1", "1.0000000000000000000001", false},        // one float64, two decimals
+		{"1", "2", false}, {"-1", "1", false}, {"1e21", "1e20", false},
+	} {
+		if got := fp(c.a) == fp(c.b); got != c.equal {
+			t.Errorf("%s and %s: equal fingerprints %v, want %v", c.a, c.b, got, c.equal)
+		}
+	}
+}
+
+// TestNumbersAsRFC8785: a float64's shortest spelling, in any exponent form,
+// is written as RFC 8785 writes that float64, which is how encoding/json
+// (ECMAScript's layout) prints it.
+func TestNumbersAsRFC8785(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		f := math.Float64frombits(r.Uint64())
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lit := range []string{strconv.FormatFloat(f, 'e', -1, 64), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f, 'E', -1, 64)} {
+			got, err := JSON(json.RawMessage(lit))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("JSON(%s) = %s, %v; want %s", lit, got, err, want)
+			}
+		}
+	}
 }

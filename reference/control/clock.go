@@ -25,6 +25,9 @@ func (a *api) setClock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest("now: an RFC 3339 time is required: %v", err)
 	}
+	if err := a.clockInRange(t); err != nil {
+		return err
+	}
 	a.c.Clock.Freeze(t)
 	writeJSON(w, http.StatusOK, a.clockJSON())
 	return nil
@@ -39,10 +42,25 @@ func (a *api) advanceClock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest("by: a Go duration is required (\"130s\"): %v", err)
 	}
+	if err := a.clockInRange(a.c.Clock.Now().Add(d)); err != nil {
+		return err
+	}
 	a.c.Clock.Advance(d)
 	writeJSON(w, http.StatusOK, a.clockJSON())
 	return nil
 }
+
+// clockInRange refuses a clock at which the settings in force would reach
+// past the times a store keeps (gateway.Settings.CheckTimes).
+func (a *api) clockInRange(t time.Time) error {
+	if err := a.c.Gateway.Settings().CheckTimes(t); err != nil {
+		return fail(http.StatusBadRequest, reasonTimeRange, "clock: %v", err)
+	}
+	return nil
+}
+
+// reasonTimeRange refuses a time a store cannot keep (store.TimeInRange).
+const reasonTimeRange = "time_out_of_range"
 
 func (a *api) resetClock(w http.ResponseWriter, r *http.Request) error {
 	a.c.Clock.Unfreeze()

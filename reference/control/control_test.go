@@ -368,6 +368,9 @@ func TestFixtureErrors(t *testing.T) {
 		{"POST", "/control/tools", `{"name":"made.up"}`, 400, "unknown_local_tool"},
 		{"POST", "/control/tools", `{"name":"x","upstream_url":"not a url"}`, 400, "bad_request"},
 		{"POST", "/control/tools", `{"name":"x","price":-1,"upstream_url":"http://h/mcp"}`, 400, "bad_request"},
+		{"POST", "/control/tools", `{"name":"x","price":9007199254740992,"upstream_url":"http://h/mcp"}`, 400, "bad_request"},
+		{"POST", "/control/tools", `{"name":"partner.echo","price":9007199254740992}`, 400, "bad_request"},
+		{"POST", "/control/tools", `{"name":"partner.echo","price":9007199254740991}`, 201, ""},
 		{"DELETE", "/control/tools/never.there", "", 404, "not_found"},
 		{"POST", "/control/permits", `{"wallet_id":"` + wid + `"}`, 400, "bad_request"},
 		{"POST", "/control/permits", `{"wallet_id":"w-nope","key_id":"` + kid + `","tool":"partner.echo"}`, 404, "not_found"},
@@ -387,7 +390,7 @@ func TestFixtureErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.method+" "+c.path+" "+c.body[:min(len(c.body), 40)], func(t *testing.T) {
 			st, m := e.do(t, c.method, c.path, c.body)
-			if st != c.status || m["reason"] != c.reason {
+			if st != c.status || (c.reason != "" && m["reason"] != c.reason) {
 				t.Fatalf("%d %v, want %d %s", st, m, c.status, c.reason)
 			}
 		})
@@ -540,5 +543,43 @@ func TestFaults(t *testing.T) {
 	e.must(t, "DELETE", "/control/faults", "", 204)
 	if len(e.flt.List()) != 0 {
 		t.Fatal("faults left after reset")
+	}
+}
+
+// TestTimeRange: a permit, a setting or a clock that would put a time past
+// what a store keeps (year 2262, where Unix nanoseconds end) is refused with
+// a reason, never stored wrapped.
+func TestTimeRange(t *testing.T) {
+	e := newEnv(t)
+	wid := e.must(t, "POST", "/control/wallets", `{"balance": 1}`, 201)["wallet_id"].(string)
+	kid := e.must(t, "POST", "/control/keys", `{"wallet_id":"`+wid+`"}`, 201)["key_id"].(string)
+	permit := func(ttl string) string {
+		return `{"wallet_id":"` + wid + `","key_id":"` + kid + `","tool":"partner.echo","ttl":"` + ttl + `"}`
+	}
+	e.must(t, "PUT", "/control/clock", `{"now":"2026-12-02T18:00:00Z"}`, 200)
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		reason                   string
+	}{
+		{"permit past 2262", "POST", "/control/permits", permit("2562047h"), 400, "time_out_of_range"},
+		{"permit of 235 years", "POST", "/control/permits", permit("2058600h"), 201, ""},
+		{"permit ttl setting past 2262", "PUT", "/control/settings", `{"permit_ttl_seconds": 8e9}`, 400, "invalid_setting"},
+		{"clock past 2262", "PUT", "/control/clock", `{"now":"2262-04-12T00:00:00Z"}`, 400, "time_out_of_range"},
+		{"clock before 1677", "PUT", "/control/clock", `{"now":"1677-09-21T00:00:00Z"}`, 400, "time_out_of_range"},
+		{"clock whose auto permits pass 2262", "PUT", "/control/clock", `{"now":"2262-04-11T23:46:00Z"}`, 400, "time_out_of_range"},
+		{"clock advanced past 2262", "POST", "/control/clock/advance", `{"by":"2562047h"}`, 400, "time_out_of_range"},
+		{"clock near the end", "PUT", "/control/clock", `{"now":"2262-04-11T00:00:00Z"}`, 200, ""},
+		{"permit then past 2262", "POST", "/control/permits", permit("24h"), 400, "time_out_of_range"},
+		{"window reaching back before 1677", "PUT", "/control/clock", `{"now":"1700-01-01T00:00:00Z"}`, 200, ""},
+		{"settings then reaching back before 1677", "PUT", "/control/settings", `{"window_seconds": 1e9}`, 400, "invalid_setting"},
+	} {
+		st, m := e.do(t, c.method, c.path, c.body)
+		if st != c.status || (c.reason != "" && m["reason"] != c.reason) {
+			t.Errorf("%s: %d %v, want %d %s", c.name, st, m, c.status, c.reason)
+		}
+	}
+	if s := e.gw.Settings(); s != gateway.DefaultSettings() {
+		t.Fatalf("a refused PUT changed settings: %+v", s)
 	}
 }

@@ -52,6 +52,10 @@ func (a *api) createPermit(w http.ResponseWriter, r *http.Request) error {
 		ttl = a.c.Gateway.Settings().PermitTTL
 	}
 	now := a.c.Clock.Now()
+	if now.After(store.MaxTime.Add(-ttl)) {
+		return fail(http.StatusBadRequest, reasonTimeRange, "ttl %v: the permit would expire after %s, the last time the store keeps",
+			ttl, store.MaxTime.Format(time.RFC3339))
+	}
 	p := store.Permit{ID: store.NewRowID("pmt-"), WalletID: req.WalletID, APIKeyID: req.KeyID, Tool: req.Tool, Budget: budget,
 		ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := a.c.Store.CreatePermit(ctx, p); err != nil {

@@ -20,18 +20,20 @@ func (a *api) putServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	switch {
-	case req.Name == "" || req.URL == "":
+	if req.Name == "" || req.URL == "" {
 		return badRequest("name and url are required")
-	case req.Price != nil && *req.Price < 0:
-		return badRequest("price %d: must not be negative", *req.Price)
+	}
+	if req.Price != nil {
+		if err := store.CheckPrice(*req.Price); err != nil {
+			return badRequest("%v", err)
+		}
 	}
 	if err := fixtures.HTTPURL(req.URL); err != nil {
 		return badRequest("url: %v", err)
 	}
 	for name, p := range req.Prices {
-		if p < 0 {
-			return badRequest("prices[%q] %d: must not be negative", name, p)
+		if err := store.CheckPrice(p); err != nil {
+			return badRequest("prices[%q]: %v", name, err)
 		}
 	}
 	sv := store.Server{Name: req.Name, URL: req.URL, Prefix: req.Prefix, Price: 1, Prices: req.Prices, ReadOnly: req.ReadOnly}

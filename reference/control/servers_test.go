@@ -54,6 +54,8 @@ func TestServers(t *testing.T) {
 		{"not http", `{"name": "s", "url": "ftp://127.0.0.1/mcp"}`, 400, "bad_request"},
 		{"negative price", `{"name": "s", "url": "` + url + `", "price": -1}`, 400, "bad_request"},
 		{"negative tool price", `{"name": "s", "url": "` + url + `", "prices": {"a": -2}}`, 400, "bad_request"},
+		{"price over 2^53-1", `{"name": "s", "url": "` + url + `", "price": 9007199254740992}`, 400, "bad_request"},
+		{"tool price over 2^53-1", `{"name": "s", "url": "` + url + `", "prices": {"a": 9223372036854775807}}`, 400, "bad_request"},
 		{"unreachable", `{"name": "s", "url": "http://127.0.0.1:1/mcp"}`, 502, "upstream_unavailable"},
 		{"registered", `{"name": "s", "url": "` + url + `", "prefix": "s.", "prices": {"a": 4}}`, 201, ""},
 		{"a tool name taken", `{"name": "t", "url": "` + other + `", "prefix": "s."}`, 409, "conflict"},

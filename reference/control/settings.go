@@ -57,6 +57,9 @@ func (a *api) putSettings(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Validate(); err != nil {
 		return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
 	}
+	if err := s.CheckTimes(a.c.Clock.Now()); err != nil {
+		return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
+	}
 	if err := a.c.Gateway.SetSettings(s); err != nil {
 		return fail(http.StatusBadRequest, "invalid_setting", "%v", err)
 	}

@@ -7,6 +7,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -257,6 +258,28 @@ func SettingDuration(name string, secs float64) (time.Duration, error) {
 	}
 	return time.Duration(math.Round(secs * float64(time.Second))), nil
 }
+
+// CheckTimes refuses settings whose times, at the instant now, fall outside
+// what a store keeps (store.TimeInRange): an auto permit minted now must
+// expire before 2262, and the oldest record or lock a lookup reaches back
+// to must not predate 1677. now itself must be in range.
+func (s Settings) CheckTimes(now time.Time) error {
+	last := store.MaxTime.Format(time.RFC3339)
+	switch {
+	case !store.TimeInRange(now):
+		return fmt.Errorf("%w: the time %s is outside %s..%s", ErrTimeRange, now.Format(time.RFC3339Nano), store.MinTime.Format(time.RFC3339), last)
+	case now.After(store.MaxTime.Add(-s.PermitTTL)):
+		return fmt.Errorf("%w: permit ttl %v: a permit minted at %s would expire after %s, the last time a store keeps",
+			ErrTimeRange, s.PermitTTL, now.Format(time.RFC3339Nano), last)
+	case now.Before(store.MinTime.Add(max(s.Window, s.StaleLock))):
+		return fmt.Errorf("%w: window %v or stale lock %v reaches back before %s from %s",
+			ErrTimeRange, s.Window, s.StaleLock, store.MinTime.Format(time.RFC3339), now.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// ErrTimeRange is wrapped by every CheckTimes error.
+var ErrTimeRange = errors.New("time out of the store's range")
 
 // Validate refuses settings the gateway cannot honour.
 func (s Settings) Validate() error {

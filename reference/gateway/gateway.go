@@ -97,6 +97,9 @@ func New(o Options) (*Gateway, error) {
 	if g.clock == nil {
 		g.clock = clock.New()
 	}
+	if err := s.CheckTimes(g.clock.Now()); err != nil {
+		return nil, fmt.Errorf("gateway settings: %w", err)
+	}
 	if g.faults == nil {
 		g.faults = faults.New()
 	}
@@ -119,6 +122,9 @@ func (g *Gateway) Settings() Settings {
 // SetSettings replaces the settings; invalid ones are refused and change nothing.
 func (g *Gateway) SetSettings(s Settings) error {
 	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := s.CheckTimes(g.clock.Now()); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -155,6 +161,12 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 	}
 	keyID, secret, ok := strings.Cut(rest, "_")
 	if !ok || keyID == "" || secret == "" {
+		return Caller{}, deny
+	}
+	// No stored key is outside these bounds (IssueAPIKey, ParseAPIKey), so a
+	// key that is cannot match one: it is refused without a query, and a
+	// client cannot make the store look up (or the cache keep) a 900 KB id.
+	if len(keyID) > maxKeyIDLen || !alnum(keyID, '-') || len(secret) > maxKeySecretLen {
 		return Caller{}, deny
 	}
 	k, cached := g.keys.get(keyID)

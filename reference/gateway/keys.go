@@ -313,9 +313,20 @@ func (g *Gateway) autoPermit(c *callState, recKey string) store.Permit {
 		APIKeyID:  r.Caller.APIKeyID,
 		Tool:      c.tool.Name,
 		Budget:    c.tool.Price,
-		ExpiresAt: c.now.Add(c.set.PermitTTL),
+		ExpiresAt: autoExpiry(c.now, c.set.PermitTTL),
 		Auto:      true,
 		RecordKey: recKey,
 		CreatedAt: c.now,
 	}
+}
+
+// autoExpiry is an auto permit's expiry. The control API refuses a clock or
+// a TTL that would put it past store.MaxTime (Settings.CheckTimes); should
+// the two still meet (each checked against the other's old value), the
+// permit lives until the last time a store keeps, never a wrapped one.
+func autoExpiry(now time.Time, ttl time.Duration) time.Time {
+	if now.After(store.MaxTime.Add(-ttl)) {
+		return store.MaxTime
+	}
+	return now.Add(ttl)
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ type Options struct {
 	Now func() time.Time
 	// Leeway allows for clock skew on exp, nbf and iat. Default 0.
 	Leeway time.Duration
+	// Logger receives key-set fetch failures, which the caller is not
+	// shown. Default: discarded.
+	Logger *slog.Logger
 }
 
 // MaxJWKSBytes bounds a fetched key set.
@@ -64,9 +68,17 @@ type Verifier struct {
 }
 
 type keySet struct {
-	mu      sync.Mutex // serialises fetches of this URL
-	set     *jose.JSONWebKeySet
-	fetched time.Time
+	mu       sync.Mutex // guards the fields below, never held over a fetch
+	set      *jose.JSONWebKeySet
+	fetched  time.Time
+	inflight *fetchCall // the fetch running now, nil when none is
+}
+
+// fetchCall is one fetch of a key set, which every verification needing it
+// meanwhile waits for.
+type fetchCall struct {
+	done chan struct{}
+	err  error // set before done closes
 }
 
 // New returns a Verifier reading trusts from src.
@@ -85,6 +97,9 @@ func New(src TrustSource, o Options) *Verifier {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Verifier{src: src, opts: o, cache: map[string]*keySet{}}
 }
@@ -177,55 +192,59 @@ func (v *Verifier) keys(ctx context.Context, url string, t *jwt.Token) (jwt.Veri
 	kid, _ := t.Header["kid"].(string)
 	alg, _ := t.Header["alg"].(string)
 	ks := v.entry(url)
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
 
 	now := time.Now()
-	if ks.set == nil || now.Sub(ks.fetched) > v.opts.CacheTTL {
-		if err := v.fetch(ctx, url, ks); err != nil {
+	set, fetched := ks.current()
+	if set == nil || now.Sub(fetched) > v.opts.CacheTTL {
+		if err := v.refresh(ctx, url, ks); err != nil {
 			return jwt.VerificationKeySet{}, err
 		}
+		set, fetched = ks.current()
 	}
-	pick := func() []jwt.VerificationKey {
-		var cands []jose.JSONWebKey
-		if kid != "" {
-			cands = ks.set.Key(kid)
-		} else {
-			cands = ks.set.Keys
-		}
-		var out []jwt.VerificationKey
-		for _, k := range cands {
-			if k.Use != "" && k.Use != "sig" {
-				continue
-			}
-			if k.Algorithm != "" && alg != "" && k.Algorithm != alg {
-				continue
-			}
-			if !k.Valid() {
-				continue
-			}
-			pub := k.Public() // zero value for symmetric keys
-			if pub.Key == nil {
-				continue
-			}
-			out = append(out, pub.Key)
-		}
-		return out
-	}
-	keys := pick()
-	if len(keys) == 0 && kid != "" && now.Sub(ks.fetched) >= v.opts.MinRefresh {
-		if err := v.fetch(ctx, url, ks); err != nil {
+	keys := pick(set, kid, alg)
+	if len(keys) == 0 && kid != "" && now.Sub(fetched) >= v.opts.MinRefresh {
+		if err := v.refresh(ctx, url, ks); err != nil {
 			return jwt.VerificationKeySet{}, err
 		}
-		keys = pick()
+		set, _ = ks.current()
+		keys = pick(set, kid, alg)
 	}
 	if len(keys) == 0 {
 		if kid != "" {
-			return jwt.VerificationKeySet{}, invalid("no signing key with kid %q at %s", kid, url)
+			return jwt.VerificationKeySet{}, invalid("no signing key with kid %q in the issuer's key set", kid)
 		}
-		return jwt.VerificationKeySet{}, invalid("no signing key at %s", url)
+		return jwt.VerificationKeySet{}, invalid("no signing key in the issuer's key set")
 	}
 	return jwt.VerificationKeySet{Keys: keys}, nil
+}
+
+// pick is the public signing keys of set a token with kid and alg may be
+// verified with: the key named kid, or every key when kid is "".
+func pick(set *jose.JSONWebKeySet, kid, alg string) []jwt.VerificationKey {
+	var cands []jose.JSONWebKey
+	if kid != "" {
+		cands = set.Key(kid)
+	} else {
+		cands = set.Keys
+	}
+	var out []jwt.VerificationKey
+	for _, k := range cands {
+		if k.Use != "" && k.Use != "sig" {
+			continue
+		}
+		if k.Algorithm != "" && alg != "" && k.Algorithm != alg {
+			continue
+		}
+		if !k.Valid() {
+			continue
+		}
+		pub := k.Public() // zero value for symmetric keys
+		if pub.Key == nil {
+			continue
+		}
+		out = append(out, pub.Key)
+	}
+	return out
 }
 
 func (v *Verifier) entry(url string) *keySet {
@@ -239,37 +258,82 @@ func (v *Verifier) entry(url string) *keySet {
 	return ks
 }
 
-// fetch reads the key set at url into ks (ks.mu held). A failed fetch keeps
-// the previous set, if any, but still fails the verification that needed it.
-func (v *Verifier) fetch(ctx context.Context, url string, ks *keySet) error {
+// current is the set as last fetched (nil before the first fetch).
+func (ks *keySet) current() (*jose.JSONWebKeySet, time.Time) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.set, ks.fetched
+}
+
+// refresh fetches the set at url into ks, or waits for the fetch already
+// running. No lock is held during the HTTP request: a verification that the
+// cached set answers never waits on a slow key server. A failed fetch keeps
+// the previous set, if any, but still fails the verification that needed
+// it; what failed (the URL, the HTTP error) is logged for the operator, and
+// the caller is told only that the issuer's key set was unavailable.
+func (v *Verifier) refresh(ctx context.Context, url string, ks *keySet) error {
+	ks.mu.Lock()
+	f := ks.inflight
+	if f != nil {
+		ks.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return invalid("the issuer's key set is unavailable: %v", ctx.Err())
+		}
+	}
+	f = &fetchCall{done: make(chan struct{})}
+	ks.inflight = f
+	ks.mu.Unlock()
+
+	// The fetch serves every verification waiting on it, so it outlives
+	// the request that started it (bounded by FetchTimeout).
+	set, err := v.fetch(context.WithoutCancel(ctx), url)
+	if err != nil {
+		v.opts.Logger.Warn("principal: fetch JWKS", "url", url, "err", err)
+		f.err = invalid("the issuer's key set is unavailable")
+	}
+	ks.mu.Lock()
+	if err == nil {
+		ks.set, ks.fetched = set, time.Now()
+	}
+	ks.inflight = nil
+	ks.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// fetch reads and parses the key set at url. Its errors name the URL: they
+// are logged, never sent to the caller.
+func (v *Verifier) fetch(ctx context.Context, url string) (*jose.JSONWebKeySet, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.opts.FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return invalid("jwks_url %q: %v", url, err)
+		return nil, fmt.Errorf("jwks_url %q: %w", url, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := v.opts.HTTPClient.Do(req)
 	if err != nil {
-		return invalid("fetch JWKS: %v", err)
+		return nil, fmt.Errorf("fetch JWKS: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return invalid("fetch JWKS %s: HTTP %d", url, resp.StatusCode)
+		return nil, fmt.Errorf("fetch JWKS %s: HTTP %d", url, resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxJWKSBytes+1))
 	if err != nil {
-		return invalid("read JWKS: %v", err)
+		return nil, fmt.Errorf("read JWKS %s: %w", url, err)
 	}
 	if len(body) > MaxJWKSBytes {
-		return invalid("JWKS at %s is larger than %d bytes", url, MaxJWKSBytes)
+		return nil, fmt.Errorf("JWKS at %s is larger than %d bytes", url, MaxJWKSBytes)
 	}
 	set, err := parseJWKS(body)
 	if err != nil {
-		return invalid("JWKS at %s: %v", url, err)
+		return nil, fmt.Errorf("JWKS at %s: %w", url, err)
 	}
-	ks.set, ks.fetched = set, time.Now()
-	return nil
+	return set, nil
 }
 
 // parseJWKS parses a key set, skipping keys go-jose cannot represent (an

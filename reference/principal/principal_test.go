@@ -1,6 +1,7 @@
 package principal
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -10,6 +11,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -221,12 +223,27 @@ func TestFetchFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tr := store.Trust{Provider: "p", Issuer: "http://iss", JWKSURL: c.url, Audience: "mcpconform"}
-			v := New(trusts{tr}, Options{Now: func() time.Time { return now }, FetchTimeout: 200 * time.Millisecond})
+			// The fetch runs in Verify's goroutine: the log is written
+			// before Verify returns.
+			var logs bytes.Buffer
+			v := New(trusts{tr}, Options{Now: func() time.Time { return now }, FetchTimeout: 200 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			start := time.Now()
 			_, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodES256, k, "k", claims("http://iss", nil)))
 			var ref *gateway.Refusal
-			if !errors.As(err, &ref) || ref.Reason != gateway.ReasonPrincipalInvalid || !strings.Contains(err.Error(), c.msg) {
+			if !errors.As(err, &ref) || ref.Reason != gateway.ReasonPrincipalInvalid {
 				t.Fatalf("err %v", err)
+			}
+			// What failed is the operator's to read, not the caller's: the
+			// answer names no URL (an internal address, often).
+			if c.url != "" && (strings.Contains(err.Error(), c.url) || strings.Contains(err.Error(), "127.0.0.1")) {
+				t.Fatalf("the refusal names the key server: %v", err)
+			}
+			if got := logs.String() + err.Error(); !strings.Contains(got, c.msg) {
+				t.Fatalf("neither the log nor the refusal says %q: %s", c.msg, got)
+			}
+			if c.url != "" && !strings.Contains(logs.String(), c.url) {
+				t.Fatalf("the log does not name the key server: %s", logs.String())
 			}
 			if time.Since(start) > 3*time.Second {
 				t.Fatalf("fetch not bounded: %v", time.Since(start))
@@ -239,5 +256,73 @@ func TestFetchFailures(t *testing.T) {
 	var ref *gateway.Refusal
 	if err == nil || errors.As(err, &ref) {
 		t.Fatalf("store failure: %v", err)
+	}
+}
+
+// TestSlowFetchBlocksNoOne: while a refetch of a key set hangs on a slow
+// key server, a token the cached set verifies is verified at once, and
+// verifications needing the refetch share the one request.
+func TestSlowFetchBlocksNoOne(t *testing.T) {
+	k1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var (
+		fetches atomic.Int32
+		hold    = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys := []jose.JSONWebKey{{Key: k1.Public(), KeyID: "k1", Algorithm: "ES256", Use: "sig"}}
+		if fetches.Add(1) > 1 {
+			<-hold // every refetch hangs until the test lets it go
+			keys = append(keys, jose.JSONWebKey{Key: k2.Public(), KeyID: "k2", Algorithm: "ES256", Use: "sig"})
+		}
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys})
+	}))
+	defer srv.Close()
+	defer close(hold)
+	tr := store.Trust{Provider: "p", Issuer: srv.URL, JWKSURL: srv.URL + "/jwks.json", Audience: "mcpconform"}
+	v := New(trusts{tr}, Options{Now: func() time.Time { return now }, MinRefresh: time.Nanosecond, FetchTimeout: 10 * time.Second})
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, sign(t, jwt.SigningMethodES256, k1, "k1", claims(tr.Issuer, nil))); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two tokens with the new kid start a refetch, which hangs.
+	rotated := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := v.Verify(ctx, sign(t, jwt.SigningMethodES256, k2, "k2", claims(tr.Issuer, nil)))
+			rotated <- err
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fetches.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the refetch never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(ctx, sign(t, jwt.SigningMethodES256, k1, "k1", claims(tr.Issuer, nil)))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a token of the cached set: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a token of the cached set waited on the slow refetch")
+	}
+
+	hold <- struct{}{}
+	for range 2 {
+		if err := <-rotated; err != nil {
+			t.Fatalf("a token of the new key: %v", err)
+		}
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2 (the two new-kid tokens share one refetch)", n)
 	}
 }

@@ -5,6 +5,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/clock"
@@ -58,6 +58,9 @@ type Config struct {
 	// Codes names the JSON-RPC codes of the gateway's refusals (a name of
 	// gateway.CodeTable): "" or "default", or "seed" for the seed gateway's.
 	Codes string
+	// BodyTimeout bounds reading one /mcp request body once its API key was
+	// accepted; zero means wire.DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // StartupError is an error of Run before the gateway served anything: bad
@@ -182,10 +185,10 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 		applied = fmt.Sprintf("%s applied: %s", cfg.Fixtures, counts)
 		log.Info("fixtures applied", "file", cfg.Fixtures, "counts", counts.String())
 	}
-	verifier := principal.New(st, principal.Options{Now: clk.Now})
+	verifier := principal.New(st, principal.Options{Now: clk.Now, Logger: log})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet}))
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet, BodyTimeout: cfg.BodyTimeout}))
 	if cfg.ControlToken != "" {
 		ch, err := control.New(control.Config{
 			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,
@@ -211,13 +214,13 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	defer ln.Close()
 	addr := ln.Addr().String()
 
-	wallet, keyID, apiKey, err := devWallet(ctx, st, gw, clk, cfg.DevBalance)
+	wallet, keyID, apiKey, balance, err := devWallet(ctx, st, gw, clk, cfg.DevBalance)
 	if err != nil {
 		return err
 	}
 	printQuickstart(stdout, quickstart{
 		addr: addr, kind: kind, target: target, wallet: wallet, keyID: keyID, apiKey: apiKey,
-		balance: devBalance(cfg.DevBalance), control: cfg.ControlToken != "", bugs: bugSet.List(), settings: settings,
+		balance: balance, control: cfg.ControlToken != "", bugs: bugSet.List(), settings: settings,
 		fixtures: applied,
 	})
 
@@ -281,17 +284,45 @@ func devBalance(b int64) int64 {
 	return b
 }
 
-// devWallet creates the quickstart wallet and its API key.
-func devWallet(ctx context.Context, st store.Store, gw *gateway.Gateway, clk *clock.Clock, balance int64) (wallet, keyID, apiKey string, err error) {
-	wallet = "w-" + uuid.NewString()
-	if _, _, err := fixtures.OpenWallet(ctx, st, wallet, devBalance(balance), clk.Now()); err != nil {
-		return "", "", "", fmt.Errorf("dev wallet: %w", err)
+// The dev wallet and its API key have fixed ids, so a store has one of
+// each however often the gateway starts on it.
+const (
+	devWalletID = "w-dev"
+	devKeyID    = "k-dev"
+)
+
+// devWallet opens the quickstart wallet and its API key when the store has
+// none yet. apiKey is "" when the key existed: only its hash is stored, so
+// it was printed once, when it was made. balance is the wallet's now.
+func devWallet(ctx context.Context, st store.Store, gw *gateway.Gateway, clk *clock.Clock, opening int64) (wallet, keyID, apiKey string, balance int64, err error) {
+	if _, _, err := fixtures.OpenWallet(ctx, st, devWalletID, devBalance(opening), clk.Now()); err != nil {
+		return "", "", "", 0, fmt.Errorf("dev wallet: %w", err)
 	}
-	keyID, apiKey, err = gw.IssueAPIKey(ctx, wallet)
+	w, err := st.Wallet(ctx, devWalletID)
 	if err != nil {
-		return "", "", "", fmt.Errorf("dev API key: %w", err)
+		return "", "", "", 0, fmt.Errorf("dev wallet: %w", err)
 	}
-	return wallet, keyID, apiKey, nil
+	_, err = st.APIKey(ctx, devKeyID)
+	switch {
+	case err == nil:
+		return devWalletID, devKeyID, "", w.Balance, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return "", "", "", 0, fmt.Errorf("dev API key: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", "", "", 0, fmt.Errorf("dev API key: %w", err)
+	}
+	apiKey = "mcpk_" + devKeyID + "_" + hex.EncodeToString(raw[:])
+	// Two gateways starting on one store at once: the second one's import
+	// fails on the taken id, and it prints no key, as on any later start.
+	if _, _, err := gw.ImportAPIKey(ctx, devWalletID, apiKey); err != nil {
+		if _, lookErr := st.APIKey(ctx, devKeyID); lookErr == nil {
+			return devWalletID, devKeyID, "", w.Balance, nil
+		}
+		return "", "", "", 0, fmt.Errorf("dev API key: %w", err)
+	}
+	return devWalletID, devKeyID, apiKey, w.Balance, nil
 }
 
 type quickstart struct {
@@ -312,7 +343,13 @@ func printQuickstart(w io.Writer, q quickstart) {
 	fmt.Fprintf(w, "  store:        %s %s\n", q.kind, where)
 	fmt.Fprintf(w, "  MCP endpoint: http://%s/mcp (2025-11-25 sessions and stateless 2026-07-28)\n", q.addr)
 	fmt.Fprintf(w, "  dev wallet:   %s (balance %d)\n", q.wallet, q.balance)
-	fmt.Fprintf(w, "  dev API key:  %s (key id %s)\n", q.apiKey, q.keyID)
+	shown := q.apiKey
+	if q.apiKey == "" {
+		shown = "<dev API key>"
+		fmt.Fprintf(w, "  dev API key:  key id %s, printed when this store's dev wallet was made (only its hash is kept)\n", q.keyID)
+	} else {
+		fmt.Fprintf(w, "  dev API key:  %s (key id %s; printed this once, only its hash is kept)\n", q.apiKey, q.keyID)
+	}
 	fmt.Fprintf(w, "  window:       %v unkeyed retry window, %v permit TTL (effective %v), stale lock %v\n",
 		q.settings.Window, q.settings.PermitTTL, q.settings.EffectiveWindow(), q.settings.StaleLock)
 	if q.fixtures != "" {
@@ -330,5 +367,5 @@ func printQuickstart(w io.Writer, q quickstart) {
 	fmt.Fprintf(w, "  curl -s http://%s/mcp -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "+
 		"-H 'MCP-Protocol-Version: 2025-11-25' "+
 		`-d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.notes.write","arguments":{"text":"hello"}}}'`+"\n",
-		q.addr, q.apiKey)
+		q.addr, shown)
 }

@@ -331,7 +331,8 @@ func seedRetest(t *testing.T, kind, storeArg string) {
 // TestQuickstart checks the printed dev wallet and key work as printed, and
 // that the gateway stops cleanly.
 func TestQuickstart(t *testing.T) {
-	g := start(t, Config{Addr: "127.0.0.1:0", Store: "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")})
+	db := "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: db})
 	out := g.out.String()
 	key := regexp.MustCompile(`dev API key:\s+(\S+)`).FindStringSubmatch(out)
 	wallet := regexp.MustCompile(`dev wallet:\s+(\S+) \(balance 1000\)`).FindStringSubmatch(out)
@@ -398,5 +399,34 @@ func TestStartupRefusals(t *testing.T) {
 	}
 	if !strings.Contains(g.out.String(), "BUG SWITCHES ON") {
 		t.Fatalf("no bug warning:\n%s", g.out)
+	}
+}
+
+// TestDevWalletOncePerStore: the dev wallet and its key are made on the
+// first start on a store; a later start reuses them, prints no key (only its
+// hash is kept) and shows the balance the wallet has now.
+func TestDevWalletOncePerStore(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")
+	g := start(t, Config{Addr: "127.0.0.1:0", Store: db})
+	key := regexp.MustCompile(`dev API key:\s+(mcpk_\S+)`).FindStringSubmatch(g.out.String())
+	if key == nil || !strings.Contains(g.out.String(), "dev wallet:   w-dev (balance 1000)") {
+		t.Fatalf("first start:\n%s", g.out)
+	}
+	_, a := g.mcp(t, map[string]string{"Authorization": "Bearer " + key[1], "MCP-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"partner.notes.write","arguments":{"text":"hello"}}}`)
+	if _, rc := decodeResult(t, a); rc.Charged != 2 {
+		t.Fatalf("receipt %+v", rc)
+	}
+	g.stop(t)
+
+	g = start(t, Config{Addr: "127.0.0.1:0", Store: db})
+	out := g.out.String()
+	if strings.Contains(out, "mcpk_") || !strings.Contains(out, "dev wallet:   w-dev (balance 998)") || !strings.Contains(out, "key id k-dev") {
+		t.Fatalf("second start:\n%s", out)
+	}
+	_, a = g.mcp(t, map[string]string{"Authorization": "Bearer " + key[1], "MCP-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"partner.notes.write","arguments":{"text":"again"}}}`)
+	if _, rc := decodeResult(t, a); rc.Charged != 2 {
+		t.Fatalf("the first start's key after a restart: %+v", rc)
 	}
 }

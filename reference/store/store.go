@@ -15,10 +15,36 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+// The range of times a store keeps: both hold a time as Unix nanoseconds in
+// an int64, which ends in September 1677 and April 2262. A time outside it
+// would be stored wrapped (a permit expiring in 2300 read back as expired in
+// 1715), so callers refuse it before it gets here.
+var (
+	MinTime = time.Unix(0, math.MinInt64).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// TimeInRange reports whether t can be stored and read back as it is.
+func TimeInRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
+
+// MaxPrice is the highest price a tool may have: 2^53-1, the largest integer
+// a JSON number read as an IEEE 754 double (JavaScript's only number) holds
+// exactly, so every client reads a receipt's "charged" as it was written.
+const MaxPrice = 1<<53 - 1
+
+// CheckPrice refuses a price below 0 or above MaxPrice.
+func CheckPrice(price int64) error {
+	if price < 0 || price > MaxPrice {
+		return fmt.Errorf("price %d: must be 0 to %d (2^53-1, so that JavaScript clients read the charge exactly)", price, int64(MaxPrice))
+	}
+	return nil
+}
 
 // NewRowID is a fresh id for a row indexed by it (a wallet, a permit, a
 // ledger entry, a dispatch), after prefix: a time-ordered UUID (version 7),

@@ -3,9 +3,10 @@ package wire
 import (
 	"encoding/json"
 	"errors"
-	"github.com/mcpconform/mcpconform/reference/bugs"
 	"net/http"
 	"strconv"
+
+	"github.com/mcpconform/mcpconform/reference/bugs"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,6 +40,9 @@ const (
 	ReasonStreamConflict         = "stream_conflict"
 	ReasonRequestIDInFlight      = "request_id_in_flight"
 	ReasonHostForbidden          = "host_forbidden"
+	// ReasonRequestTimeout is a body that did not arrive within
+	// Options.BodyTimeout.
+	ReasonRequestTimeout = "request_timeout"
 	// ReasonProtocolError is any other refusal of the SDK: a fallback, so
 	// that an SDK upgrade adding a check still answers with a reason.
 	ReasonProtocolError = "protocol_error"
@@ -74,7 +78,9 @@ var transportReasons = map[string]transportReason{
 	// the first finishes, the same request is answered (a replay, if keyed).
 	ReasonRequestIDInFlight: {code: jsonrpc.CodeInvalidRequest, retryable: true},
 	ReasonHostForbidden:     {code: jsonrpc.CodeInvalidRequest},
-	ReasonProtocolError:     {code: jsonrpc.CodeInvalidRequest},
+	// Nothing of the request was used; sent again promptly, it is answered.
+	ReasonRequestTimeout: {code: jsonrpc.CodeInvalidRequest, retryable: true},
+	ReasonProtocolError:  {code: jsonrpc.CodeInvalidRequest},
 }
 
 // KnownReason reports whether r is a data.reason /mcp may answer with: the

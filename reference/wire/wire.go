@@ -5,9 +5,10 @@
 // per-request _meta of the stateless 2026-07-28 revision, SSE/JSON framing,
 // header checks). This package owns everything around it:
 //
-//   - before the SDK sees a request: the 1 MiB body limit, the batch refusal,
-//     parse errors and API-key authentication, each answered with a JSON-RPC
-//     error whose data carries a stable reason (docs/wire.md);
+//   - before the SDK sees a request: API-key authentication (before the body
+//     is read), then the body's deadline, the 1 MiB body limit, the batch
+//     refusal and parse errors, each answered with a JSON-RPC error whose
+//     data carries a stable reason (docs/wire.md);
 //   - inside the SDK: a receiving middleware that answers tools/call and
 //     tools/list itself, so every call (also one naming a tool removed since,
 //     whose stored outcome may still replay) goes to the gateway core and never
@@ -34,7 +35,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,7 +120,14 @@ type Options struct {
 	Relay Relay
 	// Bugs are the bug switches of the wire layer (reference/bugs).
 	Bugs bugs.Set
+	// BodyTimeout bounds reading one request body, counted from when the
+	// API key was accepted. Zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
+
+// DefaultBodyTimeout is how long a request body may take to arrive: 1 MiB
+// at about 35 KB/s.
+const DefaultBodyTimeout = 30 * time.Second
 
 // Handler returns the http.Handler for POST /mcp (and GET/DELETE of
 // 2025-11-25 sessions). verifier may be nil: principal tokens are then refused.
@@ -133,6 +143,9 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 2 * time.Minute
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
@@ -265,10 +278,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Nobody but this handler sets the internal header.
 	r.Header.Del(headerInternal)
 
+	// The API key is checked before a byte of the body is read, so a client
+	// without one cannot hold a connection open by dribbling a body.
+	caller, err := h.authenticate(r)
+	if err != nil {
+		// The body is left unread: closing the connection after the answer
+		// keeps net/http from draining it first, which would wait on a
+		// client that sends it slowly.
+		w.Header().Set("Connection", "close")
+		id := h.refusedID(w, r)
+		var ref *gateway.Refusal
+		if errors.As(err, &ref) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpconform"`)
+			h.writeError(w, http.StatusUnauthorized, id, ref)
+			return
+		}
+		h.log.Error("authenticate", "err", err)
+		h.writeError(w, http.StatusInternalServerError, id, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
+		return
+	}
+
 	var env envelope
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		body, err := h.readBody(w, r, h.opts.BodyTimeout)
 		if err != nil {
+			w.Header().Set("Connection", "close")
+			if isTimeout(err) {
+				h.writeError(w, http.StatusRequestTimeout, nil, refuse(ReasonRequestTimeout, "the request body did not arrive within %v", h.opts.BodyTimeout))
+				return
+			}
 			h.writeError(w, http.StatusBadRequest, nil, gateway.Refuse(gateway.ReasonParse, "reading the request body: %v", err))
 			return
 		}
@@ -300,19 +338,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-	}
-
-	caller, err := h.authenticate(r)
-	if err != nil {
-		var ref *gateway.Refusal
-		if errors.As(err, &ref) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpconform"`)
-			h.writeError(w, http.StatusUnauthorized, env.ID, ref)
-			return
-		}
-		h.log.Error("authenticate", "err", err)
-		h.writeError(w, http.StatusInternalServerError, env.ID, gateway.Refuse(gateway.ReasonInternal, "authentication failed: internal error"))
-		return
 	}
 
 	var memo *toolmemo.Memo
@@ -396,6 +421,54 @@ func (h *handler) authenticate(r *http.Request) (gateway.Caller, error) {
 		return gateway.Caller{}, gateway.Refuse(gateway.ReasonUnauthenticated, "an API key is required: Authorization: Bearer <api key>")
 	}
 	return h.core.Authenticate(r.Context(), key)
+}
+
+// refusedGrace is how long the body of a request refused for its API key is
+// waited for, only to echo its JSON-RPC id.
+const refusedGrace = 100 * time.Millisecond
+
+// refusedID is the id of a request refused before its body was read, when
+// the body arrives within refusedGrace: a stock MCP client matches an error
+// to its request by id (go-sdk's drops one with id null), and an ordinary
+// client sends its body with its headers. One that dribbles it is answered
+// with id null once the grace is over, never later.
+func (h *handler) refusedID(w http.ResponseWriter, r *http.Request) json.RawMessage {
+	if r.Method != http.MethodPost {
+		return nil
+	}
+	body, err := h.readBody(w, r, refusedGrace)
+	if err != nil || len(body) > MaxBodyBytes {
+		return nil
+	}
+	env, err := readEnvelope(body)
+	if err != nil {
+		return nil
+	}
+	return env.ID
+}
+
+// readBody reads a POST body, at most MaxBodyBytes+1 bytes of it, within
+// timeout. The deadline is the connection's read deadline, set for the
+// body alone and cleared after it: http.Server.ReadTimeout would also cut
+// the connection's background read while a long call or an event stream
+// runs, which net/http takes for the client leaving (the call's context
+// ends, a 2025-11-25 stream closes).
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return nil, fmt.Errorf("set the body read deadline: %w", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if cerr := rc.SetReadDeadline(time.Time{}); cerr != nil && !errors.Is(cerr, http.ErrNotSupported) && err == nil {
+		err = fmt.Errorf("clear the body read deadline: %w", cerr)
+	}
+	return body, err
+}
+
+// isTimeout reports whether a read failed on its deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -216,6 +216,16 @@ func testPermits(t *testing.T, s store.Store) {
 	wantErr(t, "missing permit", err, store.ErrNotFound)
 	p.ID, p.WalletID = id(), id()
 	wantErr(t, "permit of missing wallet", s.CreatePermit(ctx(t), p), store.ErrNotFound)
+
+	// The ends of store.TimeInRange are kept as they are.
+	for _, at := range []time.Time{store.MaxTime, store.MinTime} {
+		edge := store.Permit{ID: id(), WalletID: fx.wallet.ID, APIKeyID: fx.key.ID, Tool: fx.tool.Name,
+			Budget: 1, ExpiresAt: at, CreatedAt: t0}
+		must(t, s.CreatePermit(ctx(t), edge))
+		got, err := s.Permit(ctx(t), edge.ID)
+		must(t, err)
+		diff(t, "permit expiring at "+at.Format(time.RFC3339Nano), edge, got)
+	}
 }
 
 func testNotes(t *testing.T, s store.Store) {
