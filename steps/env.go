@@ -182,11 +182,19 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var failed []string
+	elsewhere := receiptsElsewhere(e.results)
 	for i := range e.results {
 		s := &e.results[i]
 		late, err := e.reread(ctx, s, e.ledgers[i], quiet)
 		if err != nil {
 			return failed, err
+		}
+		if len(elsewhere[i]) > 0 {
+			late = true
+			at := s.History[len(s.History)-1].Time
+			for _, v := range elsewhere[i] {
+				s.History = append(s.History, judge.Op{Index: len(s.History), Process: "harness", Type: judge.OK, F: judge.FEnv, Time: at, Value: mustJSON(v)})
+			}
 		}
 		moved, err := e.rereadFinal(ctx, s, e.finals[i])
 		if err != nil {
@@ -348,4 +356,52 @@ func historyOfLate(s *reports.Scenario, late judge.Check) {
 			Time: d.At, Value: mustJSON(judge.EffectValue{Token: d.Token})})
 		s.Dispatches = append(s.Dispatches, d)
 	}
+}
+
+// receiptsElsewhere finds receipts that answered operations of two
+// scenarios: each scenario's model sees only its own history, so a gateway
+// whose processes mint receipts from counters of their own (or that hands
+// one scenario another's stored result) shows only across scenarios. It
+// returns, per scenario index, the events that tell its model so.
+func receiptsElsewhere(results []reports.Scenario) map[int][]judge.EnvValue {
+	type use struct {
+		scenario int
+		token    string
+	}
+	first := map[string]use{}
+	out := map[int][]judge.EnvValue{}
+	noted := map[[2]int]map[string]bool{}
+	note := func(at, other use, receipt string) {
+		k := [2]int{at.scenario, other.scenario}
+		if noted[k] == nil {
+			noted[k] = map[string]bool{}
+		}
+		if noted[k][receipt] {
+			return
+		}
+		noted[k][receipt] = true
+		out[at.scenario] = append(out[at.scenario], judge.EnvValue{Kind: judge.EnvReceiptElsewhere, Receipt: receipt,
+			Token: other.token, Elsewhere: results[other.scenario].ID})
+	}
+	for i, s := range results {
+		for _, op := range s.History {
+			if op.F != judge.FCall || op.Type != judge.OK {
+				continue
+			}
+			var v judge.CallValue
+			if json.Unmarshal(op.Value, &v) != nil || v.Receipt == "" || v.Token == "" {
+				continue
+			}
+			here := use{i, v.Token}
+			f, seen := first[v.Receipt]
+			switch {
+			case !seen:
+				first[v.Receipt] = here
+			case f.scenario != i && f.token != v.Token:
+				note(here, f, v.Receipt)
+				note(f, here, v.Receipt)
+			}
+		}
+	}
+	return out
 }

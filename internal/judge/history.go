@@ -224,6 +224,11 @@ const (
 	// pause at Point (the control API said so): it does nothing more until
 	// that pause is released.
 	EnvWaiting = "waiting"
+	// EnvReceiptElsewhere: Receipt also answered another operation (Token)
+	// in another scenario of the run (Elsewhere). A receipt names one
+	// operation whatever scenario it is in, so a result carrying it for any
+	// other is that operation's outcome, or a name the client cannot trust.
+	EnvReceiptElsewhere = "receipt-elsewhere"
 )
 
 // EnvValue is the value of a FEnv event.
@@ -244,6 +249,8 @@ type EnvValue struct {
 	Balance          *int64     `json:"balance,omitempty"`
 	On               bool       `json:"on,omitempty"`
 	Client           string     `json:"client,omitempty"` // EnvWaiting's client, as the calls' process names it
+	Receipt          string     `json:"receipt,omitempty"`   // EnvReceiptElsewhere's receipt
+	Elsewhere        string     `json:"elsewhere,omitempty"` // EnvReceiptElsewhere's scenario
 }
 
 // Dispatch is one call the upstream probe received.

@@ -1006,6 +1006,21 @@ func (m *model) crossOperation(flagged map[int]bool) []Check {
 			owner[c.a.Receipt] = c
 		}
 	}
+	for _, e := range m.env {
+		if e.env.Kind != EnvReceiptElsewhere {
+			continue
+		}
+		for _, c := range m.calls {
+			if c.result() && c.a.Receipt == e.env.Receipt && c.v.Token != e.env.Token && !flagged[c.inv] {
+				flagged[c.inv] = true
+				out = append(out, violation(KindAnswer, Args("call", c.inv), CapWire, HarmLostOutcome,
+					fmt.Sprintf("%s is answered as the contract allows", c.name()),
+					"a result under a receipt of its own: a receipt names one operation in the whole run",
+					fmt.Sprintf("a result carrying receipt %q, which also answered another operation (token %s) in scenario %s", c.a.Receipt, e.env.Token, e.env.Elsewhere),
+					c.inv, c.out, e.i))
+			}
+		}
+	}
 	byToken := map[string]*mcall{}
 	for _, c := range m.calls {
 		if c.result() && c.a.Served == c.v.Token && byToken[c.v.Token] == nil {

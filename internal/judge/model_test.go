@@ -285,6 +285,16 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.result("bob", with(unkeyed(write), func(v *CallValue) { v.Principal = "bob" }), "r2", "d1")
 		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"a receipt that answered another operation in another scenario", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvReceiptElsewhere, Receipt: "r1", Token: "op9", Elsewhere: "retry-01"})
+		}, []string{"answer/lost-outcome"}},
+		{"a receipt seen elsewhere for this very operation", func(h *hist) {
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvReceiptElsewhere, Receipt: "r1", Token: "op1", Elsewhere: "retry-01"})
+		}, nil},
 		{"a revoked principal gets the stored result", func(h *hist) {
 			v := with(write, func(v *CallValue) { v.Principal = "alice" })
 			h.result("alice", v, "r1", "d1")
