@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -189,8 +190,8 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		if err != nil {
 			return failed, err
 		}
-		if len(elsewhere[i]) > 0 {
-			late = true
+		shared := len(elsewhere[i]) > 0
+		if shared {
 			at := s.History[len(s.History)-1].Time
 			for _, v := range elsewhere[i] {
 				s.History = append(s.History, judge.Op{Index: len(s.History), Process: "harness", Type: judge.OK, F: judge.FEnv, Time: at, Value: mustJSON(v)})
@@ -216,7 +217,14 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 				s.Checks = append(s.Checks, check)
 			}
 		}
-		if !late {
+		var whys []string
+		if late {
+			whys = append(whys, "a dispatch or ledger entry arrived after the scenario ended")
+		}
+		if shared {
+			whys = append(whys, "a receipt it got also answered another scenario's operation")
+		}
+		if len(whys) == 0 {
 			continue
 		}
 		end := judge.Ending{}
@@ -229,7 +237,7 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		setModelChecks(s)
 		applyDecision(s, end, fmt.Sprintf("\n  evidence: evidence/%s.json", reports.SafeName(s.ID)))
 		if s.Verdict == judge.Failed && was != judge.Failed {
-			s.Reason = fmt.Sprintf("a dispatch or ledger entry arrived after the scenario ended (it was %s)\n  %s", was, s.Reason)
+			s.Reason = fmt.Sprintf("%s (it was %s)\n  %s", strings.Join(whys, ", and "), was, s.Reason)
 			failed = append(failed, s.ID)
 		}
 	}
