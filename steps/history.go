@@ -54,6 +54,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		r := a.ResultValue()
 		typ = judge.OK
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
+		v.Replayed, v.Charged = r.Replayed, r.Charged
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		v.Means = meanings(p, a)

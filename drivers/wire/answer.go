@@ -75,6 +75,34 @@ func (a *Answer) Receipt() string {
 	return p.LookupString(a.Message)
 }
 
+// ReceiptFacts are what the object holding the receipt id says beside it:
+// whether the result is a replay ("replayed") and what was charged for it
+// ("charged"), each nil when that object has no such member of that type.
+func (a *Answer) ReceiptFacts() (replayed *bool, charged *int64) {
+	if a == nil || a.Message == nil {
+		return nil, nil
+	}
+	p := a.receipt
+	if p == nil {
+		p = MustParsePath(DefaultReceiptPath)
+	}
+	if len(p) < 2 {
+		return nil, nil
+	}
+	raw, ok := p[:len(p)-1].Lookup(a.Message)
+	if !ok {
+		return nil, nil
+	}
+	var facts struct {
+		Replayed *bool  `json:"replayed"`
+		Charged  *int64 `json:"charged"`
+	}
+	if json.Unmarshal(raw, &facts) != nil {
+		return nil, nil
+	}
+	return facts.Replayed, facts.Charged
+}
+
 // HasError reports a JSON-RPC error (a refusal), as opposed to a tool result.
 func (a *Answer) HasError() bool {
 	return a != nil && a.Response != nil && a.Response.Error != nil

@@ -36,6 +36,7 @@ func (a *Answer) ResultValue() judge.CallValue {
 	}
 	_ = json.Unmarshal(a.resultField("structuredContent"), &sc)
 	v.Served = sc.Token
+	v.Replayed, v.Charged = a.ReceiptFacts()
 	return v
 }
 

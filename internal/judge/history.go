@@ -125,7 +125,12 @@ type CallValue struct {
 	// (content, structuredContent, isError), its resultType, whether it has
 	// the content list every version's schema requires, and whether it is a
 	// 2026-07-28 input-required round rather than a final result.
-	Digest        string `json:"digest,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Replayed and Charged are what the receipt says beside its id, when
+	// it says it: whether this result is a replay, and the credits charged
+	// for the operation.
+	Replayed      *bool  `json:"replayed,omitempty"`
+	Charged       *int64 `json:"charged,omitempty"`
 	ResultType    string `json:"result_type,omitempty"`
 	NoContent     bool   `json:"no_content,omitempty"`
 	InputRequired bool   `json:"input_required,omitempty"`
@@ -248,7 +253,7 @@ type EnvValue struct {
 	Wallet           string     `json:"wallet,omitempty"`
 	Balance          *int64     `json:"balance,omitempty"`
 	On               bool       `json:"on,omitempty"`
-	Client           string     `json:"client,omitempty"` // EnvWaiting's client, as the calls' process names it
+	Client           string     `json:"client,omitempty"`    // EnvWaiting's client, as the calls' process names it
 	Receipt          string     `json:"receipt,omitempty"`   // EnvReceiptElsewhere's receipt
 	Elsewhere        string     `json:"elsewhere,omitempty"` // EnvReceiptElsewhere's scenario
 }

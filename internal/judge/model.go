@@ -850,6 +850,21 @@ func (m *model) answer(c *mcall) []Check {
 			what := "its stored result served again whole (the same receipt, content, structuredContent and isError)"
 			return bad(HarmLostOutcome, what+fmt.Sprintf(": receipt %q", first.a.Receipt), first.out)
 		}
+		if first.a.Charged != nil && c.a.Charged != nil && *first.a.Charged != *c.a.Charged {
+			return bad(HarmWrongAmount, fmt.Sprintf("its stored receipt served again whole: charged %d, as when it ran", *first.a.Charged), first.out)
+		}
+	}
+	if c.a.Replayed != nil {
+		// Whichever call the tool ran for, its result is the one not marked
+		// a replay; every other result of the operation is.
+		for _, d := range o.calls {
+			if d != c && d.inv < c.inv && d.result() && d.a.Replayed != nil && !*d.a.Replayed && !*c.a.Replayed && sameResult(d, c) {
+				return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked replayed: true: %s already got it as the call the tool ran for", d.name()), d.out)
+			}
+		}
+		if *c.a.Replayed && !o.othersMayHaveRun(c) {
+			return bad(HarmLostOutcome, "a result marked replayed: false: no other call of its operation could have run it, so the tool ran for this one")
+		}
 	}
 	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {
 		// The probe answers every dispatch with its token, and this target
@@ -864,6 +879,17 @@ func (m *model) answer(c *mcall) []Check {
 		}
 	}
 	return nil
+}
+
+// othersMayHaveRun says a call of the operation other than c, begun before
+// c's answer, may have run it: c's result may then be a replay.
+func (o *mop) othersMayHaveRun(c *mcall) bool {
+	for _, d := range o.calls {
+		if d != c && d.start.Before(c.end) && !d.ranNothing() {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHaveRunBefore says a call of the operation made before t may have
@@ -1280,6 +1306,9 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		case len(d) == 0 && p > 0:
 			unpaid = append(unpaid, fmt.Sprintf("%s (%d)", rc, p))
 			missing += p
+		}
+		if ch := o.outcome.a.Charged; ch != nil && len(d) == 1 && *ch != d[0] {
+			add(HarmWrongAmount, fmt.Sprintf("receipt %s saying what the ledger debited under it, %d", rc, d[0]), fmt.Sprintf("a result whose receipt says charged %d", *ch))
 		}
 	}
 	if receipted {

@@ -69,6 +69,8 @@ func (h *hist) read(r LedgerRead) {
 
 func price(p int64) *int64 { return &p }
 
+func boolP(b bool) *bool { return &b }
+
 func timeP(t time.Time) *time.Time { return &t }
 
 var (
@@ -285,6 +287,34 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.result("bob", with(unkeyed(write), func(v *CallValue) { v.Principal = "bob" }), "r2", "d1")
 		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"a replay marked as a first run", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false)})
+			h.dispatch("op1")
+			inv = h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false)})
+		}, []string{"answer/lost-outcome"}},
+		{"a first run marked as a replay", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(true)})
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome"}},
+		{"a replay whose receipt says another charge, and a ledger that disagrees with the receipt", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false), Charged: price(4)})
+			h.dispatch("op1")
+			inv = h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(true), Charged: price(3)})
+			h.read(oneDebit)
+		}, []string{"answer/wrong-amount", "ledger/wrong-amount"}},
+		{"receipts that say it right", func(h *hist) {
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false), Charged: price(3)})
+			h.dispatch("op1")
+			inv = h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(true), Charged: price(3)})
+			h.read(oneDebit)
+		}, nil},
 		{"a receipt that answered another operation in another scenario", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")

@@ -108,6 +108,7 @@ func (a Attempt) outcome(token string) (string, judge.CallValue) {
 	switch a.Kind {
 	case KindResult:
 		v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Result.Digest, a.Result.ResultType, a.Result.NoContent, a.Result.InputRequired
+		v.Replayed, v.Charged = a.Result.Replayed, a.Result.Charged
 		v.Receipt, v.Served = a.Receipt, a.Token
 		return judge.OK, v
 	case KindInProgress, KindError:
