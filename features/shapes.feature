@@ -140,6 +140,18 @@ Feature: Keys, arguments, balances and upstream answers of every shape
       | on                   | keying1       | keying2       | keying3       |
       | , for unkeyed calls  | without a key | without a key | without a key |
 
+  @upstream-03 @must @needs-upstream @needs-fixtures
+  Scenario: A refunded call under a permit that pays for one call is retried and runs
+    Requirement: A refund gives back all the call took: the wallet's credits and the explicit permit's budget. A call refused dispatch_failed (nothing ran) under a permit whose budget pays for one call is retried and runs, never refused permit_exhausted.
+    Source: docs/wire.md (An upstream tool's result: "refuses the call with a JSON-RPC error, nothing ran: dispatch_failed, refunded"); adversarial review of the reference gateway
+    Given an explicit permit "P1" for "write" with a budget of 3 credits, valid for 60s
+    And the probe refuses the next dispatch of "$op1"
+    When "A" calls "write" with {"token":"$op1"} under permit "P1"
+    Then "A" is refused with retryable "dispatch_failed"
+    When "A" retries its last call with a new JSON-RPC id
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+
   @funds-02 @must @needs-upstream @needs-fixtures @needs-faults
   Scenario: A call paused between its reservation and its charge is refused once another call spent the wallet
     Requirement: The balance is checked where it is debited, in one step: a call that found the wallet able to pay when it arrived, and is charged only after another call spent the last credits, is refused insufficient_funds and never dispatched; the wallet is never overdrawn.

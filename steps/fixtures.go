@@ -279,6 +279,7 @@ func anExplicitPermit(ctx context.Context, alias, tool string, budget int64, ttl
 		return fmt.Errorf("create permit %s: %w", alias, err)
 	}
 	w.permits[alias] = pm.PermitID
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvPermit, Permit: pm.PermitID, Budget: control.Ptr(budget)})
 	return nil
 }
 

@@ -239,6 +239,7 @@ var Catchers = map[string][]Check{
 	"funds-boundary":         at(`the probe saw "$op2" dispatched 1 time`, "funds-01", "funds-01-unkeyed"),
 	"large-args-unbound":     at(`the probe saw "$op1" dispatched 2 times`, "iga-06"),
 	"funds-unlocked":         at(`the wallet balance changed by -3`, "funds-02", "funds-03", "funds-03-unkeyed"),
+	"permit-refund-kept":     at(`"A" gets a result`, "upstream-03"),
 	// The outcome of large arguments is refunded as it is dropped: iga-06's
 	// first call, which ran, is paid back.
 	"large-args-unstored": join(

@@ -88,4 +88,6 @@ var Harms = map[string][]judge.Harm{
 	"large-args-unstored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
 	// Operations that each ran once, more than the wallet could pay for.
 	"funds-unlocked": {judge.HarmWrongAmount, judge.HarmDoubleDispatch},
+	// A retry refused where it must run: nothing ran, nothing was kept.
+	"permit-refund-kept": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 }

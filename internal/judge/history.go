@@ -234,6 +234,9 @@ const (
 	// operation whatever scenario it is in, so a result carrying it for any
 	// other is that operation's outcome, or a name the client cannot trust.
 	EnvReceiptElsewhere = "receipt-elsewhere"
+	// EnvPermit: an explicit permit (Permit, its id) was granted with a
+	// budget of Budget credits.
+	EnvPermit = "permit"
 )
 
 // EnvValue is the value of a FEnv event.
@@ -256,6 +259,8 @@ type EnvValue struct {
 	Client           string     `json:"client,omitempty"`    // EnvWaiting's client, as the calls' process names it
 	Receipt          string     `json:"receipt,omitempty"`   // EnvReceiptElsewhere's receipt
 	Elsewhere        string     `json:"elsewhere,omitempty"` // EnvReceiptElsewhere's scenario
+	Permit           string     `json:"permit,omitempty"`    // EnvPermit's permit id
+	Budget           *int64     `json:"budget,omitempty"`    // EnvPermit's budget
 }
 
 // Dispatch is one call the upstream probe received.

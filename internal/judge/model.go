@@ -760,7 +760,8 @@ func (m *model) allowed(c *mcall) map[string]bool {
 		a[ReasonResponseFailed] = true
 	}
 	if c.v.Permit != "" {
-		a["permit_invalid"], a["permit_exhausted"], a["permit_expired"] = true, true, true
+		a["permit_invalid"], a["permit_expired"] = true, true
+		a["permit_exhausted"] = m.permitSpent(c)
 	}
 	if c.v.Role == RoleSample {
 		a[ReasonCapabilities] = true
@@ -879,6 +880,35 @@ func (m *model) answer(c *mcall) []Check {
 		}
 	}
 	return nil
+}
+
+// permitSpent says c's explicit permit may not have its price left: its
+// budget is unknown, or what other operations under it that may have run
+// cost, with c's price, passes it. A refunded operation gave its spend
+// back, so it does not count.
+func (m *model) permitSpent(c *mcall) bool {
+	var budget *int64
+	for _, e := range m.env {
+		if e.env.Kind == EnvPermit && e.env.Permit == c.v.Permit {
+			budget = e.env.Budget
+		}
+	}
+	if budget == nil || !c.op.priced {
+		return true
+	}
+	spent := c.op.price
+	for _, o := range m.mops {
+		if o == c.op || o.calls[0].v.Permit != c.v.Permit {
+			continue
+		}
+		if !o.priced {
+			return true
+		}
+		if o.ran() || o.mayRun() {
+			spent += o.price
+		}
+	}
+	return spent > *budget
 }
 
 // othersMayHaveRun says a call of the operation other than c, begun before

@@ -287,6 +287,20 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.result("bob", with(unkeyed(write), func(v *CallValue) { v.Principal = "bob" }), "r2", "d1")
 		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"a refunded call's retry under a one-call permit is refused as if the permit were spent", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Permit = "pmt-1" })
+			h.env(EnvValue{Kind: EnvPermit, Permit: "pmt-1", Budget: price(3)})
+			h.env(EnvValue{Kind: EnvUpstreamFail, Token: "op1", Action: UpstreamRefuse})
+			h.refused("A", v, ReasonDispatchFailed, true)
+			h.refused("A", v, "permit_exhausted", false)
+		}, []string{"answer/wrong-refusal"}},
+		{"a second operation under a one-call permit is refused permit_exhausted", func(h *hist) {
+			v := with(write, func(v *CallValue) { v.Permit = "pmt-1" })
+			h.env(EnvValue{Kind: EnvPermit, Permit: "pmt-1", Budget: price(3)})
+			h.result("A", v, "r1", "d1")
+			h.dispatch("op1")
+			h.refused("A", with(v, func(v *CallValue) { v.Token, v.Key, v.Arguments = "op2", "k2", map[string]any{"token": "op2"} }), "permit_exhausted", false)
+		}, nil},
 		{"a replay marked as a first run", func(h *hist) {
 			inv := h.call("A", write)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false)})

@@ -78,6 +78,7 @@ const (
 	LargeArgsUnbound     = "large-args-unbound"
 	LargeArgsUnstored    = "large-args-unstored"
 	FundsUnlocked        = "funds-unlocked"
+	PermitRefundKept     = "permit-refund-kept"
 )
 
 // Bug describes one switch.
@@ -153,6 +154,7 @@ var All = []Bug{
 	{Name: LargeArgsUnbound, Description: "calls whose canonical arguments exceed 2 KiB leave the verified principal out of their derived key and replay check (a size-capped identity column): another principal with the same large arguments gets the first one's result"},
 	{Name: LargeArgsUnstored, Description: "an outcome whose call's canonical arguments exceed 8 KiB is answered but not stored (the outcome table caps its row): the record ends refunded, so a retry runs the tool again"},
 	{Name: FundsUnlocked, Description: "the balance is checked when a call arrives and the debit written later, after the reservation, without checking it again (check, then act): calls racing for a wallet's last credits all pass the check, each is charged and dispatched, and the wallet is overdrawn"},
+	{Name: PermitRefundKept, Description: "a refund gives the wallet its credits back but not the permit its budget: a call refused dispatch_failed under a one-call explicit permit cannot be retried (permit_exhausted), though nothing ran"},
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 }
 

@@ -1031,7 +1031,8 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 // Dispatcher's, such as an upstream's client_capabilities_missing).
 func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, cause error) error {
 	now := g.clock.Now()
-	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
+	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now,
+		RefundKeepsPermitSpend: g.bugs.On(bugs.PermitRefundKept) && c.r.PermitID != ""} // BUG permit-refund-kept
 	refund := charged
 	if capabilityRefusal(cause) {
 		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice

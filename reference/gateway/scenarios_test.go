@@ -342,6 +342,20 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a refunded call under a permit that pays for one call is retried and runs",
+		catches: []string{bugs.PermitRefundKept},
+		run: func(e *env) error {
+			id, now := "pmt-"+uuid.NewString(), e.clk.Now()
+			e.must(e.st.CreatePermit(e.ctx, store.Permit{ID: id, WalletID: e.wallet, APIKeyID: e.caller.APIKeyID, Tool: e.write,
+				Budget: price, ExpiresAt: now.Add(time.Hour), CreatedAt: now}))
+			e.disp.fails = 1
+			_, err := e.call(req{permit: id})
+			_, rerr := ok(run(e.call(req{permit: id})))
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("reason", reason(err), gateway.ReasonDispatchFailed), rerr, want("dispatches", n, 1))
+		},
+	},
+	{
 		name:    "a tool's isError result is charged, stored and replayed, never run again",
 		catches: []string{bugs.ToolErrorNotStored},
 		run: func(e *env) error {

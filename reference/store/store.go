@@ -376,6 +376,9 @@ type Outcome struct {
 	// Refund, with State failed_refunded on a charged record, is written in the
 	// same transaction: the balance and the permit are given back.
 	Refund *LedgerEntry
+	// RefundKeepsPermitSpend leaves the permit's spend as it was when the
+	// refund is written: only the permit-refund-kept bug switch sets it.
+	RefundKeepsPermitSpend bool
 	// Dispatch, with State completed, is the dispatch log row of the call
 	// that produced Result, written in the same transaction: one commit
 	// fewer on every first call, and the log never says a stored outcome's

@@ -594,7 +594,7 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 			if err != nil {
 				return err
 			}
-			if err := c.refund(ctx, q, rec, *o.Refund, o.Now); err != nil {
+			if err := c.refund(ctx, q, rec, *o.Refund, o.Now, !o.RefundKeepsPermitSpend); err != nil {
 				return err
 			}
 		}
@@ -613,7 +613,7 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 }
 
 // refund gives a charged record's debit back to the permit and the wallet.
-func (c *Core) refund(ctx context.Context, q Querier, rec store.Record, e store.LedgerEntry, now time.Time) error {
+func (c *Core) refund(ctx context.Context, q Querier, rec store.Record, e store.LedgerEntry, now time.Time, permitToo bool) error {
 	if !rec.Charged {
 		return errors.New("refund of an uncharged record")
 	}
@@ -630,8 +630,10 @@ func (c *Core) refund(ctx context.Context, q Querier, rec store.Record, e store.
 	if err != nil {
 		return err
 	}
-	if _, err := q.Exec(ctx, `UPDATE permits SET spent = `+c.d.Greatest+`(spent - $1, 0) WHERE id = $2`, e.Amount, rec.PermitID); err != nil {
-		return err
+	if permitToo {
+		if _, err := q.Exec(ctx, `UPDATE permits SET spent = `+c.d.Greatest+`(spent - $1, 0) WHERE id = $2`, e.Amount, rec.PermitID); err != nil {
+			return err
+		}
 	}
 	return MoveBalance(ctx, q, e, e.Amount)
 }
