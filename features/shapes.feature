@@ -79,6 +79,28 @@ Feature: Keys, arguments, balances and upstream answers of every shape
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
+  @args-05 @must @needs-upstream
+  Scenario: The same key with a list in another order is refused
+    Requirement: A list's order is part of the arguments: the same key with arguments whose list holds the same elements in another order is idempotency_key_reused, never the first arguments' stored result; nothing dispatched or charged.
+    Source: docs/wire.md (Keys and permits: two calls have the same arguments when their JSON means the same, and an array in another order means another thing); review of PR 917 "Duplicate prevention failed for simultaneous requests" (idempotency_key_payload_mismatch)
+    When "A" calls "write" with {"token":"$op1","ids":[1,2]} using key "$k1"
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op1","ids":[2,1]} using key "$k1"
+    Then "A" is refused with "idempotency_key_reused"
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
+  @args-05-unkeyed @must @unkeyed-derived @needs-upstream
+  Scenario: An unkeyed call with a list in another order is an operation of its own
+    Requirement: The derived key covers the list's order: an unkeyed call inside the window whose arguments hold the same list in another order is another operation, dispatched and charged once more, never answered with the first call's result.
+    Source: docs/wire.md (Keys and permits: two calls have the same arguments when their JSON means the same); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Design: "canonical JSON of the arguments")
+    When "A" calls "write" with {"token":"$op1","ids":[1,2]} without a key
+    Then "A" gets a result
+    When "A" calls "write" with {"token":"$op1","ids":[2,1]} without a key
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 2 times
+    And the ledger has 2 debits and 0 refunds
+
   @must @needs-upstream
   Scenario Outline: An upstream's refusal before the tool ran is refunded, and the retry runs it once<on>
     Requirement: An upstream that refuses a call with a JSON-RPC error ran nothing: the call is answered dispatch_failed (retryable) and its debit refunded, net zero; the retry runs the tool once and is charged once.

@@ -64,3 +64,16 @@ Feature: Window boundaries do not split one operation
     Then "A" gets a result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
+
+  @window-05 @must @unkeyed-derived @needs-upstream @needs-clock
+  Scenario: An unkeyed retry half a second before the window ends replays
+    Requirement: A slot's age is measured to the clock's precision, not in whole seconds: a call made at a fractional second and retried half a second before its window ends is still inside the window and replays, though the two calls' whole seconds are a window apart; no second dispatch or debit.
+    Source: docs/wire.md (An operation in progress: slots are "records cut less than the window in force ago"); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Bucket boundary breaks the SEL-498 acceptance")
+    Given the gateway clock is frozen 500ms before a window boundary
+    When "A" calls "write" with {"token":"$op1"} without a key
+    Then "A" gets a result
+    When the gateway clock advances 500ms short of the effective window
+    And "A" retries its last call with a new JSON-RPC id
+    Then the last answer of "A" replays its first answer
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds

@@ -34,6 +34,14 @@ func registerControl(sc *godog.ScenarioContext) {
 		w := getWorld(ctx)
 		return advance(ctx, seconds(w.env.Settings.EffectiveWindowSeconds)+time.Second)
 	})
+	sc.Step(`^the gateway clock advances (\S+) short of the effective window$`, func(ctx context.Context, d string) error {
+		w := getWorld(ctx)
+		by, err := shortOfWindow(seconds(w.env.Settings.EffectiveWindowSeconds), d)
+		if err != nil {
+			return err
+		}
+		return advance(ctx, by)
+	})
 	sc.Step(`^the gateway clock advances past the auto-permit life$`, func(ctx context.Context) error {
 		w := getWorld(ctx)
 		return advance(ctx, seconds(w.env.Settings.PermitTTLSeconds)+time.Second)
@@ -165,6 +173,21 @@ func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 		w.noteClock(clock)
 	}
 	return nil
+}
+
+// shortOfWindow is the advance that leaves a call made at the frozen clock
+// the given time short of its window's end. It is read off the target's
+// window, not written in the scenario, so the edge stays the edge whatever
+// window the target runs with.
+func shortOfWindow(win time.Duration, short string) (time.Duration, error) {
+	d, err := time.ParseDuration(short)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", short, err)
+	}
+	if d <= 0 || d >= win {
+		return 0, fmt.Errorf("%v short of a window of %v is not inside it", d, win)
+	}
+	return win - d, nil
 }
 
 // noteClock puts the gateway clock as a control API reported it in the

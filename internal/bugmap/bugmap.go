@@ -232,6 +232,13 @@ var Catchers = map[string][]Check{
 	"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
 	"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
 	"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01", "args-03"),
+	"fingerprint-sorted-lists": join(
+		at(`"A" is refused with "idempotency_key_reused"`, "args-05"),
+		at(`the probe saw "$op1" dispatched 2 times`, "args-05-unkeyed"),
+	),
+	// A retry within a second of its window's end, of a call made at a
+	// fractional second: only a frozen clock makes it.
+	"window-whole-seconds": at(dispatchedOnce, "window-05"),
 	// An upstream's refusal and a multi-round call a legacy client cannot
 	// answer are both dispatch errors: the debit stays for each.
 	"upstream-error-charged": at(`the wallet balance changed by 0`, "rounds-02", "upstream-01", "upstream-01-keyed"),

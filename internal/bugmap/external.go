@@ -64,6 +64,10 @@ var External = map[string]map[string][]Check{
 		"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
 		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
 		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01", "args-03"),
+		"fingerprint-sorted-lists": join(
+			at(`"A" is refused with "idempotency_key_reused"`, "args-05"),
+			at(`the probe saw "$op1" dispatched 2 times`, "args-05-unkeyed"),
+		),
 		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
 		"large-args-unstored":   at(dispatchedOnce, "args-04"),
 	},
@@ -96,12 +100,13 @@ var External = map[string]map[string][]Check{
 		"claim-lapses":         at(dispatchedOnce, "twins-03-later"),
 		// The shapes of keys and arguments, and a tool's error result,
 		// need nothing but the wire and the probe.
-		"key-case-folded":       at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
-		"key-truncated":         at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
-		"fingerprint-shallow":   at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
-		"fingerprint-raw-bytes": at(`"A" gets a result`, "args-01"),
-		"tool-error-not-stored": at(dispatchedOnce, "upstream-02"),
-		"large-args-unstored":   at(dispatchedOnce, "args-04"),
+		"key-case-folded":          at(`the probe saw "$op2" dispatched 1 time`, "key-01"),
+		"key-truncated":            at(`the probe saw "$op2" dispatched 1 time`, "key-02"),
+		"fingerprint-shallow":      at(`"A" is refused with "idempotency_key_reused"`, "args-02"),
+		"fingerprint-raw-bytes":    at(`"A" gets a result`, "args-01"),
+		"fingerprint-sorted-lists": at(`"A" is refused with "idempotency_key_reused"`, "args-05"),
+		"tool-error-not-stored":    at(dispatchedOnce, "upstream-02"),
+		"large-args-unstored":      at(dispatchedOnce, "args-04"),
 	},
 }
 

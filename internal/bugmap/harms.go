@@ -77,15 +77,19 @@ var Harms = map[string][]judge.Harm{
 	// The switches whose harm shows only in a shape of key, arguments,
 	// balance or upstream answer. Two keys taken for one: the second call
 	// is refused as a reuse (or answered with the first one's result).
-	"key-case-folded":        {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
-	"key-truncated":          {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
-	"fingerprint-shallow":    {judge.HarmLostOutcome},
-	"fingerprint-raw-bytes":  {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"upstream-error-charged": {judge.HarmDoubleCharge, judge.HarmWrongAmount},
-	"tool-error-not-stored":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"funds-boundary":         {judge.HarmWrongRefusal, judge.HarmWrongAmount},
-	"large-args-unbound":     {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
-	"large-args-unstored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"key-case-folded":       {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"key-truncated":         {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"fingerprint-shallow":   {judge.HarmLostOutcome},
+	"fingerprint-raw-bytes": {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	// A list reordered taken for the same arguments: the other operation's
+	// result served where a refusal (keyed) or a run (unkeyed) was due.
+	"fingerprint-sorted-lists": {judge.HarmLostOutcome, judge.HarmWrongRefusal, judge.HarmWrongAmount},
+	"window-whole-seconds":     {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"upstream-error-charged":   {judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"tool-error-not-stored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"funds-boundary":           {judge.HarmWrongRefusal, judge.HarmWrongAmount},
+	"large-args-unbound":       {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"large-args-unstored":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
 	// Operations that each ran once, more than the wallet could pay for.
 	"funds-unlocked": {judge.HarmWrongAmount, judge.HarmDoubleDispatch},
 	// A retry refused where it must run: nothing ran, nothing was kept.

@@ -79,6 +79,10 @@ const (
 	LargeArgsUnstored    = "large-args-unstored"
 	FundsUnlocked        = "funds-unlocked"
 	PermitRefundKept     = "permit-refund-kept"
+	// Harms at edges the other scenarios never reach: a retry within a
+	// second of the window's end, a list sent in another order.
+	WindowWholeSeconds     = "window-whole-seconds"
+	FingerprintSortedLists = "fingerprint-sorted-lists"
 )
 
 // Bug describes one switch.
@@ -156,6 +160,8 @@ var All = []Bug{
 	{Name: FundsUnlocked, Description: "the balance is checked when a call arrives and the debit written later, after the reservation, without checking it again (check, then act): calls racing for a wallet's last credits all pass the check, each is charged and dispatched, and the wallet is overdrawn"},
 	{Name: PermitRefundKept, Description: "a refund gives the wallet its credits back but not the permit its budget: a call refused dispatch_failed under a one-call explicit permit cannot be retried (permit_exhausted), though nothing ran"},
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
+	{Name: WindowWholeSeconds, Description: "the previous-bucket join compares a slot's age in whole Unix seconds (both times truncated): an unkeyed retry less than a second before the window ends, of a call made at a fractional second, counts as a full window old and dispatches and charges again"},
+	{Name: FingerprintSortedLists, Description: "arrays in the arguments are taken for sets, sorted before the fingerprint and the derived key are taken: the same key with a list in another order replays the first arguments' result instead of idempotency_key_reused, and an unkeyed call with a list reordered is answered with the other operation's result instead of running"},
 }
 
 // Set is the switches a gateway runs with.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
+	"github.com/mcpconform/mcpconform/reference/canonical"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -50,6 +52,45 @@ func (g *Gateway) bugFingerprinted(raw, canon []byte) []byte {
 		return b
 	}
 	return canon
+}
+
+// bugSortedLists is the canonical arguments with every array's elements in
+// byte order of their own canonical form, at every depth, as
+// fingerprint-sorted-lists takes them (lists read as sets).
+func (g *Gateway) bugSortedLists(canon []byte) []byte {
+	if !g.bugs.On(bugs.FingerprintSortedLists) {
+		return canon
+	}
+	if out, err := canonical.JSON(sortLists(canon)); err == nil {
+		return out
+	}
+	return canon
+}
+
+// sortLists leaves a value it cannot decode as it came: the arguments
+// were canonical JSON already, so that is never one of theirs.
+func sortLists(v json.RawMessage) json.RawMessage {
+	var out any = v
+	var members map[string]json.RawMessage
+	var elems []json.RawMessage
+	switch {
+	case json.Unmarshal(v, &members) == nil && members != nil:
+		for k, m := range members {
+			members[k] = sortLists(m)
+		}
+		out = members
+	case json.Unmarshal(v, &elems) == nil && elems != nil:
+		for i, e := range elems {
+			elems[i] = sortLists(e)
+		}
+		slices.SortFunc(elems, func(a, b json.RawMessage) int { return bytes.Compare(a, b) })
+		out = elems
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return v
+	}
+	return b
 }
 
 // isErrorResult says a tool's result is a failure it reported (isError).

@@ -117,6 +117,7 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	if canon[0] != '{' {
 		return CallResponse{}, Refuse(ReasonInvalidArguments, "arguments must be a JSON object")
 	}
+	canon = g.bugSortedLists(canon)                       // BUG fingerprint-sorted-lists
 	sum := sha256.Sum256(g.bugFingerprinted(args, canon)) // BUG fingerprint-shallow, fingerprint-raw-bytes
 	c.canon, c.fp = canon, hex.EncodeToString(sum[:])
 	if g.bugs.On(bugs.RoundsFingerprinted) {

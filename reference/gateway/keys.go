@@ -272,7 +272,7 @@ func (g *Gateway) chooseSlot(recs []store.Record, p keyPlan, now time.Time) (joi
 			continue
 		}
 		running := rec.State == store.StateInProgress && !floor && !g.bugs.On(bugs.RunningSlotExpires) // BUG running-slot-expires: only inside the window
-		if rec.Bucket == p.bucket || (!floor && now.Sub(rec.CreatedAt) < p.window) || running {
+		if rec.Bucket == p.bucket || (!floor && g.slotAge(rec, now) < p.window) || running {
 			return &rec, 0
 		}
 	}
@@ -282,6 +282,15 @@ func (g *Gateway) chooseSlot(recs []store.Record, p keyPlan, now time.Time) (joi
 		}
 	}
 	return nil, 0
+}
+
+// slotAge is how long ago a slot was cut, to the nanosecond: the window's
+// last second is as much inside it as its first.
+func (g *Gateway) slotAge(rec store.Record, now time.Time) time.Duration {
+	if g.bugs.On(bugs.WindowWholeSeconds) {
+		return time.Duration(now.Unix()-rec.CreatedAt.Unix()) * time.Second // BUG window-whole-seconds: both times truncated to the second
+	}
+	return now.Sub(rec.CreatedAt)
 }
 
 // newRecord is the reservation written in step 4 or 5.

@@ -48,18 +48,39 @@ var scenarios = []scenario{
 		name:    "retry 1ms past a window boundary replays",
 		catches: []string{bugs.FloorBucket},
 		run: func(e *env) error {
-			e.clk.Freeze(e.boundary().Add(-time.Millisecond))
-			a, err := ok(run(e.call(req{})))
+			return e.replaysAcrossBoundary(time.Millisecond, 2*time.Millisecond) // 1 ms into the next bucket
+		},
+	},
+	{
+		name:    "a retry half a second before the window ends, of a call at a fractional second, replays",
+		catches: []string{bugs.WindowWholeSeconds},
+		run: func(e *env) error {
+			// The first call's second and the retry's are a whole window
+			// apart, though its age is half a second less.
+			half := 500 * time.Millisecond
+			return e.replaysAcrossBoundary(half, e.g.Settings().EffectiveWindow()-half)
+		},
+	},
+	{
+		name:    "a list in another order is other arguments, keyed or unkeyed",
+		catches: []string{bugs.FingerprintSortedLists},
+		run: func(e *env) error {
+			key := "list-" + uuid.NewString()[:8]
+			if _, err := ok(run(e.call(req{key: key, args: `{"ids":[1,2],"m":{"t":["a","b"]}}`}))); err != nil {
+				return err
+			}
+			_, keyed := e.call(req{key: key, args: `{"ids":[1,2],"m":{"t":["b","a"]}}`})
+			a, err := ok(run(e.call(req{args: `{"ids":[1,2]}`})))
 			if err != nil {
 				return err
 			}
-			e.clk.Advance(2 * time.Millisecond) // 1 ms into the next bucket
-			b, err := ok(run(e.call(req{})))
+			b, err := ok(run(e.call(req{args: `{"ids":[2,1]}`})))
 			if err != nil {
 				return err
 			}
 			n, err := e.dispatches(e.write)
-			return first(err, want("receipt after the boundary", b.ID, a.ID), want("dispatches", n, 1))
+			return first(err, want("keyed reason", reason(keyed), gateway.ReasonKeyReused),
+				want("unkeyed receipts differ", a.ID != b.ID, true), want("dispatches", n, 3))
 		},
 	},
 	{
@@ -699,6 +720,24 @@ func (e *env) replays(a req, between func(), b req) error {
 // dispatched), moves the clock by d, and makes call b, which must be
 // answered in progress (a's tool may be running); then a finishes: one
 // dispatch and one debit in all.
+// replaysAcrossBoundary makes an unkeyed call before a window boundary,
+// with the clock frozen, and its retry after the clock advanced by: the
+// retry must replay it.
+func (e *env) replaysAcrossBoundary(before, by time.Duration) error {
+	e.clk.Freeze(e.boundary().Add(-before))
+	a, err := ok(run(e.call(req{})))
+	if err != nil {
+		return err
+	}
+	e.clk.Advance(by)
+	b, err := ok(run(e.call(req{})))
+	if err != nil {
+		return err
+	}
+	n, err := e.dispatches(e.write)
+	return first(err, want("receipt of the retry", b.ID, a.ID), want("dispatches", n, 1))
+}
+
 func (e *env) joinsHeld(a req, d time.Duration, b req) error {
 	f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
 	ch := e.async(a)
