@@ -863,7 +863,7 @@ func (m *model) answer(c *mcall) []Check {
 				return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked replayed: true: %s already got it as the call the tool ran for", d.name()), d.out)
 			}
 		}
-		if *c.a.Replayed && !o.othersMayHaveRun(c) {
+		if *c.a.Replayed && !o.othersMayHaveRun(c) && !m.resultOfAnother(c) {
 			return bad(HarmLostOutcome, "a result marked replayed: false: no other call of its operation could have run it, so the tool ran for this one")
 		}
 	}
@@ -909,6 +909,18 @@ func (m *model) permitSpent(c *mcall) bool {
 		}
 	}
 	return spent > *budget
+}
+
+// resultOfAnother says c carries a receipt another operation's result
+// carries: a replay of that operation, which crossOperation judges with
+// the harm it does (another scope's result, say).
+func (m *model) resultOfAnother(c *mcall) bool {
+	for _, d := range m.calls {
+		if d.op != c.op && d.result() && c.a.Receipt != "" && d.a.Receipt == c.a.Receipt {
+			return true
+		}
+	}
+	return false
 }
 
 // othersMayHaveRun says a call of the operation other than c, begun before

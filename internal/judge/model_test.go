@@ -287,6 +287,15 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.result("bob", with(unkeyed(write), func(v *CallValue) { v.Principal = "bob" }), "r2", "d1")
 		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
+		{"another principal gets the stored result, marked a replay", func(h *hist) {
+			alice := with(unkeyed(write), func(v *CallValue) { v.Principal = "alice" })
+			inv := h.call("alice", alice)
+			h.answer("alice", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false)})
+			h.dispatch("op1")
+			bob := with(alice, func(v *CallValue) { v.Principal = "bob" })
+			inv = h.call("bob", bob)
+			h.answer("bob", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(true)})
+		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
 		{"a refunded call's retry under a one-call permit is refused as if the permit were spent", func(h *hist) {
 			v := with(write, func(v *CallValue) { v.Permit = "pmt-1" })
 			h.env(EnvValue{Kind: EnvPermit, Permit: "pmt-1", Budget: price(3)})
