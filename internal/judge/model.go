@@ -863,7 +863,7 @@ func (m *model) answer(c *mcall) []Check {
 				return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked replayed: true: %s already got it as the call the tool ran for", d.name()), d.out)
 			}
 		}
-		if *c.a.Replayed && !o.othersMayHaveRun(c) && !m.resultOfAnother(c) {
+		if *c.a.Replayed && !m.othersMayHaveRun(c) && !m.resultOfAnother(c) {
 			return bad(HarmLostOutcome, "a result marked replayed: false: no other call of its operation could have run it, so the tool ran for this one")
 		}
 	}
@@ -923,11 +923,13 @@ func (m *model) resultOfAnother(c *mcall) bool {
 	return false
 }
 
-// othersMayHaveRun says a call of the operation other than c, begun before
-// c's answer, may have run it: c's result may then be a replay.
-func (o *mop) othersMayHaveRun(c *mcall) bool {
-	for _, d := range o.calls {
-		if d != c && d.start.Before(c.end) && !d.ranNothing() {
+// othersMayHaveRun says another call that may be c's operation (of it, or
+// the same call: an unkeyed call whose answer was lost may have started
+// the operation the model counts c's as), begun before c's answer, may
+// have run it: c's result may then be a replay.
+func (m *model) othersMayHaveRun(c *mcall) bool {
+	for _, d := range m.calls {
+		if d != c && m.sameOperation(d, c) && d.start.Before(c.end) && !d.ranNothing() {
 			return true
 		}
 	}
