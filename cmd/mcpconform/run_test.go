@@ -48,6 +48,8 @@ func TestTargetFlagsValidated(t *testing.T) {
 	}{
 		{"unknown bug switch", []string{"--bug", "no-such-bug"}, `--bug "no-such-bug": no such bug switch (mcpconform bugs lists them)`},
 		{"negative settle", []string{"--settle", "-1s"}, "--settle -1s: a duration of 0 or more"},
+		{"the removed --strict", []string{"--strict"}, "--strict is gone: every run is strict"},
+		{"the removed -strict=true", []string{"-strict=true"}, "--strict is gone: every run is strict"},
 		{"no workers", []string{"--workers", "0"}, "--workers 0: the reference target needs at least 1 gateway process"},
 		{"unknown store", []string{"--store", "mysql"}, `--store "mysql": want sqlite or postgres`},
 		{"a profile for the reference", []string{"--profile", "p.json"}, "--profile describes a URL target"},
