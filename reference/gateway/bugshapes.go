@@ -149,9 +149,7 @@ func (g *Gateway) checkFundsEarly(ctx context.Context, c *callState, rec store.R
 	if w.Balance >= c.tool.Price {
 		return nil
 	}
-	if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
-		g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
-	}
+	g.dropReservation(ctx, rec)
 	return Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
 }
 

@@ -1016,13 +1016,20 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 	}
 	// Nothing was charged or dispatched: drop the reservation so a retry
 	// (after a top-up, say) runs instead of finding it.
-	if aerr := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); aerr != nil {
-		g.log.Warn("abandon reservation", "record", rec.Key, "err", aerr)
-	}
+	g.dropReservation(ctx, rec)
 	if ref := (*Refusal)(nil); errors.As(g.refusedCharge(ctx, c, rec, err), &ref) {
 		return ref
 	}
 	return g.storeErr("charge", err)
+}
+
+// dropReservation deletes a reservation nothing was charged or dispatched
+// for, so a retry runs instead of finding it; a failure is logged, as the
+// call's answer says nothing ran either way.
+func (g *Gateway) dropReservation(ctx context.Context, rec store.Record) {
+	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Abandon(ctx, rec.Key, rec.Owner) }); err != nil {
+		g.log.Warn("abandon reservation", "record", rec.Key, "err", err)
+	}
 }
 
 // refund finishes a record whose call failed before dispatch: the debit is
