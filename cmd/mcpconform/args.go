@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // newFlagSet is a command's flag set whose -h prints usage, then the flags.
@@ -71,4 +72,20 @@ func briefOnError(fs *flag.FlagSet, args []string) {
 		}
 		fmt.Fprintf(fs.Output(), "Run 'mcpconform %s -h' for its flags.\n", fs.Name())
 	}
+}
+
+// removedStrict refuses --strict, which older scripts of run, explore and
+// repro pass: it never changed anything and is gone, and saying so helps
+// more than "flag provided but not defined".
+func removedStrict(cmd string, args []string, stderr io.Writer) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "strict" {
+			fmt.Fprintf(stderr, "mcpconform %s: --strict is gone: every run is strict (a @must check of its level not observed never exits 0); drop the flag\n", cmd)
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,9 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	noShrink := fs.Bool("no-shrink", false, "write a finding as it was found, without shrinking it")
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text or jsonl, as for run")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
+	if removedStrict("explore", args, stderr) {
+		return 2
+	}
 	if _, code, ok := parseArgs(fs, args, 0); !ok {
 		return code
 	}

@@ -30,6 +30,9 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		id, args = args[0], args[1:]
 	}
+	if removedStrict("repro", args, stderr) {
+		return 2
+	}
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -39,16 +39,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
 	briefOnError(fs, args)
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "strict" {
-			// Older scripts pass --strict; it never changed anything and is
-			// gone: say so, rather than only that the flag is unknown.
-			fmt.Fprintln(stderr, "mcpconform run: --strict is gone: every run is strict (a @must check of its level not observed never exits 0); drop the flag")
-			return 2
-		}
+	if removedStrict("run", args, stderr) {
+		return 2
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
