@@ -87,6 +87,28 @@ Feature: A stalled lock holder is fenced
       | what        | pause        | then            | keying          |
       | reservation | reserve.done | dispatch.before | using key "$k1" |
 
+  @lock-05 @must @needs-upstream @needs-clock @needs-faults @needs-settings
+  Scenario: A retry that read a stale reservation as uncharged does not take it over once the holder has charged
+    Requirement: A keyed takeover's write re-checks what its read found: a holder that charged after the retry read its reservation as stale and uncharged keeps it, the retry is answered in progress, and the operation is dispatched and debited once.
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Blocking: "Another worker can take over the lock between the read and the commit ... Needs ... a test that takes the lock over after the ownership read"); docs/wire.md (An operation in progress: "A charged reservation may have reached its tool, so it is never run again")
+    Given the stale-lock threshold is 10 seconds
+    And a pause is armed at "reserve.done" for "write"
+    When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
+    And "A" waits at "reserve.done"
+    And the gateway clock advances past the stale-lock threshold
+    And a pause is armed at "takeover.read" for "write"
+    And "B" starts calling "write" with {"token":"$op1"} using key "$k1"
+    And "B" waits at "takeover.read"
+    And a pause is armed at "dispatch.before" for "write"
+    And the pause at "reserve.done" is released
+    And "A" waits at "dispatch.before"
+    When the pause at "takeover.read" is released
+    Then "B" is refused with retryable "idempotency_in_progress"
+    When the pause at "dispatch.before" is released
+    Then "A" gets a result
+    And the probe saw "$op1" dispatched 1 time
+    And the ledger has 1 debit and 0 refunds
+
   @lock-04 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults @needs-settings
   Scenario: A lock timeout is answered as retryable in-progress
     Requirement: A lock timeout (SQLite busy, PostgreSQL 55P03/40001) becomes the retryable idempotency_in_progress, not an internal error.

@@ -221,6 +221,9 @@ func arm(ctx context.Context, point, action, alias string) error {
 	if !w.has(judge.CapFaults) {
 		return w.cannot(judge.CapFaults, "fault points are armed through the control API")
 	}
+	if !w.env.HasFaultPoint(point) {
+		return w.cannot(judge.CapFaults, fmt.Sprintf("the control API lists no fault point %q", point))
+	}
 	w.faultsArmed = true
 	id, err := w.env.Control().ArmFault(ctx, control.Fault{
 		Point: point, Action: action, Count: 1,

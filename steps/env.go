@@ -54,8 +54,11 @@ type Env struct {
 	// Caps are the capabilities the target offers (reports.Cap*).
 	Caps     map[string]bool
 	Settings control.Settings // as the target advertised them
-	Catalog  map[string]catalog.Entry
-	Seed     int64
+	// FaultPoints are the fault points the control API lists: a scenario
+	// arming another is not applicable there.
+	FaultPoints []string
+	Catalog     map[string]catalog.Entry
+	Seed        int64
 	// Evident are optional features (reports.Cap*) the target showed it has
 	// (its tools/list), with what showed it: their scenarios are gaps, not
 	// "not applicable", when the profile leaves the feature out.

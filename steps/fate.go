@@ -3,6 +3,7 @@ package steps
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,7 @@ func (e *Env) Fate(entry catalog.Entry) Fate {
 		case "Given", "When":
 			then = false
 		}
-		if c := e.situationNeeds(st.Text); c != "" && !e.Caps[c] {
+		if c, met := e.situationNeeds(st.Text); c != "" && !met {
 			switch {
 			case e.absentFeature(c):
 				return Fate{Verdict: judge.NotApplicable, Capability: c, Why: "the profile declares no such feature of the gateway: " + capabilityHint(c)}
@@ -109,6 +110,8 @@ type situation struct {
 	withoutFixtures bool
 	// secondURL: only when the step names a URL after the first.
 	secondURL bool
+	// point: the step names a fault point, which the target must list too.
+	point bool
 }
 
 // situations are the steps that call world.cannot, with the capability
@@ -122,7 +125,8 @@ var situations = []situation{
 	{re: regexp.MustCompile(`^principal "[^"]*" is revoked$`), capability: judge.CapPrincipals},
 	{re: regexp.MustCompile(`^the tool "[^"]*" is removed$`), capability: judge.CapFixtures},
 	{re: regexp.MustCompile(`^the gateway clock (?:is frozen|advances) `), capability: judge.CapClock},
-	{re: regexp.MustCompile(`^(?:a (?:pause|failure) is armed at |the gateway will drop the response after dispatching )`), capability: judge.CapFaults},
+	{re: regexp.MustCompile(`^a (?:pause|failure) is armed at "([^"]*)"`), capability: judge.CapFaults, point: true},
+	{re: regexp.MustCompile(`^the gateway will drop the response after dispatching `), capability: judge.CapFaults},
 	{re: regexp.MustCompile(`^\d+ clients split across every gateway URL `), capability: judge.CapTwoURLs},
 	{re: regexp.MustCompile(` on the other gateway URL(?: until it is not in progress)?$`), capability: judge.CapTwoURLs},
 	{re: regexp.MustCompile(`^client "[^"]*" talks to gateway URL (\d+)$`), capability: judge.CapTwoURLs, secondURL: true},
@@ -140,8 +144,8 @@ var situations = []situation{
 }
 
 // situationNeeds is the capability a step's situation needs on this
-// target, "" when it needs none.
-func (e *Env) situationNeeds(text string) string {
+// target, "" when it needs none, and whether the target meets it.
+func (e *Env) situationNeeds(text string) (capability string, met bool) {
 	for _, s := range situations {
 		m := s.re.FindStringSubmatch(text)
 		if m == nil || (s.withoutFixtures && e.fixtures()) {
@@ -152,7 +156,14 @@ func (e *Env) situationNeeds(text string) string {
 				continue
 			}
 		}
-		return s.capability
+		return s.capability, e.Caps[s.capability] && (!s.point || e.HasFaultPoint(m[1]))
 	}
-	return ""
+	return "", true
+}
+
+// HasFaultPoint: the target's control API lists point among its fault
+// points, or lists none (then every point is taken to be there, and an
+// unknown one is the control API's refusal to arm it).
+func (e *Env) HasFaultPoint(point string) bool {
+	return len(e.FaultPoints) == 0 || slices.Contains(e.FaultPoints, point)
 }

@@ -111,6 +111,9 @@ var Catchers = map[string][]Check{
 	// A keyed holder stalled before its charge is run again by the naive
 	// lease, outside the reservation it still owns: both dispatch.
 	"takeover-charged": at(dispatchedOnce, "lost-04", "window-04", "lock-01-keyed"),
+	// B read A's reservation stale and uncharged; A charged before B's
+	// write, which then took it over anyway: both dispatch.
+	"takeover-trusts-read": at(dispatchedOnce, "lock-05"),
 	"no-idempotency": join(
 		at(dispatchedOnce, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "rounds-01", "window-01", "window-02", "window-03", "window-04"),
 		at(dispatchedOnce, wired("lost-01", "lost-02", "lost-03", "twins-01", "twins-02", "twins-03", "twins-04")...),

@@ -29,6 +29,7 @@ var Harms = map[string][]judge.Harm{
 	"window-ignores-ttl":          {judge.HarmWrongRefusal, judge.HarmLostOutcome, judge.HarmDoubleDispatch},
 	"permit-expiry-blocks-replay": {judge.HarmLostOutcome, judge.HarmWrongRefusal},
 	"takeover-charged":            {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"takeover-trusts-read":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"no-idempotency":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome, judge.HarmWrongRefusal},
 	"key-scope-tool":              {judge.HarmCrossScope, judge.HarmWrongAmount}, // the other tool's call billed at the first's price
 	"key-scope-apikey":            {judge.HarmCrossScope},

@@ -520,6 +520,7 @@ func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[stri
 		has[name] = true
 	}
 	env.Settings = got.Settings
+	env.FaultPoints = got.FaultPoints
 	if reference {
 		// The reference's policy is its setting: window 0 refuses.
 		env.Policy = target.UnkeyedDerived

@@ -27,6 +27,7 @@ const (
 	LockAcquired   = "lock.acquired"   // unkeyed: lock row held, before slot choice
 	FenceRead      = "fence.read"      // unkeyed: slot chosen under the lock, before the fenced claim
 	ClaimHeld      = "claim.held"      // unkeyed: inside the claim transaction, before the insert
+	TakeoverRead   = "takeover.read"   // keyed retry: a stale, uncharged reservation read, before the takeover's write
 	ReserveDone    = "reserve.done"    // key reserved (and permit minted), before the debit
 	DispatchBefore = "dispatch.before" // debited, before dispatch
 	DispatchAfter  = "dispatch.after"  // dispatched and stored, before the response
@@ -42,7 +43,7 @@ const (
 // MaxPause bounds how long a paused request waits when nobody releases it.
 const MaxPause = 60 * time.Second
 
-var points = []string{LockAcquired, FenceRead, ClaimHeld, ReserveDone, DispatchBefore, DispatchAfter}
+var points = []string{LockAcquired, FenceRead, ClaimHeld, TakeoverRead, ReserveDone, DispatchBefore, DispatchAfter}
 
 // Errors for bad specs; the control API maps them to reasons.
 var (

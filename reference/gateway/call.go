@@ -522,7 +522,12 @@ func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) 
 	rec := old
 	rec.Owner, rec.State, rec.Charged = uuid.NewString(), store.StateInProgress, false
 	rec.Receipt, rec.Result, rec.CreatedAt, rec.UpdatedAt = "", nil, c.now, c.now
-	req := store.ReserveRequest{ReplaceStale: &store.Stale{Owner: old.Owner, Before: c.now.Add(-c.set.StaleLock)}}
+	// The read that found old stale and uncharged proves nothing by the
+	// time of the write, which re-checks both: the holder may have charged
+	// meanwhile (a pause at takeover.read makes that race deterministic).
+	g.hit(ctx, faults.TakeoverRead, c)
+	req := store.ReserveRequest{ReplaceStale: &store.Stale{Owner: old.Owner, Before: c.now.Add(-c.set.StaleLock),
+		OwnerOnly: g.bugs.On(bugs.TakeoverTrustsRead)}} // BUG takeover-trusts-read
 	pm, err := g.store.Permit(ctx, old.PermitID)
 	switch {
 	case err == nil && !pm.Auto:

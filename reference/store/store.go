@@ -307,6 +307,10 @@ type SlotRequest struct {
 type Stale struct {
 	Owner  string
 	Before time.Time
+	// OwnerOnly drops every condition but the owner (and in progress), as
+	// a takeover that trusts its earlier read of the record would. Only
+	// the takeover-trusts-read bug switch sets it.
+	OwnerOnly bool
 }
 
 // Replaces reports whether the reservation r may take over existing, a
@@ -317,6 +321,9 @@ func (r ReserveRequest) Replaces(existing Record) bool {
 		return true
 	case r.ReplaceStale != nil:
 		st := r.ReplaceStale
+		if st.OwnerOnly {
+			return existing.State == StateInProgress && existing.Owner == st.Owner
+		}
 		return existing.State == StateInProgress && !existing.Charged &&
 			existing.Owner == st.Owner && !existing.UpdatedAt.After(st.Before)
 	}
