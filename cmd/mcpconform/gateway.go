@@ -14,6 +14,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/server"
+	"github.com/mcpconform/mcpconform/reference/wire"
 )
 
 // envWindow sets the default of --window, as in the SEL-498 review.
@@ -78,6 +79,7 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	permitTTL := fs.Duration("permit-ttl", def.PermitTTL, "auto-permit lifetime; caps the effective window")
 	staleLock := fs.Duration("stale-lock", def.StaleLock, "age after which an unkeyed call's lock row may be taken over (the old holder is fenced)")
 	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a store write waits for a lock (SQLite busy timeout, PostgreSQL lock_timeout); a timeout answers idempotency_in_progress")
+	maxSessions := fs.Int("max-sessions-per-key", wire.DefaultMaxSessionsPerKey, "live 2025-11-25 sessions one API key may hold in this process; an initialize over it is refused session_limit_reached; 0: no bound")
 	verbose := fs.Bool("v", false, "log requests the gateway refuses or fails, and other details, to stderr")
 	briefOnError(fs, args)
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +92,14 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 		return cfg, false, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.Bugs = bugNames
+	switch {
+	case *maxSessions < 0:
+		return cfg, false, fmt.Errorf("--max-sessions-per-key %d: must be 0 (no bound) or more", *maxSessions)
+	case *maxSessions == 0:
+		cfg.MaxSessionsPerKey = -1
+	default:
+		cfg.MaxSessionsPerKey = *maxSessions
+	}
 	cfg.Settings = gateway.Settings{Window: window, PermitTTL: *permitTTL, StaleLock: *staleLock, LockTimeout: *lockTimeout}
 	cfg.LockTimeout = *lockTimeout
 	if *lockTimeout <= 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/wire"
 )
 
 func TestGatewayFlags(t *testing.T) {
@@ -186,5 +187,26 @@ func TestGatewayCmdRunsAndStops(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("did not stop on cancel")
+	}
+}
+
+// TestGatewayMaxSessionsFlag: the flag's 0 is "no bound", which the server
+// config spells negative (its 0 is the default); a negative flag is refused.
+func TestGatewayMaxSessionsFlag(t *testing.T) {
+	t.Setenv(envWindow, "")
+	for _, c := range []struct {
+		args    []string
+		want    int
+		wantErr bool
+	}{
+		{nil, wire.DefaultMaxSessionsPerKey, false},
+		{[]string{"--max-sessions-per-key", "3"}, 3, false},
+		{[]string{"--max-sessions-per-key", "0"}, -1, false},
+		{[]string{"--max-sessions-per-key", "-2"}, 0, true},
+	} {
+		cfg, _, err := gatewayConfig(c.args, io.Discard)
+		if (err != nil) != c.wantErr || err == nil && cfg.MaxSessionsPerKey != c.want {
+			t.Errorf("%v: %d, %v; want %d (error %v)", c.args, cfg.MaxSessionsPerKey, err, c.want, c.wantErr)
+		}
 	}
 }

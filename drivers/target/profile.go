@@ -255,7 +255,7 @@ var KnownReasons = []string{
 	"request_id_in_flight", "resumption_unsupported", "stream_conflict", "invalid_request",
 	"method_not_found", "invalid_params", "protocol_version_unsupported", "protocol_meta_invalid",
 	"protocol_headers_missing", "protocol_headers_mismatch", "client_capabilities_missing",
-	"request_timeout",
+	"request_timeout", "session_limit_reached",
 	"protocol_error",
 }
 

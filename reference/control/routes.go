@@ -25,6 +25,7 @@ func (a *api) routes() []route {
 		{"POST", "wallets/{id}/credit", a.credit},
 		{"GET", "wallets/{id}/ledger", a.ledger},
 		{"POST", "keys", a.createKey},
+		{"POST", "keys/{id}/revoke", a.revokeKey},
 		{"POST", "trust", a.putTrust},
 		{"POST", "principals", a.createPrincipal},
 		{"POST", "principals/{id}/revoke", a.revokePrincipal},

@@ -102,3 +102,14 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusCreated, controlapi.Key{KeyID: keyID, APIKey: apiKey, WalletID: req.WalletID})
 	return nil
 }
+
+// revokeKey revokes an API key: every gateway process on the store refuses
+// it from its next request on (the gateway reads keys on every request).
+// Revoking it again answers the same, so a retried revocation is no error.
+func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
+	if err := a.c.Store.RevokeAPIKey(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -806,9 +806,10 @@ func TestTwoGateways(t *testing.T) {
 // TestChangesSeenByEveryProcess: what another gateway process changes in
 // the store, this one acts on at its next call. A key imported there
 // authenticates here at once, though this gateway looked its id up before
-// it existed (no key is remembered as missing); a principal revoked and a
-// tool removed there are denied and unknown here on the very next call
-// (neither is remembered at all).
+// it existed (no key is remembered as missing); that key revoked there, a
+// principal revoked and a tool removed there are refused, denied and
+// unknown here on the very next call (none is remembered at all), though
+// this gateway had just accepted the key.
 func TestChangesSeenByEveryProcess(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		g2, _ := e.secondGateway()
@@ -823,6 +824,23 @@ func TestChangesSeenByEveryProcess(t *testing.T) {
 		}
 		if c, err := e.g.Authenticate(e.ctx, apiKey); err != nil || c.WalletID != e.wallet {
 			t.Fatalf("Authenticate after the other process imported the key = %+v, %v", c, err)
+		}
+		keyID, _, _ := strings.Cut(strings.TrimPrefix(apiKey, "mcpk_"), "_")
+		e.must(other.RevokeAPIKey(e.ctx, keyID))
+		for name, g := range map[string]*gateway.Gateway{"this process": e.g, "the revoking process": g2} {
+			_, err := g.Authenticate(e.ctx, apiKey)
+			if reason(err) != gateway.ReasonUnauthenticated || !strings.Contains(err.Error(), "revoked") {
+				t.Errorf("Authenticate in %s after the other process revoked the key = %v, want unauthenticated saying revoked", name, err)
+			}
+		}
+		if _, _, err := g2.ImportAPIKey(e.ctx, e.wallet, apiKey); err != nil {
+			t.Fatalf("importing the revoked key again (a restart with the same fixtures): %v", err)
+		}
+		if _, err := e.g.Authenticate(e.ctx, apiKey); reason(err) != gateway.ReasonUnauthenticated {
+			t.Errorf("Authenticate after the revoked key was imported again = %v, want unauthenticated: an import never revives a key", err)
+		}
+		if _, err := e.g.Authenticate(e.ctx, apiKey[:len(apiKey)-1]+"x"); err == nil || strings.Contains(err.Error(), "revoked") {
+			t.Errorf("Authenticate with a revoked key's id and a wrong secret = %v, want plain unauthenticated (revocation told only to the secret's holder)", err)
 		}
 
 		caller, pid := e.principal("two-processes")

@@ -57,8 +57,6 @@ type Gateway struct {
 	mu       sync.RWMutex
 	settings Settings
 	initial  Settings
-
-	keys keyCache // API keys, which never change once stored
 }
 
 // New checks the options. A negative window (or another invalid setting)
@@ -165,25 +163,29 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 	}
 	// No stored key is outside these bounds (IssueAPIKey, ParseAPIKey), so a
 	// key that is cannot match one: it is refused without a query, and a
-	// client cannot make the store look up (or the cache keep) a 900 KB id.
+	// client cannot make the store look up a 900 KB id.
 	if len(keyID) > maxKeyIDLen || !alnum(keyID, '-') || len(secret) > maxKeySecretLen {
 		return Caller{}, deny
 	}
-	k, cached := g.keys.get(keyID)
-	if !cached {
-		var err error
-		k, err = g.store.APIKey(ctx, keyID)
-		if errors.Is(err, store.ErrNotFound) {
-			return Caller{}, deny
-		}
-		if err != nil {
-			return Caller{}, g.storeErr("authenticate", err)
-		}
-		g.keys.put(k)
+	// Read on every request, never kept in memory: a key revoked through
+	// any process's control API is refused by every process on its next
+	// request, as a removed tool or a revoked principal is. A cache would
+	// need that same read to stay correct, so it would save nothing.
+	k, err := g.store.APIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Caller{}, deny
+	}
+	if err != nil {
+		return Caller{}, g.storeErr("authenticate", err)
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if subtle.ConstantTimeCompare(sum[:], k.SecretHash) != 1 {
 		return Caller{}, deny
+	}
+	// Said only to the holder of the secret, so a guesser learns nothing
+	// of which key ids exist.
+	if k.Revoked {
+		return Caller{}, Refuse(ReasonUnauthenticated, "API key %s is revoked", k.ID)
 	}
 	return Caller{WalletID: k.WalletID, APIKeyID: k.ID}, nil
 }

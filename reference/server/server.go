@@ -61,6 +61,10 @@ type Config struct {
 	// BodyTimeout bounds reading one /mcp request body once its API key was
 	// accepted; zero means wire.DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// MaxSessionsPerKey bounds one API key's live 2025-11-25 sessions in
+	// this process; zero means wire.DefaultMaxSessionsPerKey, negative no
+	// bound.
+	MaxSessionsPerKey int
 }
 
 // StartupError is an error of Run before the gateway served anything: bad
@@ -188,7 +192,7 @@ func run(ctx context.Context, cfg Config, stdout io.Writer, started *bool) error
 	verifier := principal.New(st, principal.Options{Now: clk.Now, Logger: log})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet, BodyTimeout: cfg.BodyTimeout}))
+	mux.Handle("/mcp", wire.Handler(gw, verifier, disp, wire.Options{Logger: log, Codes: codes, Relay: disp, Bugs: bugSet, BodyTimeout: cfg.BodyTimeout, MaxSessionsPerKey: cfg.MaxSessionsPerKey}))
 	if cfg.ControlToken != "" {
 		ch, err := control.New(control.Config{
 			Token: cfg.ControlToken, Store: st, Gateway: gw, Clock: clk, Faults: flt,

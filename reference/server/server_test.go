@@ -129,8 +129,9 @@ func (g *gatewayProc) control(t *testing.T, method, path, body string, want int)
 type rpcAnswer struct {
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
-		Code int64          `json:"code"`
-		Data map[string]any `json:"data"`
+		Code    int64          `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data"`
 	} `json:"error"`
 }
 

@@ -84,6 +84,9 @@ type APIKey struct {
 	WalletID   string
 	SecretHash []byte // sha256 of the secret part; compared in constant time by the caller
 	CreatedAt  time.Time
+	// Revoked keys authenticate nothing. The row stays, so the id is never
+	// taken again by another wallet or secret.
+	Revoked bool
 }
 
 // Principal is an enterprise identity named by a verified token.
@@ -430,6 +433,9 @@ type Store interface {
 
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	APIKey(ctx context.Context, id string) (APIKey, error)
+	// RevokeAPIKey marks a key revoked (again: no change); ErrNotFound if
+	// there is no such key.
+	RevokeAPIKey(ctx context.Context, id string) error
 
 	PutPrincipal(ctx context.Context, p Principal) error
 	Principal(ctx context.Context, provider, issuer, subject string) (Principal, error)

@@ -43,6 +43,9 @@ const (
 	// ReasonRequestTimeout is a body that did not arrive within
 	// Options.BodyTimeout.
 	ReasonRequestTimeout = "request_timeout"
+	// ReasonSessionLimit is an initialize of an API key that holds
+	// Options.MaxSessionsPerKey live sessions already.
+	ReasonSessionLimit = "session_limit_reached"
 	// ReasonProtocolError is any other refusal of the SDK: a fallback, so
 	// that an SDK upgrade adding a check still answers with a reason.
 	ReasonProtocolError = "protocol_error"
@@ -80,7 +83,10 @@ var transportReasons = map[string]transportReason{
 	ReasonHostForbidden:     {code: jsonrpc.CodeInvalidRequest},
 	// Nothing of the request was used; sent again promptly, it is answered.
 	ReasonRequestTimeout: {code: jsonrpc.CodeInvalidRequest, retryable: true},
-	ReasonProtocolError:  {code: jsonrpc.CodeInvalidRequest},
+	// Answered once one of the key's sessions ends (a DELETE, its idle
+	// timeout).
+	ReasonSessionLimit:  {code: jsonrpc.CodeInvalidRequest, retryable: true},
+	ReasonProtocolError: {code: jsonrpc.CodeInvalidRequest},
 }
 
 // KnownReason reports whether r is a data.reason /mcp may answer with: the

@@ -67,6 +67,9 @@ func (h *handler) relayMethod(ctx context.Context, method string, req mcp.Reques
 	switch method {
 	case "initialize", "server/discover":
 		res, err = next(ctx, method, req)
+		if err == nil && method == "initialize" {
+			h.claimSession(req)
+		}
 		if err == nil {
 			switch r := res.(type) {
 			case *mcp.InitializeResult:

@@ -123,6 +123,11 @@ type Options struct {
 	// BodyTimeout bounds reading one request body, counted from when the
 	// API key was accepted. Zero means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// MaxSessionsPerKey bounds the live 2025-11-25 sessions of one API key
+	// in this process; an initialize over it is refused
+	// session_limit_reached. Zero means DefaultMaxSessionsPerKey; negative,
+	// no bound.
+	MaxSessionsPerKey int
 }
 
 // DefaultBodyTimeout is how long a request body may take to arrive: 1 MiB
@@ -149,6 +154,9 @@ func Handler(core Core, verifier PrincipalVerifier, tools ToolLister, opts Optio
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.MaxSessionsPerKey == 0 {
+		opts.MaxSessionsPerKey = DefaultMaxSessionsPerKey
 	}
 	h := &handler{core: core, verifier: verifier, tools: tools, opts: opts, log: opts.Logger}
 
@@ -238,6 +246,10 @@ type handler struct {
 	// levelCleared, if set, is called once a closed session's log level
 	// was dropped (tests wait on it).
 	levelCleared func(sessionID string)
+	sessions     sessionCount // live 2025-11-25 sessions per API key
+	// sessionEnded, if set, is called once an ended session's slot was
+	// given back (tests wait on it).
+	sessionEnded func(apiKeyID string)
 }
 
 // requestState is what the outer handler knows about one HTTP request.
@@ -251,6 +263,8 @@ type requestState struct {
 	// handed to the core here, not in the HTTP request's context: a
 	// 2025-11-25 session's handlers run on the session's context.
 	tool *toolmemo.Memo
+	// session is the slot an initialize reserved for the session it opens.
+	session *sessionSlot
 }
 
 func (h *handler) state(hd http.Header) *requestState {
@@ -364,11 +378,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.states.Delete(tok)
 	r.Header.Set(headerInternal, tok)
 
+	next := h.route(r, env)
+	if opensSession(r, env) && h.opts.MaxSessionsPerKey > 0 {
+		if !h.sessions.reserve(caller.APIKeyID, h.opts.MaxSessionsPerKey) {
+			h.writeError(w, http.StatusTooManyRequests, env.ID, refuse(ReasonSessionLimit,
+				"API key %s holds %d open sessions, the most this gateway allows: end one (DELETE) or reuse one",
+				caller.APIKeyID, h.opts.MaxSessionsPerKey))
+			return
+		}
+		st.session = &sessionSlot{key: caller.APIKeyID}
+		defer h.settleSession(st.session)
+	}
+
 	aw := &answerWriter{w: &dropWriter{w: w, st: st}, id: env.ID, log: h.log, codes: h.opts.Codes}
 	if env.Method != nil {
 		aw.method = *env.Method
 	}
-	h.route(r, env).ServeHTTP(aw, r)
+	next.ServeHTTP(aw, r)
 	aw.finish()
 
 	if st.drop.Load() {
@@ -393,6 +419,14 @@ func (h *handler) route(r *http.Request, env envelope) http.Handler {
 		return stateless
 	}
 	return h.stateful
+}
+
+// opensSession reports whether a request would open a 2025-11-25 session:
+// an initialize without a session id, which route gives the stateful
+// handler unless its protocol is 2026-07-28 or later.
+func opensSession(r *http.Request, env envelope) bool {
+	return r.Method == http.MethodPost && r.Header.Get(HeaderSession) == "" && env.Method != nil && *env.Method == "initialize" &&
+		r.Header.Get(HeaderProtocol) < Protocol20260728
 }
 
 // streams reports whether a request is a tools/call asking for messages

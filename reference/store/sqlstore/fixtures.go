@@ -125,10 +125,15 @@ func (c *Core) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 func (c *Core) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 	var k store.APIKey
 	var created int64
-	err := c.db.Read().QueryRow(ctx, `SELECT id, wallet_id, secret_hash, created_at FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.WalletID, &k.SecretHash, &created)
+	err := c.db.Read().QueryRow(ctx, `SELECT id, wallet_id, secret_hash, created_at, revoked FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.WalletID, &k.SecretHash, &created, &k.Revoked)
 	k.CreatedAt = FromNanos(created)
 	return k, c.d.Wrap("api key", err)
+}
+
+// RevokeAPIKey marks a key revoked; revoking it again changes nothing.
+func (c *Core) RevokeAPIKey(ctx context.Context, id string) error {
+	return c.exec(ctx, "revoke api key", store.ErrNotFound, `UPDATE api_keys SET revoked = true WHERE id = $1`, id)
 }
 
 // PutPrincipal inserts or replaces a principal by id; ErrExists when another

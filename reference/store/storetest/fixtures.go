@@ -104,6 +104,20 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	wantErr(t, "missing api key", err, store.ErrNotFound)
 	orphan := store.APIKey{ID: id(), WalletID: id(), SecretHash: []byte{1, 2, 3}, CreatedAt: t0}
 	wantErr(t, "api key of missing wallet", s.CreateAPIKey(ctx(t), orphan), store.ErrNotFound)
+
+	must(t, s.RevokeAPIKey(ctx(t), fx.key.ID))
+	want := fx.key
+	want.Revoked = true
+	got, err = s.APIKey(ctx(t), fx.key.ID)
+	must(t, err)
+	diff(t, "revoked api key", want, got)
+	must(t, s.RevokeAPIKey(ctx(t), fx.key.ID)) // revoking twice is no error: a retried revocation
+	got, err = s.APIKey(ctx(t), fx.key.ID)
+	must(t, err)
+	diff(t, "api key revoked twice", want, got)
+	// A revoked key keeps its id: it cannot be issued again, revived or not.
+	wantErr(t, "re-create revoked api key", s.CreateAPIKey(ctx(t), fx.key), store.ErrExists)
+	wantErr(t, "revoke missing api key", s.RevokeAPIKey(ctx(t), id()), store.ErrNotFound)
 }
 
 func testPrincipals(t *testing.T, s store.Store) {
