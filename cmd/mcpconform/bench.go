@@ -216,7 +216,7 @@ func runBench(ctx context.Context, bc benchConfig, progress func(string, ...any)
 	// Seven tenths of the budget for the rounds, the rest for the storms
 	// (a settle and a few backoffs each); the context holds all to it.
 	window := time.Duration(float64(bc.budget) * 0.7 / float64(bc.rounds*phases))
-	warmup := min(100*time.Millisecond, window/4)
+	warmup := min(50*time.Millisecond, window/4) // short: warm-up calls are sent but not counted
 	spec.Load = bench.Load{Concurrency: bc.concurrency, Warmup: warmup, Duration: max(window-warmup, 10*time.Millisecond), MaxCalls: bc.calls}
 	mctx, cancel := context.WithTimeout(ctx, bc.budget)
 	defer cancel()

@@ -96,6 +96,9 @@ func TestBenchVendorGateway(t *testing.T) {
 				t.Errorf("exit %d, want %d: %s", code, tc.code, stderr)
 			}
 			checkBenchShape(t, res, []string{bench.TargetBare, bench.TargetKeyedFirst, bench.TargetReplays})
+			for _, f := range res.Findings {
+				t.Logf("finding: %s", f)
+			}
 			if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "refuse") {
 				t.Errorf("skipped %q: want unkeyed calls left out for the refuse policy", res.Skipped)
 			}
