@@ -17,6 +17,7 @@ const usage = `mcpconform: conformance harness for metered MCP gateways (is tool
 Usage:
   mcpconform run     [flags]      run the scenarios against a target and write a report
   mcpconform doctor  [flags]      check a target's wiring and say what its missing capabilities cost
+  mcpconform bench   [flags]      calls/s, p50/p99 and storms through a target against the bare probe; double dispatches shown
   mcpconform explore [flags]      random scenarios of the suite's steps against a target; a violation shrunk and written out
   mcpconform list    [flags]      list scenario IDs, levels, tags and requirements
   mcpconform gateway [flags]      run the bundled reference gateway
@@ -47,7 +48,7 @@ func main() {
 }
 
 // commands are the command names dispatch knows, for help CMD.
-var commands = map[string]bool{"run": true, "explore": true, "list": true, "gateway": true, "probe": true, "idp": true,
+var commands = map[string]bool{"run": true, "bench": true, "explore": true, "list": true, "gateway": true, "probe": true, "idp": true,
 	"bugs": true, "repro": true, "doctor": true, "recheck": true, "bundle": true, "verify": true, "diff": true,
 	"profile": true, "selftest": true, "version": true}
 
@@ -59,6 +60,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "explore":
 		return exploreCmd(ctx, args[1:], stdout, stderr)
 	case "list":

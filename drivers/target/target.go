@@ -73,6 +73,10 @@ func External(url string, p *Profile) (*Target, error) {
 	return t, nil
 }
 
+// SameEndpoint reports whether two URLs name one endpoint, as External
+// decides it (see sameEndpoint).
+func SameEndpoint(a, b string) bool { return sameEndpoint(a, b) }
+
 // sameEndpoint reports whether two URLs name one endpoint: the same
 // scheme, host (localhost, 127.0.0.1 and ::1 are one loopback), port (a
 // scheme's default written or not) and path (a trailing slash aside).

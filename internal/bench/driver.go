@@ -183,3 +183,22 @@ func Release(ctx context.Context, n int, prepare func(i int) func(ctx context.Co
 	}
 	return all, each, errs
 }
+
+// RateRatio is a phase's rate over its baseline's, measured in the same
+// round: 0 when either is missing. make bench's rounds and mcpconform
+// bench both judge a gateway by it, so the two figures mean one thing.
+func RateRatio(phase, baseline Stats) float64 {
+	if baseline.Rate <= 0 || phase.Calls == 0 {
+		return 0
+	}
+	return phase.Rate / baseline.Rate
+}
+
+// P99Ratio is a phase's p99 over its baseline's (lower is better), +Inf
+// when the phase answered nothing.
+func P99Ratio(phase, baseline Stats) float64 {
+	if baseline.P99 <= 0 || phase.Calls == 0 {
+		return math.Inf(1)
+	}
+	return float64(phase.P99) / float64(baseline.P99)
+}

@@ -329,6 +329,18 @@ const (
 	SettleBackoffMax = 320 * time.Millisecond
 )
 
+// SettleTwin retries a twin whose answer a is the in-progress refusal
+// (busy), after Backoff each time, until it is something else or deadline
+// passes; an error ends it. make bench's storms and mcpconform bench's
+// settle their twins alike through it.
+func SettleTwin[A any](a A, err error, busy func(A) bool, deadline time.Time, again func() (A, error)) (A, error) {
+	for attempt := 0; err == nil && busy(a) && time.Now().Before(deadline); attempt++ {
+		time.Sleep(Backoff(attempt, rand.Float64()))
+		a, err = again()
+	}
+	return a, err
+}
+
 // SettleTimeout bounds how long twins retry before a storm is given up.
 const SettleTimeout = 10 * time.Second
 
@@ -376,10 +388,7 @@ func RunStorm(ctx context.Context, g *Gateway, hc *http.Client, n int, keyed boo
 			once.Do(func() { released = time.Now(); deadline = released.Add(SettleTimeout) })
 			r, err := req.Send(ctx)
 			firstAt[i], firsts[i], firstErr[i] = time.Since(released), r, err
-			for attempt := 0; err == nil && r.InProgress() && time.Now().Before(deadline); attempt++ {
-				time.Sleep(Backoff(attempt, rand.Float64()))
-				r, err = c.Call(ctx, EchoTool, args, key)
-			}
+			r, err = SettleTwin(r, err, Reply.InProgress, deadline, func() (Reply, error) { return c.Call(ctx, EchoTool, args, key) })
 			if err == nil && r.Result() {
 				receipts[i] = r.Receipt
 			}

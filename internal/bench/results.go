@@ -73,23 +73,11 @@ func (r Round) phase(name string) Stats {
 
 // ratio is the gateway phase's rate over the round's own baseline, 0 when
 // either is missing.
-func (r Round) ratio(phase string) float64 {
-	p := r.phase(phase)
-	if r.Baseline.Rate <= 0 || p.Calls == 0 {
-		return 0
-	}
-	return p.Rate / r.Baseline.Rate
-}
+func (r Round) ratio(phase string) float64 { return RateRatio(r.phase(phase), r.Baseline) }
 
 // p99Ratio is the phase's p99 over the round's baseline p99 (lower is
 // better), +Inf when the phase answered nothing.
-func (r Round) p99Ratio(phase string) float64 {
-	p := r.phase(phase)
-	if r.Baseline.P99 <= 0 || p.Calls == 0 {
-		return math.Inf(1)
-	}
-	return float64(p.P99) / float64(r.Baseline.P99)
-}
+func (r Round) p99Ratio(phase string) float64 { return P99Ratio(r.phase(phase), r.Baseline) }
 
 // hotRatio is keyed first calls on one wallet over keyed first calls on
 // one wallet per client, in the same round.
