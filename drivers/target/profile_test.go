@@ -191,7 +191,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		"bad-reason-type.json":                 "want a string, an integer code or {\"http\": status}",
 		"bad-reason-empty.json":                "reasons.idempotency_in_progress: empty list",
 		"bad-reason-http.json":                 "reasons.batch_not_supported[0]: http status 302: want 400..599",
-		"bad-reason-http-shape.json":           `want {"http": status} and nothing else`,
+		"bad-reason-http-shape.json":           `want {"http": status} with an optional "body" and nothing else`,
 		"bad-reason-code-range.json":           "code 4294967296: want a 32-bit integer",
 		"bad-placement.json":                   `key_placement "query"`,
 		"bad-receipt-path.json":                "receipt_path",
