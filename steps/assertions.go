@@ -131,9 +131,58 @@ func (w *world) isReason(a *answer, reason string) bool {
 		return false
 	}
 	if a.IsRefusal() {
-		return w.env.Profile.Matches(reason, a.ErrorReason(), int(a.ErrorCode()), a.Status)
+		return w.env.Profile.MatchesBody(reason, a.ErrorReason(), int(a.ErrorCode()), a.Status, a.Body)
 	}
-	return a.Status >= 400 && w.env.Profile.Matches(reason, "", 0, a.Status)
+	return a.Status >= 400 && w.env.Profile.MatchesBody(reason, "", 0, a.Status, a.Body)
+}
+
+// retryableIs says whether a refusal's data.retryable is want. A refusal
+// made in HTTP alone (a status the profile maps, no JSON-RPC error) has
+// no such flag: its mapping names the refusal, whose retryability is the
+// reason's own (in progress is retried, the others are not), so the flag
+// is not held against it.
+func retryableIs(a *answer, want bool) bool {
+	if !a.IsRefusal() {
+		return true
+	}
+	return a.Retryable() == want
+}
+
+// checkRetryAfter holds, when the profile says the gateway sends
+// Retry-After on its in-progress answers (retry_after), that every one of
+// answers meaning in progress carries a readable one. Without that
+// promise there is no check: the IETF draft lets a gateway leave the
+// header out, and the harness then retries at its own pace.
+func (w *world) checkRetryAfter(who string, answers []*answer) {
+	if w.env.Profile == nil || !w.env.Profile.RetryAfter {
+		return
+	}
+	inProgress, without := 0, 0
+	var first *answer
+	for _, a := range answers {
+		if !w.isReason(a, judge.ReasonInProgress) {
+			continue
+		}
+		inProgress++
+		if _, ok := a.RetryAfter(); !ok {
+			without++
+			if first == nil {
+				first = a
+			}
+		}
+	}
+	if inProgress == 0 {
+		return
+	}
+	actual := fmt.Sprintf("%d in-progress answer(s), each with a Retry-After", inProgress)
+	if first != nil {
+		w.noteAnswer(first)
+		actual = fmt.Sprintf("%d of %d in-progress answer(s) without a readable Retry-After: %s (Retry-After %q)",
+			without, inProgress, w.describe(first), first.Header.Get("Retry-After"))
+	}
+	_ = w.check(checkOf(judge.KindRetryAfter, judge.HarmWrongRefusal, "client", who), fmt.Sprintf("%s's in-progress answers carry Retry-After", who),
+		judge.CapWire, without == 0,
+		"every in-progress answer with a Retry-After header, as the profile's retry_after says: a client told no time to wait retries at a guess, and one that gives up loses the outcome of an operation that runs", actual)
 }
 
 func isRefused(ctx context.Context, who, reason string, retryable bool) error {
@@ -144,9 +193,13 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	}
 	// A final refusal marked retryable is a defect too: a client that
 	// trusts data.retryable sends the refused call again, forever.
-	ok := w.isReason(a, reason) && a.Retryable() == retryable
-	return w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", retryable),
+	ok := w.isReason(a, reason) && retryableIs(a, retryable)
+	err = w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", retryable),
 		fmt.Sprintf("%s is refused with %s", who, reason), judge.CapWire, ok, judge.RefusalExpectation(reason, retryable), w.describe(a))
+	if ok && reason == judge.ReasonInProgress {
+		w.checkRetryAfter(who, []*answer{a})
+	}
+	return err
 }
 
 // answerPair is who's last answer and answer n of other, compared by the

@@ -176,27 +176,60 @@ func retryUntilDecided(ctx context.Context, who string) error {
 	return retryUntilDecidedVia(ctx, who, nil)
 }
 
+// Bounds of retryUntilDecided: at most decideRetries retries, each after
+// the in-progress answer's Retry-After or decidePause without one, while
+// decideBudget lasts (a Retry-After of seconds would otherwise stretch 100
+// retries over minutes).
+const (
+	decideRetries = 100
+	decidePause   = 50 * time.Millisecond
+	decideBudget  = 30 * time.Second
+)
+
 // retryUntilDecidedVia is retryUntilDecided with each retry sent as retryVia sends it.
 func retryUntilDecidedVia(ctx context.Context, who string, wc *wire.Client) error {
 	w := getWorld(ctx)
-	for i := 0; i < 100; i++ {
+	deadline := time.Now().Add(decideBudget)
+	var inProgress []*answer
+	for i := 0; i < decideRetries; i++ {
 		if err := retryVia(ctx, who, wc); err != nil {
 			return err
 		}
 		c := w.clientFor(who)
 		last := c.answers[len(c.answers)-1]
-		if !w.isReason(last, "idempotency_in_progress") {
+		if !w.isReason(last, judge.ReasonInProgress) {
+			w.checkRetryAfter(who, inProgress)
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		inProgress = append(inProgress, last)
+		wait := retryWait(last, decidePause)
+		if time.Now().Add(wait).After(deadline) {
+			break
+		}
+		time.Sleep(wait)
 	}
+	w.checkRetryAfter(who, inProgress)
 	// An operation never decided is an outcome the client cannot get: a
 	// violated check, with its harm, not a step that could not be driven.
 	c := w.clientFor(who)
 	last := c.answers[len(c.answers)-1]
 	w.noteAnswer(last)
 	return w.check(checkOf(judge.KindDecided, judge.HarmLostOutcome, "client", who), fmt.Sprintf("%s's operation is decided once retried", who), judge.CapWire, false,
-		"a result, or a refusal that says nothing ran, within 100 retries 50 ms apart", "still in progress: "+w.describe(last))
+		fmt.Sprintf("a result, or a refusal that says nothing ran, within %d retries %v apart (or as Retry-After asks) and %v", decideRetries, decidePause, decideBudget),
+		"still in progress: "+w.describe(last))
+}
+
+// retryWait is how long to wait before retrying an in-progress answer: its
+// Retry-After when it has one (a gateway that names a time is asking for
+// it; retrying sooner only earns another in-progress), else pause.
+func retryWait(a *answer, pause time.Duration) time.Duration {
+	if a == nil || a.Answer == nil {
+		return pause
+	}
+	if d, ok := a.RetryAfter(); ok {
+		return max(d, pause)
+	}
+	return pause
 }
 
 // callAndDrop sends the call, waits until the probe sees the tool run, then

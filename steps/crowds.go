@@ -180,14 +180,16 @@ func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, other
 
 func oneOperation(ctx context.Context, reason string) error {
 	w := getWorld(ctx)
-	ok, actual, witness := judgeCrowd(w.crowd, w.describe, func(a *answer) bool { return w.isReason(a, reason) && a.Retryable() })
+	ok, actual, witness := judgeCrowd(w.crowd, w.describe, func(a *answer) bool { return w.isReason(a, reason) && retryableIs(a, true) })
 	if !ok {
 		for _, a := range witness {
 			w.noteAnswer(a)
 		}
 	}
-	return w.check(checkOf(judge.KindOneOperation, judge.HarmLostOutcome, "reason", reason), "exactly one operation ran", judge.CapWire, ok,
+	err := w.check(checkOf(judge.KindOneOperation, judge.HarmLostOutcome, "reason", reason), "exactly one operation ran", judge.CapWire, ok,
 		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason), actual)
+	w.checkRetryAfter("the crowd", w.crowd)
+	return err
 }
 
 // judgeCrowd holds that a crowd's results share one receipt and every

@@ -137,7 +137,7 @@ func retryEveryOperation(ctx context.Context) error {
 		failed := 0
 		for attempt := 0; attempt < maxDecideAttempts; attempt++ {
 			if attempt > 0 {
-				time.Sleep(time.Duration(min(attempt, 8)) * 25 * time.Millisecond)
+				time.Sleep(retryWait(a, time.Duration(min(attempt, 8))*25*time.Millisecond))
 			}
 			next := call
 			var err error

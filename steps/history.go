@@ -65,7 +65,9 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		// A refusal made before any JSON-RPC (an HTTP status the profile
 		// maps): its meaning is all the model can read.
 		v.Means = meanings(p, a)
-		if len(v.Means) > 0 {
+		// An in-progress status (the IETF draft's 409) decides nothing:
+		// the outcome stays unknown, as for a retryable JSON-RPC refusal.
+		if len(v.Means) > 0 && !slices.Contains(v.Means, judge.ReasonInProgress) {
 			typ = judge.Fail
 		}
 	}
@@ -87,7 +89,7 @@ func meanings(p *target.Profile, a *answer) []string {
 	}
 	var out []string
 	for _, r := range target.KnownReasons {
-		if p.Matches(r, a.ErrorReason(), a.ErrorCode(), a.Status) {
+		if p.MatchesBody(r, a.ErrorReason(), a.ErrorCode(), a.Status, a.Body) {
 			out = append(out, r)
 		}
 	}

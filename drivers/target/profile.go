@@ -64,6 +64,14 @@ type Profile struct {
 	// DefaultBodyLimit.
 	BodyLimit int64    `json:"body_limit_bytes,omitempty"`
 	Identity  Identity `json:"identity,omitzero"`
+	// RetryAfter says the gateway sends a Retry-After header on every
+	// in-progress answer (IETF draft-ietf-httpapi-idempotency-key-header's
+	// 409): an in-progress answer without one is then a violated check.
+	// The harness honours a Retry-After whether or not this is set.
+	RetryAfter bool `json:"retry_after,omitempty"`
+	// ReplayMarker is how the gateway marks a replayed result; nil leaves
+	// the receipt's own "replayed" member, when it has one, as the mark.
+	ReplayMarker *wire.ReplayMarker `json:"replay_marker,omitempty"`
 }
 
 // Unkeyed policies: a gateway derives a key for an unkeyed mutating call
@@ -183,16 +191,23 @@ func (p *Profile) Subject(name string) string {
 // Reason is one way a gateway spells a refusal: its data.reason string, a
 // JSON-RPC error code (written as a JSON number), or an HTTP status
 // (written {"http": 400}) for refusals a gateway's HTTP stack answers before
-// any JSON-RPC, such as a batch or malformed JSON.
+// any JSON-RPC, such as a batch or malformed JSON. An HTTP status may name
+// a text its body must hold too ({"http": 409, "body": "busy"}): gateways
+// that follow the IETF idempotency-key draft answer several refusals with
+// one status (a 400 for a missing key and for a malformed one), so the
+// status alone would mistake one for the other.
 type Reason struct {
 	Reason     string
 	Code       int
 	IsCode     bool
 	HTTPStatus int
+	// Body, with HTTPStatus, is a substring the answer's body must contain
+	// (the raw bytes as received, an event stream's framing included).
+	Body string
 }
 
 // UnmarshalJSON accepts a string (a reason), an integer (a code) or
-// {"http": status}.
+// {"http": status} with an optional "body".
 func (r *Reason) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
@@ -210,11 +225,19 @@ func (r *Reason) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		raw, ok := m["http"]
-		if len(m) != 1 || !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-			return fmt.Errorf("reason %s: want {\"http\": status} and nothing else", b)
+		body, hasBody := m["body"]
+		if len(m) != 1+btoi(hasBody) || !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			return fmt.Errorf("reason %s: want {\"http\": status} with an optional \"body\" and nothing else", b)
 		}
 		if err := json.Unmarshal(raw, &r.HTTPStatus); err != nil {
 			return fmt.Errorf("reason %s: http status: want an integer", b)
+		}
+		if hasBody {
+			// A body text that is not a string, or empty, would match
+			// every answer of the status: refused rather than ignored.
+			if err := json.Unmarshal(body, &r.Body); err != nil || r.Body == "" {
+				return fmt.Errorf("reason %s: body: want a non-empty string the answer's body contains", b)
+			}
 		}
 		return nil
 	case bytes.Equal(b, []byte("null")):
@@ -233,10 +256,19 @@ func (r Reason) MarshalJSON() ([]byte, error) {
 	switch {
 	case r.IsCode:
 		return json.Marshal(r.Code)
+	case r.Reason == "" && r.Body != "":
+		return json.Marshal(map[string]any{"http": r.HTTPStatus, "body": r.Body})
 	case r.Reason == "":
 		return json.Marshal(map[string]int{"http": r.HTTPStatus})
 	}
 	return json.Marshal(r.Reason)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // KnownReasons are the reasons of docs/wire.md, both tables, in its order; a
@@ -489,6 +521,13 @@ func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 		}
 	} else if p.ControlToken != "" {
 		bad("control_token without control_url")
+	}
+	if m := p.ReplayMarker; m != nil {
+		if err := m.Check(); err != nil {
+			bad("replay_marker: %v", err)
+		} else if m.Value == "" {
+			m.Value = wire.DefaultReplayValue
+		}
 	}
 	p.validateTools(bad)
 	p.validateCredentials(bad)
@@ -752,7 +791,17 @@ func (p *Profile) ReasonMatches(want, got string, code int) bool {
 // data.reason, JSON-RPC code and HTTP status as received (0 when absent).
 // Without a mapping for want only data.reason == want matches; a mapping
 // replaces that default (list want in it to keep it).
+//
+// An HTTP status that names a body text never matches here, the body being
+// unknown; MatchesBody takes it.
 func (p *Profile) Matches(want, reason string, code, httpStatus int) bool {
+	return p.MatchesBody(want, reason, code, httpStatus, nil)
+}
+
+// MatchesBody is Matches with the answer's body as received, which an HTTP
+// status mapping with a body text ({"http": 409, "body": "busy"}) must
+// contain as well.
+func (p *Profile) MatchesBody(want, reason string, code, httpStatus int, body []byte) bool {
 	rs, ok := p.Reasons[want]
 	if !ok {
 		return want != "" && reason == want
@@ -768,7 +817,7 @@ func (p *Profile) Matches(want, reason string, code, httpStatus int) bool {
 				return true
 			}
 		default:
-			if httpStatus != 0 && r.HTTPStatus == httpStatus {
+			if httpStatus != 0 && r.HTTPStatus == httpStatus && (r.Body == "" || bytes.Contains(body, []byte(r.Body))) {
 				return true
 			}
 		}
@@ -784,6 +833,9 @@ func (p *Profile) Client(u string) *wire.Client {
 		KeyHeader: p.KeyHeader, KeyMetaField: p.KeyMetaField, KeyParam: p.KeyParam, KeyArgument: p.KeyArgument,
 		ReceiptPath: p.ReceiptPath,
 		AuthHeader:  p.Auth.Header, PrincipalHeader: p.Auth.PrincipalHeader,
+	}
+	if p.ReplayMarker != nil {
+		c.ReplayMarker = *p.ReplayMarker
 	}
 	if p.Auth.Prefix != nil {
 		c.AuthPrefix = *p.Auth.Prefix

@@ -191,7 +191,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		"bad-reason-type.json":                 "want a string, an integer code or {\"http\": status}",
 		"bad-reason-empty.json":                "reasons.idempotency_in_progress: empty list",
 		"bad-reason-http.json":                 "reasons.batch_not_supported[0]: http status 302: want 400..599",
-		"bad-reason-http-shape.json":           `want {"http": status} and nothing else`,
+		"bad-reason-http-shape.json":           `want {"http": status} with an optional "body" and nothing else`,
 		"bad-reason-code-range.json":           "code 4294967296: want a 32-bit integer",
 		"bad-placement.json":                   `key_placement "query"`,
 		"bad-receipt-path.json":                "receipt_path",
@@ -296,6 +296,7 @@ func TestReasonJSON(t *testing.T) {
 		{`-32005`, Reason{Code: -32005, IsCode: true}},
 		{`{"http": 400}`, Reason{HTTPStatus: 400}},
 		{` {"http":413} `, Reason{HTTPStatus: 413}},
+		{`{"http": 409, "body": "acme_busy"}`, Reason{HTTPStatus: 409, Body: "acme_busy"}},
 	}
 	for _, tt := range tests {
 		var r Reason
@@ -309,7 +310,8 @@ func TestReasonJSON(t *testing.T) {
 			t.Errorf("%+v written as %s reads back as %+v (%v)", r, out, back, err)
 		}
 	}
-	for _, in := range []string{`""`, `null`, `true`, `1.5`, `{}`, `{"http":null}`, `{"HTTP":400}`, `{"http":400,"code":1}`, `{"http":"400"}`, `[]`} {
+	for _, in := range []string{`""`, `null`, `true`, `1.5`, `{}`, `{"http":null}`, `{"HTTP":400}`, `{"http":400,"code":1}`, `{"http":"400"}`, `[]`,
+		`{"http":409,"body":""}`, `{"http":409,"body":1}`, `{"body":"x"}`, `{"http":409,"body":"x","x":1}`} {
 		var r Reason
 		if err := json.Unmarshal([]byte(in), &r); err == nil {
 			t.Errorf("unmarshal %s accepted: %+v", in, r)
@@ -423,6 +425,72 @@ func TestParseProfileErrorPosition(t *testing.T) {
 	} {
 		if _, err := ParseProfile([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+// An HTTP status with a body text matches only an answer of that status
+// whose body holds the text: gateways of the IETF draft share a status
+// between refusals.
+func TestMatchesBody(t *testing.T) {
+	p, err := ParseProfile([]byte(`{"control_url":"http://h/c","reasons":{
+		"idempotency_in_progress":[{"http":409,"body":"acme_busy"}],
+		"idempotency_key_required":[{"http":400,"body":"key_missing"}],
+		"idempotency_key_invalid":[{"http":400,"body":"key_malformed"}],
+		"parse_error":[{"http":400}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		want   string
+		status int
+		body   string
+		match  bool
+	}{
+		{"idempotency_in_progress", 409, `{"error":{"data":{"reason":"acme_busy"}}}`, true},
+		{"idempotency_in_progress", 409, `{"error":{"data":{"reason":"acme_other"}}}`, false},
+		{"idempotency_in_progress", 200, `acme_busy`, false},
+		{"idempotency_key_required", 400, `key_missing`, true},
+		{"idempotency_key_required", 400, `key_malformed`, false},
+		{"idempotency_key_invalid", 400, `key_malformed`, true},
+		{"parse_error", 400, ``, true}, // no body text: the status alone
+	} {
+		if got := p.MatchesBody(tt.want, "", 0, tt.status, []byte(tt.body)); got != tt.match {
+			t.Errorf("MatchesBody(%q, %d, %q) = %v, want %v", tt.want, tt.status, tt.body, got, tt.match)
+		}
+	}
+	// Matches knows no body, so a mapping that needs one cannot match.
+	if p.Matches("idempotency_in_progress", "", 0, 409) {
+		t.Error("Matches matched a mapping with a body text it never saw")
+	}
+}
+
+func TestReplayMarkerProfile(t *testing.T) {
+	for _, tt := range []struct {
+		marker string
+		ok     bool
+		value  string
+	}{
+		{`{"header":"Idempotent-Replayed"}`, true, "true"},
+		{`{"path":"result._meta['acme/replayed']","value":"yes"}`, true, "yes"},
+		{`{}`, false, ""},
+		{`{"header":"X","path":"result.x"}`, false, ""},
+		{`{"header":"no good"}`, false, ""},
+		{`{"path":"result..x"}`, false, ""},
+	} {
+		p, err := ParseProfile([]byte(`{"control_url":"http://h/c","retry_after":true,"replay_marker":` + tt.marker + `}`))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: error %v, want ok %v", tt.marker, err, tt.ok)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if p.ReplayMarker.Value != tt.value || !p.RetryAfter {
+			t.Errorf("%s: value %q retry_after %v, want %q true", tt.marker, p.ReplayMarker.Value, p.RetryAfter, tt.value)
+		}
+		if c := p.Client("http://h/mcp"); c.ReplayMarker != *p.ReplayMarker {
+			t.Errorf("%s: the wire client has marker %+v", tt.marker, c.ReplayMarker)
 		}
 	}
 }

@@ -30,6 +30,7 @@ type Answer struct {
 	Exchange reports.Exchange
 
 	receipt Path
+	marker  ReplayMarker
 }
 
 // Response is a JSON-RPC response.

@@ -76,6 +76,9 @@ type Client struct {
 	// ReceiptPath locates the receipt id in a response (see Path);
 	// default DefaultReceiptPath.
 	ReceiptPath string
+	// ReplayMarker, when set, is how the target marks a replayed result;
+	// Answer.ReplayMarked reads it.
+	ReplayMarker ReplayMarker
 	// Header is added to every request.
 	Header http.Header
 	// Lane names the client in the evidence timeline; default "client".
@@ -646,7 +649,7 @@ func (c *Client) post(ctx context.Context, p Post, st wireState) (*Answer, error
 	if lane == "" {
 		lane = "client"
 	}
-	a := &Answer{receipt: c.receiptPath()}
+	a := &Answer{receipt: c.receiptPath(), marker: c.ReplayMarker}
 	a.Exchange = reports.Exchange{
 		Label: p.Label, Lane: lane, Method: req.Method, URL: endpoint,
 		RequestHeaders: flatten(req.Header, c.authHeader(), c.principalHeader()),

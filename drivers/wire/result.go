@@ -37,6 +37,12 @@ func (a *Answer) ResultValue() judge.CallValue {
 	_ = json.Unmarshal(a.resultField("structuredContent"), &sc)
 	v.Served = sc.Token
 	v.Replayed, v.Charged = a.ReceiptFacts()
+	// A marker the profile names replaces the receipt's replayed member:
+	// present or absent, it says which results are replays, so the model
+	// requires it on every replay and forbids it on every first call.
+	if marked, ok := a.ReplayMarked(); ok {
+		v.Replayed = &marked
+	}
 	return v
 }
 

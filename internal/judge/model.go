@@ -860,11 +860,11 @@ func (m *model) answer(c *mcall) []Check {
 		// a replay; every other result of the operation is.
 		for _, d := range o.calls {
 			if d != c && d.inv < c.inv && d.result() && d.a.Replayed != nil && !*d.a.Replayed && !*c.a.Replayed && sameResult(d, c) {
-				return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked replayed: true: %s already got it as the call the tool ran for", d.name()), d.out)
+				return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked a replay (replayed: true, or the profile's replay_marker): %s already got it as the call the tool ran for", d.name()), d.out)
 			}
 		}
 		if *c.a.Replayed && !m.othersMayHaveRun(c) && !m.resultOfAnother(c) {
-			return bad(HarmLostOutcome, "a result marked replayed: false: no other call of its operation could have run it, so the tool ran for this one")
+			return bad(HarmLostOutcome, "a result not marked a replay (replayed: false, or without the profile's replay_marker): no other call of its operation could have run it, so the tool ran for this one")
 		}
 	}
 	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {

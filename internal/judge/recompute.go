@@ -32,6 +32,9 @@ const (
 	// result or a refusal not to retry (explore's last step); the model's
 	// KindDecided judges the same history.
 	KindRetried = "retried" // ops
+	// KindRetryAfter: every in-progress answer carried a Retry-After header,
+	// as the profile's retry_after says the gateway sends one.
+	KindRetryAfter = "retry-after" // client
 )
 
 // Late marks a check made again once effects settled: "scenario" after the

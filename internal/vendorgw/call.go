@@ -102,9 +102,14 @@ func (g *Gateway) handle(t Tool) mcp.ToolHandler {
 			if err != nil {
 				return nil, refuse(CodeBadArguments, ReasonBadArguments, false, "%v", err)
 			}
-			return g.idempotent(ctx, scope{tenant, t.Name, whole}, whole, t, args)
+			res, _, err := g.idempotent(ctx, scope{tenant, t.Name, whole}, whole, t, args)
+			return res, err
 		}
-		return g.idempotent(ctx, scope{tenant, t.Name, keys[0]}, fp, t, args)
+		res, replayed, err := g.idempotent(ctx, scope{tenant, t.Name, keys[0]}, fp, t, args)
+		if replayed && req.Extra != nil && req.Extra.Header != nil {
+			g.replays.mark(req.Extra.Header.Get(tagHeader))
+		}
+		return res, err
 	}
 }
 
@@ -118,19 +123,19 @@ func (g *Gateway) forward(ctx context.Context, t Tool, args json.RawMessage) (*m
 }
 
 // idempotent dispatches the first call of an operation and answers every later one
-// from its record. Reserving under the mutex is what makes concurrent twins
-// dispatch once.
-func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, args json.RawMessage) (*mcp.CallToolResult, error) {
+// from its record, saying so (replayed). Reserving under the mutex is what
+// makes concurrent twins dispatch once.
+func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, args json.RawMessage) (_ *mcp.CallToolResult, replayed bool, _ error) {
 	g.mu.Lock()
 	if r := g.records[s]; r != nil {
 		defer g.mu.Unlock()
 		switch {
 		case r.fingerprint != fp && !g.o.Bugs.ReplayAnyArgs: // BUG ReplayAnyArgs: other arguments fall through to a replay
-			return nil, refuse(CodeKeyConflict, ReasonKeyConflict, false, "key %q was used with other arguments", s.key)
+			return nil, false, refuse(CodeKeyConflict, ReasonKeyConflict, false, "key %q was used with other arguments", s.key)
 		case r.result == nil:
-			return nil, refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)
+			return nil, false, refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)
 		}
-		return r.result, nil
+		return r.result, true, nil
 	}
 	var leak *mcp.CallToolResult
 	if g.o.Bugs.LeakAcrossScope { // BUG LeakAcrossScope
@@ -154,15 +159,15 @@ func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, ar
 		// Only a refusal reaches here (see dispatch): nothing ran, so the key
 		// is free for a retry.
 		delete(g.records, s)
-		return nil, err
+		return nil, false, err
 	}
 	r.result = g.withReceiptLocked(res)
 	if leak != nil {
 		// Another scope's stored content, stamped with this call's receipt.
 		return &mcp.CallToolResult{Content: leak.Content, StructuredContent: leak.StructuredContent, IsError: leak.IsError,
-			Meta: r.result.Meta}, nil
+			Meta: r.result.Meta}, false, nil
 	}
-	return r.result, nil
+	return r.result, false, nil
 }
 
 // dispatch calls the upstream tool. Its context is detached from the client's

@@ -52,6 +52,9 @@ type Options struct {
 	// Key is where the gateway reads the idempotency key; the zero value
 	// is the Idempotency-Key header.
 	Key KeyAt
+	// HTTPStyle answers refusals with the IETF idempotency-key draft's
+	// HTTP statuses and marks replays with its header.
+	HTTPStyle HTTPStyle
 	// Bugs put in the faults an adversarial review built against the
 	// harness, each shown caught by a test of cmd/mcpconform.
 	Bugs Bugs
@@ -119,6 +122,7 @@ type Gateway struct {
 	mu      sync.Mutex
 	seq     int               // receipts issued
 	records map[scope]*record // Idempotent mode only
+	replays replays           // HTTPStyle only: requests answered from a record
 }
 
 // Start connects to the upstream, lists its tools and serves the configured
@@ -169,6 +173,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if o.Key.Placement == KeyInParams {
 		next = o.Key.liftParamsKey(next)
 	}
+	if o.HTTPStyle.On {
+		next = g.httpStyle(next)
+	}
 	mux.Handle("/mcp", g.authenticate(next))
 	g.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = g.srv.Serve(ln) }()
@@ -202,6 +209,9 @@ func (o *Options) check() error {
 	}
 	if err := o.Key.check(); err != nil {
 		return err
+	}
+	if o.HTTPStyle.RetryAfter < 0 {
+		return fmt.Errorf("HTTP style: Retry-After %d: want seconds >= 0", o.HTTPStyle.RetryAfter)
 	}
 	if o.Mode != Naive && o.Mode != Idempotent {
 		return fmt.Errorf("unknown mode %d", o.Mode)

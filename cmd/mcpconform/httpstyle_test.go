@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/internal/runner"
+	"github.com/mcpconform/mcpconform/internal/vendorgw"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// httpStyle edits vendorgw into its IETF idempotency-key draft mode (400,
+// 422, 409 with Retry-After, Idempotent-Replayed on replays) and the
+// profile into the one docs/profile.md shows for such a gateway: each
+// refusal by its status and a text of its body, Retry-After promised, the
+// replay header named.
+func httpStyle(style vendorgw.HTTPStyle) []any {
+	style.On = true
+	return []any{
+		func(o *vendorgw.Options) { o.HTTPStyle = style },
+		func(p map[string]any) {
+			r := p["reasons"].(map[string]any)
+			r["idempotency_key_required"] = []any{map[string]any{"http": 400, "body": "acme_key_missing"}}
+			r["idempotency_key_reused"] = []any{map[string]any{"http": 422, "body": "acme_key_conflict"}}
+			r["idempotency_in_progress"] = []any{map[string]any{"http": 409, "body": "acme_busy"}}
+			p["retry_after"] = true
+			p["replay_marker"] = map[string]any{"header": vendorgw.ReplayedHeader, "value": "true"}
+		},
+	}
+}
+
+// A correct HTTP-style gateway passes at level wire, as the JSON-RPC one
+// does (TestVendorGatewayIdempotent): its statuses, bodies, Retry-After and
+// replay header are what its profile says, on every answer.
+func TestVendorGatewayHTTPStyle(t *testing.T) {
+	waivers := filepath.Join(t.TempDir(), "waivers.txt")
+	if err := os.WriteFile(waivers, []byte(vendorWaivers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := vendorRun(t, vendorgw.Idempotent, waivers, httpStyle(vendorgw.HTTPStyle{})...)
+	wantCorrectPass(t, out)
+	// The run saw what the mode is for, or the test proves nothing.
+	saw := map[string]bool{}
+	for _, s := range out.Run.Scenarios {
+		for _, ex := range s.Exchanges {
+			for _, k := range []string{"409", "422", "400"} {
+				if k == strconv.Itoa(ex.Status) {
+					saw[k] = true
+				}
+			}
+			if ex.ResponseHeaders[vendorgw.ReplayedHeader] == "true" {
+				saw["replayed"] = true
+			}
+			if ex.ResponseHeaders["Retry-After"] != "" {
+				saw["retry-after"] = true
+			}
+		}
+	}
+	for _, k := range []string{"409", "422", "400", "replayed", "retry-after"} {
+		if !saw[k] {
+			t.Errorf("no answer of the run had %s: the HTTP-style mode is not exercised", k)
+		}
+	}
+}
+
+// Each bug of the HTTP-style mode fails the scenario that meets it, with a
+// violated check naming the harm; only those scenarios are run.
+func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		style vendorgw.HTTPStyle
+		id    string
+		kind  string
+		harm  judge.Harm
+		text  string // a text of the violated check's expectation or observation
+	}{
+		// The retry's replay goes out unmarked: two results of one
+		// operation both claim the tool ran for them.
+		{"replay not marked", vendorgw.HTTPStyle{ReplayNotMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
+		// The first call is marked a replay: a client reads it as a
+		// result stored earlier, of some call it never made.
+		{"first call marked", vendorgw.HTTPStyle{FirstCallMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
+		// The 409s of a held operation carry no Retry-After though the
+		// profile promises one.
+		{"409 without Retry-After", vendorgw.HTTPStyle{BusyWithoutRetryAfter: true}, "twins-01", judge.KindRetryAfter, judge.HarmWrongRefusal, "without a readable Retry-After"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edits := append(httpStyle(tc.style), func(c *runner.Config) { c.IDs = []string{tc.id} })
+			out := vendorRun(t, vendorgw.Idempotent, "", edits...)
+			if v := verdicts(out.Run)[tc.id]; v != judge.Failed {
+				t.Errorf("%s: %s, want failed", tc.id, v)
+			}
+			found := false
+			for _, s := range out.Run.Scenarios {
+				for _, c := range s.Checks {
+					if s.ID == tc.id && c.Status() == judge.Violated && c.Kind == tc.kind && c.Harm == tc.harm && strings.Contains(c.Expected+" "+c.Actual, tc.text) {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: no violated %s check with harm %s", tc.id, tc.kind, tc.harm)
+			}
+			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
+				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
+			}
+		})
+	}
+}

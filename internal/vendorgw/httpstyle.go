@@ -1,0 +1,176 @@
+package vendorgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// HTTPStyle makes the gateway answer as the IETF
+// draft-ietf-httpapi-idempotency-key-header asks of an HTTP API: a missing
+// key is HTTP 400, a key reused with other arguments 422, a duplicate of a
+// running operation 409 with a Retry-After header, and every replayed
+// result carries "Idempotent-Replayed: true". The JSON-RPC error stays in
+// the body (a JSON-RPC client still reads data.reason), so a profile maps
+// each refusal by its status and a text of its body.
+type HTTPStyle struct {
+	On bool
+	// RetryAfter is the Retry-After of a 409, in seconds; 0 sends "0"
+	// (retry at once), which keeps tests fast and is still a header.
+	RetryAfter int
+	// Bugs of this mode, each shown caught by a test of cmd/mcpconform.
+	ReplayNotMarked       bool // a replay goes out without Idempotent-Replayed
+	FirstCallMarked       bool // the call the tool ran for is marked a replay too
+	BusyWithoutRetryAfter bool // a 409 with no Retry-After
+}
+
+// ReplayedHeader is the draft's replay marker.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// tagHeader carries a request's tag from the HTTP layer to the tool
+// handler (which sees the request's headers), so the handler can say the
+// answer it gave was a replay; any copy a client sent is removed first.
+const tagHeader = "X-Acme-Request-Tag"
+
+// replays notes which tagged requests the handler answered from a record.
+type replays struct {
+	mu   sync.Mutex
+	next int
+	seen map[string]bool
+}
+
+func (r *replays) tag() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next++
+	return strconv.Itoa(r.next)
+}
+
+func (r *replays) mark(tag string) {
+	if tag == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[tag] = true
+}
+
+// take says whether tag was answered as a replay, and forgets it.
+func (r *replays) take(tag string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.seen[tag]
+	delete(r.seen, tag)
+	return was
+}
+
+// statusOf is the HTTP status of a refusal reason in this mode; 0 keeps
+// go-sdk's 200.
+func statusOf(reason string) int {
+	switch reason {
+	case ReasonKeyMissing:
+		return http.StatusBadRequest
+	case ReasonKeyConflict:
+		return http.StatusUnprocessableEntity
+	case ReasonBusy:
+		return http.StatusConflict
+	}
+	return 0
+}
+
+// httpStyle holds each POST's answer until go-sdk has written it whole,
+// then sends it with the status and headers the draft asks for. Buffering
+// is fine here: a tools/call's event stream ends with its one response.
+func (g *Gateway) httpStyle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(tagHeader)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tag := g.replays.tag()
+		r.Header.Set(tagHeader, tag)
+		buf := &heldWriter{header: http.Header{}, status: http.StatusOK}
+		next.ServeHTTP(buf, r)
+		replayed := g.replays.take(tag)
+		for k, vs := range buf.header {
+			w.Header()[k] = vs
+		}
+		status := buf.status
+		reason, isResult := answerOf(buf.body.Bytes())
+		hs := g.o.HTTPStyle
+		if s := statusOf(reason); s != 0 && status == http.StatusOK {
+			status = s
+			if s == http.StatusConflict && !hs.BusyWithoutRetryAfter { // BUG BusyWithoutRetryAfter
+				w.Header().Set("Retry-After", strconv.Itoa(hs.RetryAfter))
+			}
+		}
+		if isResult && ((replayed && !hs.ReplayNotMarked) || hs.FirstCallMarked) { // BUG ReplayNotMarked, FirstCallMarked
+			w.Header().Set(ReplayedHeader, "true")
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(buf.body.Bytes())
+	})
+}
+
+// answerOf reads the JSON-RPC response in a body, plain JSON or an event
+// stream: its error's data.reason, or whether it is a result.
+func answerOf(body []byte) (reason string, isResult bool) {
+	msgs := [][]byte{bytes.TrimSpace(body)}
+	if len(msgs[0]) > 0 && msgs[0][0] != '{' {
+		msgs = nil
+		for _, line := range strings.Split(string(body), "\n") {
+			if d, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), "data:"); ok {
+				msgs = append(msgs, []byte(strings.TrimSpace(d)))
+			}
+		}
+	}
+	for _, m := range msgs {
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Data errData `json:"data"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(m, &resp) != nil {
+			continue
+		}
+		if resp.Error != nil {
+			return resp.Error.Data.Reason, false
+		}
+		if len(resp.Result) > 0 {
+			isResult = true
+		}
+	}
+	return "", isResult
+}
+
+// heldWriter keeps what go-sdk writes; Flush does nothing, as nothing has
+// been sent yet.
+type heldWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (h *heldWriter) Header() http.Header { return h.header }
+
+func (h *heldWriter) WriteHeader(status int) {
+	if !h.wrote {
+		h.status, h.wrote = status, true
+	}
+}
+
+func (h *heldWriter) Write(b []byte) (int, error) {
+	h.wrote = true
+	return h.body.Write(b)
+}
+
+func (h *heldWriter) Flush() {}
