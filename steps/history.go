@@ -64,7 +64,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 	case a.Status >= 400:
 		// A refusal made before any JSON-RPC (an HTTP status the profile
 		// maps): its meaning is all the model can read.
-		v.Means = meanings(p, a)
+		v.Means, v.HTTPOnly = meanings(p, a), true
 		// An in-progress status (the IETF draft's 409) decides nothing:
 		// the outcome stays unknown, as for a retryable JSON-RPC refusal.
 		if len(v.Means) > 0 && !slices.Contains(v.Means, judge.ReasonInProgress) {

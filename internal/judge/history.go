@@ -89,7 +89,10 @@ type CallValue struct {
 	Reason    string `json:"reason,omitempty"`
 	Retryable bool   `json:"retryable,omitempty"`
 	Status    int    `json:"status,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// HTTPOnly: a refusal made in HTTP alone (a status the profile maps,
+	// no JSON-RPC error), which has no data.retryable flag to judge.
+	HTTPOnly bool   `json:"http_only,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Served is the token a result's structuredContent names: the probe
 	// answers each dispatch with its own token, so a result naming another
 	// operation's token is that operation's result served for this one.

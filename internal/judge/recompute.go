@@ -303,7 +303,9 @@ func (h view) refused(who, reason string, retryable bool, i int) (Recomputed, bo
 	if !found {
 		return Recomputed{}, false
 	}
-	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && last.Retryable == retryable,
+	// A refusal in HTTP alone has no flag; the step does not hold one
+	// against it either.
+	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && (last.HTTPOnly || last.Retryable == retryable),
 		Expected: RefusalExpectation(reason, retryable), Observed: last.String(), Complete: true}, true
 }
 
