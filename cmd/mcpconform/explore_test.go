@@ -199,10 +199,6 @@ var uncaughtByExplore = map[string][]string{
 		// refusal rarely falls on a call under one: the refund's lost
 		// budget never runs a permit dry.
 		"permit-refund-kept",
-		// Explore never holds a keyed retry between its read of a stale,
-		// uncharged reservation and its takeover (takeover.read), where
-		// the holder would charge: the one moment this switch acts on.
-		"takeover-trusts-read",
 	},
 	"wire":        {"fingerprint-sorted-lists"},
 	"wire-refuse": {"fingerprint-sorted-lists"},

@@ -21,9 +21,14 @@ type Dims struct {
 	// client speaks unless told otherwise.
 	Wires   []string
 	Default string
+	// Points are the fault points the target's control API lists; empty,
+	// every point is taken to be there (as the steps take it).
+	Points []string
 }
 
 func (d Dims) has(c string) bool { return d.Caps[c] }
+
+func (d Dims) hasPoint(p string) bool { return len(d.Points) == 0 || slices.Contains(d.Points, p) }
 
 // The protocol versions whose behaviour differs.
 const (
@@ -431,7 +436,7 @@ type ep struct {
 }
 
 // pauseWeights are epPause's variants' weights, in its order.
-var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3}
+var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3, 3}
 
 // episodes are the kinds of episode, in a fixed order, each pause variant
 // a kind of its own.
@@ -1153,6 +1158,23 @@ func (g *gen) epPause(which int) {
 			inner: func(op, _ int, _ string) []Action {
 				g.clock(Action{Variant: ClockPastPermit})
 				return nil
+			}},
+		// A keyed retry held between its read of the stale, uncharged
+		// reservation and its takeover's write, while the holder goes on
+		// (released first, it charges and runs): the write must re-check
+		// what the read found, or the operation runs twice.
+		{ok: clock && g.d.hasPoint("takeover.read") && len(g.firstURL(others)) > 0, points: []string{"reserve.done"},
+			inner: func(op, pause int, _ string) []Action {
+				if !stale() {
+					g.call(other(), op)
+					return nil
+				}
+				second := pick(g, g.firstURL(others))
+				others = slices.DeleteFunc(others, func(c string) bool { return c == second })
+				g2 := g.group()
+				g.add(Action{Kind: KPause, Client: second, Op: op, Point: "takeover.read", Group: g2, Needs: []int{pause}})
+				g.pending[second] = true
+				return []Action{{Kind: KRelease, Group: g2, Client: second, Op: op}}
 			}},
 	}
 	// The variant asked for, or, where the target or the scenario's state

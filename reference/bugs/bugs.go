@@ -165,7 +165,7 @@ var All = []Bug{
 	{Name: ClaimLapses, Description: "an operation's in-flight claim lapses after 1 s of real time, charged or not, while its dispatch may still be running: a duplicate after that dispatches and is charged again"},
 	{Name: WindowWholeSeconds, Description: "the previous-bucket join compares a slot's age in whole Unix seconds (both times truncated): an unkeyed retry less than a second before the window ends, of a call made at a fractional second, counts as a full window old and dispatches and charges again"},
 	{Name: FingerprintSortedLists, Description: "arrays in the arguments are taken for sets, sorted before the fingerprint and the derived key are taken: the same key with a list in another order replays the first arguments' result instead of idempotency_key_reused, and an unkeyed call with a list reordered is answered with the other operation's result instead of running"},
-	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (and is about to dispatch) in between is replaced, and both dispatch and are debited"},
+	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (or even finished) in between is replaced, and the operation is dispatched and debited twice"},
 }
 
 // Set is the switches a gateway runs with.

@@ -310,9 +310,10 @@ type SlotRequest struct {
 type Stale struct {
 	Owner  string
 	Before time.Time
-	// OwnerOnly drops every condition but the owner (and in progress), as
-	// a takeover that trusts its earlier read of the record would. Only
-	// the takeover-trusts-read bug switch sets it.
+	// OwnerOnly drops every condition but the owner, as a takeover that
+	// trusts its earlier read of the record would (an update "where owner
+	// is still the one I read"): a holder that charged, or even finished,
+	// since is replaced. Only the takeover-trusts-read bug switch sets it.
 	OwnerOnly bool
 }
 
@@ -325,7 +326,7 @@ func (r ReserveRequest) Replaces(existing Record) bool {
 	case r.ReplaceStale != nil:
 		st := r.ReplaceStale
 		if st.OwnerOnly {
-			return existing.State == StateInProgress && existing.Owner == st.Owner
+			return existing.Owner == st.Owner
 		}
 		return existing.State == StateInProgress && !existing.Charged &&
 			existing.Owner == st.Owner && !existing.UpdatedAt.After(st.Before)
