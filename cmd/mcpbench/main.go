@@ -46,6 +46,7 @@ func main() {
 	scale := flag.String("scale", "1,2,4,8,16", "client counts of the scale table (keyed first calls on one wallet)")
 	procs := flag.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
 	profiles := flag.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
+	allocs := flag.Int("allocs", 500, "calls of each kind (keyed first, replay, unkeyed) the gateway's call path's allocations are counted over; 0 skips it")
 	limits := flag.Bool("limits", true, "measure the store alone in every round and write the same-run limits (the gateway against the ideal composition of the bare server and the store)")
 	flag.Parse()
 	clients, err := ints(*scale)
@@ -64,7 +65,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	cfg := config{out: *out, load: bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, stormN: *storm, rounds: *rounds,
-		suite: *suite, clients: clients, processes: processes, profiles: *profiles, limits: *limits}
+		suite: *suite, clients: clients, processes: processes, profiles: *profiles, limits: *limits, allocs: *allocs}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
 		os.Exit(1)
@@ -86,6 +87,7 @@ type config struct {
 	processes []int // its gateway process counts on PostgreSQL
 	profiles  string
 	limits    bool   // the store alone in every round, for the same-run limits
+	allocs    int    // calls of each kind the allocations per call are counted over; 0: not counted
 	tmp       string // the run's temporary directory
 	binary    string // mcpconform, built for the harness and the multi-process scale
 }
@@ -143,6 +145,18 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer os.RemoveAll(tmp)
 	cfg.tmp = tmp
+	if cfg.allocs > 0 {
+		// Here, while no load runs: every goroutine's allocations count.
+		a, err := bench.MeasureCallAllocs(ctx, tmp, cfg.allocs)
+		res.Allocs = a
+		for _, x := range a {
+			logf("allocations: %s: %.0f allocs/call, %.0f B/call over %d calls", x.Phase, x.AllocsPerOp, x.BytesPerOp, x.Calls)
+		}
+		if err != nil {
+			res.AllocsErr = err.Error()
+			logf("%v", err)
+		}
+	}
 	if cfg.suite || (dsn != "" && len(cfg.processes) > 0) {
 		logf("building mcpconform")
 		if cfg.binary, err = target.Build(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin")); err != nil {

@@ -197,6 +197,9 @@ func sample() Results {
 			{Label: "18 of 36 scenarios", Store: SQLite, Scenarios: 18, Concurrency: 64, Wall: 18 * time.Second, Passed: 17, Failed: 1},
 			suite,
 		},
+		Allocs: []CallAllocs{{Phase: PhaseKeyedFirst, Calls: 500, AllocsPerOp: 430.2, BytesPerOp: 21161},
+			{Phase: PhaseKeyedReplay, Calls: 500, AllocsPerOp: 209.8, BytesPerOp: 9809}},
+		AllocsErr: "call allocations: unkeyed calls: store busy",
 		Twins: []SuiteRun{
 			{Label: "twins-01, 8 twins", Store: SQLite, Scenarios: 1, Concurrency: 8, Wall: 1500 * time.Millisecond, Passed: 1},
 			{Label: "twins-01, 32 twins", Store: SQLite, Scenarios: 1, Concurrency: 32, Wall: 2100 * time.Millisecond, Passed: 1},

@@ -147,6 +147,10 @@ type Results struct {
 	// twins-01 on SQLite at growing --concurrency (its twin count).
 	Scaling []SuiteRun `json:"scaling,omitempty"`
 	Twins   []SuiteRun `json:"twins,omitempty"`
+	// Allocs are the call path's allocations per call kind; AllocsErr
+	// why they stopped short.
+	Allocs    []CallAllocs `json:"allocs,omitempty"`
+	AllocsErr string       `json:"allocs_err,omitempty"`
 }
 
 // Store returns the named store's results.
@@ -464,6 +468,7 @@ func Render(w io.Writer, r Results) error {
 		p("\n%s", strings.Join(firstErrs, ""))
 	}
 
+	renderAllocs(p, r)
 	renderScale(p, r)
 	renderProfiles(p, r)
 

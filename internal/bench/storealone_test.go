@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -74,5 +75,24 @@ func TestStoreAlone(t *testing.T) {
 				t.Errorf("%d debits, %d dispatches for %d counted calls", debits, len(ds), n)
 			}
 		})
+	}
+}
+
+// The allocation counts come back for every kind of call, in order; their
+// values depend on the Go release and are not judged.
+func TestMeasureCallAllocs(t *testing.T) {
+	got, err := MeasureCallAllocs(t.Context(), t.TempDir(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, a := range got {
+		phases = append(phases, a.Phase)
+		if a.Calls != 20 || a.AllocsPerOp <= 0 || a.BytesPerOp <= 0 {
+			t.Errorf("%+v: want 20 calls and some allocations", a)
+		}
+	}
+	if want := []string{PhaseKeyedFirst, PhaseKeyedReplay, PhaseUnkeyed}; !slices.Equal(phases, want) {
+		t.Errorf("phases %v, want %v", phases, want)
 	}
 }
