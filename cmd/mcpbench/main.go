@@ -1,8 +1,10 @@
 // Command mcpbench measures the reference gateway against a bare go-sdk MCP
 // server in one run, with one client, on one machine, and writes the figures
-// to bench/results.md: calls per second and latency per kind of call, twin
-// storms with their dispatch and debit counts, and the harness's own wall
-// time and growth. `make bench` runs it.
+// to bench/results.md: calls per second and latency per kind of call, the
+// store alone and the ideal composition of the two (the same-run limits),
+// the call path's allocations per call, twin storms with their dispatch and
+// debit counts, and the harness's own wall time and growth. `make bench`
+// runs it.
 //
 // Every server listens on 127.0.0.1. The reference gateway runs in process
 // (reference/server.Run) on SQLite in a temporary directory and, when
