@@ -1,8 +1,10 @@
 // Command mcpbench measures the reference gateway against a bare go-sdk MCP
 // server in one run, with one client, on one machine, and writes the figures
-// to bench/results.md: calls per second and latency per kind of call, twin
-// storms with their dispatch and debit counts, and the harness's own wall
-// time and growth. `make bench` runs it.
+// to bench/results.md: calls per second and latency per kind of call, the
+// store alone and the ideal composition of the two (the same-run limits),
+// the call path's allocations per call, twin storms with their dispatch and
+// debit counts, and the harness's own wall time and growth. `make bench`
+// runs it.
 //
 // Every server listens on 127.0.0.1. The reference gateway runs in process
 // (reference/server.Run) on SQLite in a temporary directory and, when
@@ -46,6 +48,8 @@ func main() {
 	scale := flag.String("scale", "1,2,4,8,16", "client counts of the scale table (keyed first calls on one wallet)")
 	procs := flag.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
 	profiles := flag.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
+	allocs := flag.Int("allocs", 500, "calls of each kind (keyed first, replay, unkeyed) the gateway's call path's allocations are counted over; 0 skips it")
+	limits := flag.Bool("limits", true, "measure the store alone in every round and write the same-run limits (the gateway against the ideal composition of the bare server and the store)")
 	flag.Parse()
 	clients, err := ints(*scale)
 	if err != nil {
@@ -63,7 +67,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	cfg := config{out: *out, load: bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, stormN: *storm, rounds: *rounds,
-		suite: *suite, clients: clients, processes: processes, profiles: *profiles}
+		suite: *suite, clients: clients, processes: processes, profiles: *profiles, limits: *limits, allocs: *allocs}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
 		os.Exit(1)
@@ -84,6 +88,9 @@ type config struct {
 	clients   []int // the scale table's client counts
 	processes []int // its gateway process counts on PostgreSQL
 	profiles  string
+	limits    bool   // the store alone in every round, for the same-run limits
+	allocs    int    // calls of each kind the allocations per call are counted over; 0: not counted
+	tmp       string // the run's temporary directory
 	binary    string // mcpconform, built for the harness and the multi-process scale
 }
 
@@ -139,6 +146,19 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	cfg.tmp = tmp
+	if cfg.allocs > 0 {
+		// Here, while no load runs: every goroutine's allocations count.
+		a, err := bench.MeasureCallAllocs(ctx, tmp, cfg.allocs)
+		res.Allocs = a
+		for _, x := range a {
+			logf("allocations: %s: %.0f allocs/call, %.0f B/call over %d calls", x.Phase, x.AllocsPerOp, x.BytesPerOp, x.Calls)
+		}
+		if err != nil {
+			res.AllocsErr = err.Error()
+			logf("%v", err)
+		}
+	}
 	if cfg.suite || (dsn != "" && len(cfg.processes) > 0) {
 		logf("building mcpconform")
 		if cfg.binary, err = target.Build(ctx, os.Getenv("GO"), filepath.Join(tmp, "bin")); err != nil {
@@ -237,11 +257,25 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 	}
 	meter := bench.NewCPUMeter(dbDSN)
 	ph.MeterCPU(meter)
-	rs, err := bench.MeasureRounds(ctx, baselineURL, ph, cfg.rounds)
+	switch {
+	case sr.Store == bench.SQLite:
+		sr.RoundDatabases = "Every round runs on a gateway of its own on a fresh database file (the gateway's phases outside the rounds on another one): on one file the later rounds ran slower as it grew."
+	case cfg.limits:
+		sr.RoundDatabases = "The rounds share the run's database; the store alone has one database of its own for all of them."
+	}
+	env, closeEnv := roundEnvs(cfg, sr.Store, store, ph, meter, loadHTTP)
+	rs, err := bench.MeasureRounds(ctx, baselineURL, env, cfg.rounds)
+	if cerr := closeEnv(); cerr != nil {
+		logf("%s: %v", sr.Store, cerr)
+	}
 	sr.Rounds = rs
 	for i, r := range rs {
 		logf("%s: round %d: bare %.0f/s, keyed first %.0f/s, replays %.0f/s, unkeyed %.0f/s (p99 %v), one wallet per client %.0f/s",
 			sr.Store, i+1, r.Baseline.Rate, r.First.Rate, r.Replay.Rate, r.Unkeyed.Rate, r.Unkeyed.P99, r.Spread.Rate)
+		if r.Store != nil {
+			logf("%s: round %d: store alone: keyed first %.0f/s, replay reads %.0f/s, unkeyed %.0f/s",
+				sr.Store, i+1, r.Store.First.Rate, r.Store.Replay.Rate, r.Store.Unkeyed.Rate)
+		}
 	}
 	if err != nil {
 		fail(err)
@@ -307,6 +341,94 @@ func measureStore(ctx context.Context, cfg config, sr *bench.StoreResults, store
 		logf("%s: profiled %s: %.0f calls/s; cores used %+v; cpu %v; waited %v", sr.Store, name, st.Rate, cores, pr.CPU, pr.Block)
 		loadHTTP.CloseIdleConnections()
 	}
+}
+
+// roundEnvs is what each interleaved round runs on, and what to close
+// once they are over.
+//
+// On SQLite every round gets a gateway of its own on a fresh database file,
+// and a fresh file for the store alone: on one file the rate fell from
+// round to round as the file grew (the gateway's keyed first calls 1541/s
+// to 1284/s over 5 rounds in bench/results.md of 2026-12-04; the store
+// alone's 6261/s to 4661/s over 6 rounds of 1.5 s on one file, against
+// 5172/s to 5387/s on a fresh file each round). Truncating the WAL between
+// rounds (PRAGMA wal_checkpoint(TRUNCATE)) did not stop it (4678/s to
+// 4381/s): the store's own checkpointer keeps the WAL short already, and
+// what grows is the database, its indexes deeper every round. Those figures
+// were taken on a 2-core machine a CI run was loading too, so they are
+// coarse, but they point one way.
+//
+// On PostgreSQL the rounds share the run's database, and the store alone
+// one database of its own for every round: its rounds show no such fall
+// (0.29×, 0.26×, 0.27×, 0.26×, 0.27× there), and a database created and
+// migrated per round would cost seconds each.
+func roundEnvs(cfg config, storeName, storeArg string, ph *bench.Phases, meter bench.CPUMeter, hc *http.Client) (func(context.Context, int) (bench.RoundEnv, error), func() error) {
+	if !cfg.limits && storeName != bench.SQLite {
+		return func(context.Context, int) (bench.RoundEnv, error) { return bench.RoundEnv{Phases: ph}, nil }, func() error { return nil }
+	}
+	if storeName == bench.PostgreSQL {
+		var alone *bench.StoreAlone
+		env := func(ctx context.Context, _ int) (bench.RoundEnv, error) {
+			if alone == nil {
+				// Not the gateway's application_name: the wait sampler
+				// looks at the gateway's sessions only.
+				a, err := bench.OpenStoreAlone(ctx, bench.PostgreSQL, "", withApp(storeArg, benchApp+"-store-alone"),
+					bench.DatabasePrefix+strconv.Itoa(os.Getpid())+"_store_alone", cfg.load)
+				if err != nil {
+					return bench.RoundEnv{}, err
+				}
+				alone = a
+			}
+			return bench.RoundEnv{Phases: ph, Store: alone}, nil
+		}
+		return env, func() error {
+			if alone == nil {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return alone.Close(ctx)
+		}
+	}
+	env := func(ctx context.Context, i int) (bench.RoundEnv, error) {
+		dir := filepath.Join(cfg.tmp, "rounds", strconv.Itoa(i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return bench.RoundEnv{}, fmt.Errorf("round database directory: %w", err)
+		}
+		g, err := bench.StartGateway(ctx, "sqlite:"+filepath.Join(dir, "gw.db"))
+		if err != nil {
+			return bench.RoundEnv{}, err
+		}
+		closeAll := func(alone *bench.StoreAlone) error {
+			var errs []error
+			if err := g.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("stop round %d's gateway: %w", i+1, err))
+			}
+			if alone != nil {
+				if err := alone.Close(context.Background()); err != nil {
+					errs = append(errs, fmt.Errorf("close round %d's store alone: %w", i+1, err))
+				}
+			}
+			hc.CloseIdleConnections()
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove round %d's databases: %w", i+1, err))
+			}
+			return errors.Join(errs...)
+		}
+		rp, err := bench.NewPhases(ctx, g.Endpoint(), hc, cfg.load)
+		if err != nil {
+			return bench.RoundEnv{}, errors.Join(err, closeAll(nil))
+		}
+		rp.MeterCPU(meter)
+		var alone *bench.StoreAlone
+		if cfg.limits {
+			if alone, err = bench.OpenStoreAlone(ctx, bench.SQLite, dir, "", "store-alone", cfg.load); err != nil {
+				return bench.RoundEnv{}, errors.Join(err, closeAll(nil))
+			}
+		}
+		return bench.RoundEnv{Phases: rp, Store: alone, Close: func() error { return closeAll(alone) }}, nil
+	}
+	return env, func() error { return nil }
 }
 
 // measureProcesses adds the scale table's multi-process rows: several

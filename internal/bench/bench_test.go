@@ -135,11 +135,17 @@ func sample() Results {
 	round := func(bl, first, replay, unkeyed float64, unkeyedP99 int, spread float64) Round {
 		return Round{Baseline: st(PhaseBaseline, bl, 3900, 12300), First: st(PhaseKeyedFirst, first, 9000, 30000),
 			Replay: st(PhaseKeyedReplay, replay, 5000, 15000), Unkeyed: st(PhaseUnkeyed, unkeyed, 10000, unkeyedP99),
-			Spread: st(PhaseSpread, spread, 8000, 25000)}
+			Spread: st(PhaseSpread, spread, 8000, 25000),
+			// The store alone at half, five times and two thirds of the
+			// bare server's rate: ideals of a third, five sixths and two
+			// fifths of it.
+			Store: &StoreRound{First: st(PhaseStoreFirst, bl/2, 1000, 4000), Replay: st(PhaseStoreReplay, bl*5, 200, 900),
+				Unkeyed: st(PhaseStoreUnkeyed, bl*2/3, 1500, 6000)}}
 	}
 	// The last round metered, one phase on saturated cores, one phase's
 	// figure missing.
 	lastRound := round(1600, 400, 1600, 1000, 40000, 500)
+	lastRound.Store.Unkeyed.Errors, lastRound.Store.Unkeyed.FirstError = 2, "reserve slot: store busy: lock timeout"
 	lastRound.Cores = map[string]CPUUse{
 		PhaseBaseline:    {Wall: 3 * time.Second, Self: 1.62, Of: 2},
 		PhaseKeyedFirst:  {Wall: 3 * time.Second, Self: 1.95, Of: 2},
@@ -175,7 +181,8 @@ func sample() Results {
 					round(2000, 600, 1800, 1000, 60000, 800),
 					lastRound,
 				},
-				Scale: []ScalePoint{scale(1, 1, 190), scale(1, 2, 250), scale(1, 8, 200)},
+				RoundDatabases: "Every round runs on a fresh database file.",
+				Scale:          []ScalePoint{scale(1, 1, 190), scale(1, 2, 250), scale(1, 8, 200)},
 				Profiles: []Profiled{{Store: SQLite, Phase: PhaseKeyedFirst, Rate: 480, CPUFile: "/x/sqlite-keyed-first-calls.cpu.pb.gz", BlockFile: "/x/sqlite-keyed-first-calls.block.pb.gz",
 					CPUTotal: 5.9, CPU: []Share{{"runtime", 3, 0.5}, {"modernc.org/sqlite/lib", 1.2, 0.2}},
 					CPUCum:     []Share{{"net/http", 4, 0.68}, {"github.com/mcpconform/mcpconform/reference/store/sqlite", 2, 0.34}},
@@ -190,6 +197,9 @@ func sample() Results {
 			{Label: "18 of 36 scenarios", Store: SQLite, Scenarios: 18, Concurrency: 64, Wall: 18 * time.Second, Passed: 17, Failed: 1},
 			suite,
 		},
+		Allocs: []CallAllocs{{Phase: PhaseKeyedFirst, Calls: 500, AllocsPerOp: 430.2, BytesPerOp: 21161},
+			{Phase: PhaseKeyedReplay, Calls: 500, AllocsPerOp: 209.8, BytesPerOp: 9809}},
+		AllocsErr: "call allocations: unkeyed calls: store busy",
 		Twins: []SuiteRun{
 			{Label: "twins-01, 8 twins", Store: SQLite, Scenarios: 1, Concurrency: 8, Wall: 1500 * time.Millisecond, Passed: 1},
 			{Label: "twins-01, 32 twins", Store: SQLite, Scenarios: 1, Concurrency: 32, Wall: 2100 * time.Millisecond, Passed: 1},

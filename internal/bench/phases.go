@@ -223,54 +223,87 @@ func keyedFirst(ctx context.Context, client func(w int) *Client, l Load, prefix 
 	return st, done
 }
 
+// RoundEnv is what one interleaved round runs on: the gateway's phases,
+// and the store-alone workload (nil: no same-run limits), with what to
+// close once the round is over (nil: nothing).
+type RoundEnv struct {
+	Phases *Phases
+	Store  *StoreAlone
+	Close  func() error
+}
+
 // MeasureRounds measures the rate targets in n interleaved rounds, each the
-// bare server, then the gateway's keyed first calls, their replays, unkeyed
-// calls and keyed first calls on one wallet per client, back to back. On a
-// shared 2-core machine the bare server's rate moves by a third between one
-// minute and the next; a ratio taken within a round sets each gateway
-// figure against the machine as it was a few seconds before.
-func MeasureRounds(ctx context.Context, baselineURL string, p *Phases, n int) ([]Round, error) {
+// bare server, then the store alone (when env gives one), then the
+// gateway's keyed first calls, their replays, unkeyed calls and keyed first
+// calls on one wallet per client, back to back. On a shared 2-core machine
+// the bare server's rate moves by a third between one minute and the next;
+// a ratio taken within a round sets each gateway figure against the machine
+// as it was a few seconds before. env(i) is round i's (from 0): a caller
+// may hand each round a fresh database, or the same one every time.
+func MeasureRounds(ctx context.Context, baselineURL string, env func(ctx context.Context, i int) (RoundEnv, error), n int) ([]Round, error) {
 	var rounds []Round
 	for i := range n {
 		if ctx.Err() != nil {
 			return rounds, ctx.Err()
 		}
-		var r Round
-		// Only the last round is metered: the rounds are alike, and a
-		// reader wants one figure a phase.
-		metered := func(f func() Stats) Stats {
-			if p.meter == nil || i < n-1 {
-				return f()
-			}
-			began := p.meter.Read()
-			st := f()
-			if r.Cores == nil {
-				r.Cores = map[string]CPUUse{}
-			}
-			r.Cores[st.Name] = p.meter.Since(began)
-			return st
-		}
-		r.Baseline = metered(func() Stats { return MeasureBaseline(ctx, baselineURL, p.hc, p.l) })
-		p.hc.CloseIdleConnections()
-		r.First = metered(func() Stats { return p.KeyedFirst(ctx) })
-		if len(p.done) == 0 {
-			return rounds, fmt.Errorf("round %d: no keyed first call succeeded: %s", i+1, r.First.FirstError)
-		}
-		r.Replay = metered(func() Stats { return p.Replays(ctx) })
-		r.Unkeyed = metered(func() Stats { return p.Unkeyed(ctx) })
-		var err error
-		r.Spread = metered(func() Stats {
-			var st Stats
-			st, err = p.Spread(ctx)
-			return st
-		})
+		e, err := env(ctx, i)
 		if err != nil {
 			return rounds, fmt.Errorf("round %d: %w", i+1, err)
 		}
-		p.hc.CloseIdleConnections()
+		r, err := measureRound(ctx, baselineURL, e, i == n-1)
+		if e.Close != nil {
+			err = errors.Join(err, e.Close())
+		}
+		if err != nil {
+			return rounds, fmt.Errorf("round %d: %w", i+1, err)
+		}
 		rounds = append(rounds, r)
 	}
 	return rounds, nil
+}
+
+// measureRound is one round on e; last says it is the last, the one
+// metered.
+func measureRound(ctx context.Context, baselineURL string, e RoundEnv, last bool) (Round, error) {
+	p := e.Phases
+	var r Round
+	// Only the last round is metered: the rounds are alike, and a
+	// reader wants one figure a phase.
+	metered := func(f func() Stats) Stats {
+		if p.meter == nil || !last {
+			return f()
+		}
+		began := p.meter.Read()
+		st := f()
+		if r.Cores == nil {
+			r.Cores = map[string]CPUUse{}
+		}
+		r.Cores[st.Name] = p.meter.Since(began)
+		return st
+	}
+	r.Baseline = metered(func() Stats { return MeasureBaseline(ctx, baselineURL, p.hc, p.l) })
+	p.hc.CloseIdleConnections()
+	if s := e.Store; s != nil {
+		// Right after the bare server, so the two figures the ideal is made
+		// of are as close in time as the gateway's are to either.
+		r.Store = &StoreRound{First: metered(func() Stats { return s.First(ctx) })}
+		r.Store.Replay = metered(func() Stats { return s.Replay(ctx) })
+		r.Store.Unkeyed = metered(func() Stats { return s.Unkeyed(ctx) })
+	}
+	r.First = metered(func() Stats { return p.KeyedFirst(ctx) })
+	if len(p.done) == 0 {
+		return r, fmt.Errorf("no keyed first call succeeded: %s", r.First.FirstError)
+	}
+	r.Replay = metered(func() Stats { return p.Replays(ctx) })
+	r.Unkeyed = metered(func() Stats { return p.Unkeyed(ctx) })
+	var err error
+	r.Spread = metered(func() Stats {
+		var st Stats
+		st, err = p.Spread(ctx)
+		return st
+	})
+	p.hc.CloseIdleConnections()
+	return r, err
 }
 
 // ScalePoint is the keyed first-call rate on one wallet with Clients

@@ -33,16 +33,19 @@ type Setup struct {
 
 // StoreResults are one store's figures.
 type StoreResults struct {
-	Store    string       `json:"store"` // "SQLite", "PostgreSQL"
-	Measured bool         `json:"measured"`
-	Reason   string       `json:"reason,omitempty"` // why not measured
-	Phases   []Stats      `json:"phases,omitempty"` // measured once, outside the rounds
-	Storms   []Storm      `json:"storms,omitempty"`
-	Rounds   []Round      `json:"rounds,omitempty"` // interleaved, for the rate targets
-	Scale    []ScalePoint `json:"scale,omitempty"`
-	Profiles []Profiled   `json:"profiles,omitempty"` // phases of missed targets
-	Suite    *SuiteRun    `json:"suite,omitempty"`
-	Err      string       `json:"err,omitempty"` // a failure part-way
+	Store    string  `json:"store"` // "SQLite", "PostgreSQL"
+	Measured bool    `json:"measured"`
+	Reason   string  `json:"reason,omitempty"` // why not measured
+	Phases   []Stats `json:"phases,omitempty"` // measured once, outside the rounds
+	Storms   []Storm `json:"storms,omitempty"`
+	Rounds   []Round `json:"rounds,omitempty"` // interleaved, for the rate targets
+	// RoundDatabases says what database the rounds ran on, for the reader:
+	// "" says nothing.
+	RoundDatabases string       `json:"round_databases,omitempty"`
+	Scale          []ScalePoint `json:"scale,omitempty"`
+	Profiles       []Profiled   `json:"profiles,omitempty"` // phases of missed targets
+	Suite          *SuiteRun    `json:"suite,omitempty"`
+	Err            string       `json:"err,omitempty"` // a failure part-way
 }
 
 // Round is one interleaved measurement for the rate targets: the bare
@@ -53,6 +56,9 @@ type Round struct {
 	Replay   Stats `json:"replay"`
 	Unkeyed  Stats `json:"unkeyed"`
 	Spread   Stats `json:"spread"` // keyed first calls, one wallet per client
+	// Store is the store alone in the same round (StoreAlone); nil when
+	// not measured.
+	Store *StoreRound `json:"store,omitempty"`
 	// Cores are the cores each phase used, by phase name (the bare
 	// server's too); the last round's only.
 	Cores map[string]CPUUse `json:"cores,omitempty"`
@@ -141,6 +147,10 @@ type Results struct {
 	// twins-01 on SQLite at growing --concurrency (its twin count).
 	Scaling []SuiteRun `json:"scaling,omitempty"`
 	Twins   []SuiteRun `json:"twins,omitempty"`
+	// Allocs are the call path's allocations per call kind; AllocsErr
+	// why they stopped short.
+	Allocs    []CallAllocs `json:"allocs,omitempty"`
+	AllocsErr string       `json:"allocs_err,omitempty"`
 }
 
 // Store returns the named store's results.
@@ -369,7 +379,14 @@ func Render(w io.Writer, r Results) error {
 		}
 		p("\n## Interleaved rounds (%s)\n\n", st.Store)
 		p("Each round measures the bare server, then the gateway's keyed first calls (every client on one wallet), their replays, unkeyed calls, and keyed first calls with one wallet per client, back to back; " +
-			"each ratio is to that round's own bare-server figure, the hot-wallet ratio one wallet over one wallet per client.\n\n")
+			"each ratio is to that round's own bare-server figure, the hot-wallet ratio one wallet over one wallet per client.")
+		if roundsHaveStore(st.Rounds) {
+			p(" The store alone ran between the bare server and the gateway's phases (same-run limits, below).")
+		}
+		if st.RoundDatabases != "" {
+			p(" %s", st.RoundDatabases)
+		}
+		p("\n\n")
 		p("| round | bare server | keyed first calls | × bare | keyed replays | × bare | unkeyed calls | × bare | unkeyed p99 × bare p99 | one wallet per client | one wallet ÷ per client |\n" +
 			"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for i, rd := range st.Rounds {
@@ -381,6 +398,7 @@ func Render(w io.Writer, r Results) error {
 		}
 	}
 
+	renderLimits(p, r)
 	renderRoundCores(p, r)
 
 	p("\n## Calls per second and latency\n\n")
@@ -450,6 +468,7 @@ func Render(w io.Writer, r Results) error {
 		p("\n%s", strings.Join(firstErrs, ""))
 	}
 
+	renderAllocs(p, r)
 	renderScale(p, r)
 	renderProfiles(p, r)
 
@@ -726,7 +745,11 @@ func renderRoundCores(p func(string, ...any), r Results) {
 			continue
 		}
 		rd := st.Rounds[len(st.Rounds)-1]
-		for _, ph := range []Stats{rd.Baseline, rd.First, rd.Replay, rd.Unkeyed, rd.Spread} {
+		phases := []Stats{rd.Baseline}
+		if rd.Store != nil {
+			phases = append(phases, rd.Store.First, rd.Store.Replay, rd.Store.Unkeyed)
+		}
+		for _, ph := range append(phases, rd.First, rd.Replay, rd.Unkeyed, rd.Spread) {
 			if u, ok := rd.Cores[ph.Name]; ok {
 				p("| %s | round %d: %s | %s | %s |\n", st.Store, len(st.Rounds), ph.Name, fmtRate(ph.Rate), cell(u.cores()))
 			}
