@@ -196,6 +196,31 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a retry that read a stale reservation as uncharged leaves it to the holder that charged since",
+		catches: []string{bugs.TakeoverTrustsRead},
+		run: func(e *env) error {
+			s := e.g.Settings()
+			s.StaleLock = 30 * time.Second // below the permit TTL, so A's permit outlives the advance
+			e.must(e.g.SetSettings(s))
+			key := "k-" + uuid.NewString()
+			fa := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(fa, a) // A reserved, not charged
+			e.clk.Advance(s.StaleLock + time.Second)
+			fb := e.arm(faults.TakeoverRead, faults.Pause, e.write)
+			b := e.async(req{key: key})
+			e.await(fb, b) // B read A's reservation as stale and uncharged
+			e.release(fa)
+			ra, errA := ok(e.wait(a)) // A charges, runs and finishes
+			e.release(fb)
+			rb, errB := ok(e.wait(b)) // B's write must see it: a replay
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errA, errB, err, want("B's receipt", rb.ID, ra.ID), want("B replayed", rb.Replayed, true),
+				want("dispatches", n, 1), want("debits", l.debits, 1))
+		},
+	},
+	{
 		name:    "stale-lock takeover at fence.read: the old holder writes nothing",
 		catches: []string{bugs.StaleLockNoFence, bugs.SelectForUpdateSQLite},
 		run: func(e *env) error {
