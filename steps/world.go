@@ -531,25 +531,21 @@ func (w *world) finish(ctx context.Context, err error) {
 			c.cancel()
 		}
 	}
-	if w.env.Probe != nil && w.has(judge.CapUpstream) && w.env.Settle > 0 {
-		// Effects are final before they are judged: wait for the probe to
-		// stay quiet, then recount what each probe check saw.
-		_ = w.env.Probe.Quiet(ctx, w.env.RunID, w.env.Settle)
-		w.recount(ctx)
+	obs, observer := w.env.observer()
+	if obs != nil && w.env.Settle > 0 {
+		// Effects are final before they are judged: wait for the observer
+		// to stay quiet, then recount what each dispatch check saw.
+		_ = obs.Quiet(ctx, w.env.Settle)
+		w.recount(ctx, obs, observer)
 	}
 	if w.walletID != "" && w.has(judge.CapLedger) {
 		if l, lerr := w.ledger(ctx); lerr == nil {
 			w.evidence.LedgerAfter = l
 		}
 	}
-	if w.env.Probe != nil && w.has(judge.CapUpstream) {
-		if ds, derr := w.env.Probe.Dispatches(ctx, w.env.RunID); derr == nil {
-			mine := w.tokenSet()
-			for _, d := range ds {
-				if mine[d.Token] {
-					w.evidence.Dispatches = append(w.evidence.Dispatches, d)
-				}
-			}
+	if obs != nil {
+		if ds, derr := obs.Dispatches(ctx, w.tokenList()); derr == nil {
+			w.evidence.Dispatches = append(w.evidence.Dispatches, ds...)
 		}
 	}
 	_ = w.recordEffects(ctx)
@@ -563,15 +559,22 @@ func (w *world) finish(ctx context.Context, err error) {
 
 // recount compares each probe count a check saw with the count once the
 // probe settled; a dispatch that came later is a violation of its own.
-func (w *world) recount(ctx context.Context) {
-	after := fmt.Sprintf("after the scenario's calls were answered and the probe was quiet for %v", w.env.Settle)
+func (w *world) recount(ctx context.Context, obs Observer, observer string) {
+	after := fmt.Sprintf("after the scenario's calls were answered and the %s was quiet for %v", observerName(observer), w.env.Settle)
 	for _, c := range w.counted {
-		late, ok, err := lateDispatch(ctx, w.env.Probe, c, reports.LateSuffixes[0], judge.LateScenario, after)
+		late, ok, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[0], judge.LateScenario, after)
 		if err != nil || !ok {
 			continue
 		}
 		w.addCheckAt(c.stepIdx, late)
 	}
+}
+
+// tokenList is the scenario's tokens, in the order they were made.
+func (w *world) tokenList() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.tokens)
 }
 
 func (w *world) tokenSet() map[string]bool {
