@@ -193,9 +193,15 @@ func (p *Profile) validateEffects(bad func(string, ...any)) {
 		}
 		return
 	}
-	template := func(at string, raw json.RawMessage) {
+	template := func(at string, raw *json.RawMessage) {
 		var obj map[string]any
-		switch {
+		// Compacted, so a profile reads back as written (whitespace is
+		// never part of a template's meaning).
+		var b bytes.Buffer
+		if json.Compact(&b, *raw) == nil {
+			*raw = b.Bytes()
+		}
+		switch raw := *raw; {
 		case len(bytes.TrimSpace(raw)) == 0:
 			bad("%s: missing (an object with %q where the token goes)", at, TokenPlaceholder)
 		case json.Unmarshal(raw, &obj) != nil || obj == nil:
@@ -206,8 +212,8 @@ func (p *Profile) validateEffects(bad func(string, ...any)) {
 			bad("%s: holds no %q: every operation must be told apart by its token", at, TokenPlaceholder)
 		}
 	}
-	template("effects.write_arguments", e.WriteArguments)
-	template("effects.read.arguments", e.Read.Arguments)
+	template("effects.write_arguments", &e.WriteArguments)
+	template("effects.read.arguments", &e.Read.Arguments)
 	switch {
 	case strings.TrimSpace(e.Read.Tool) == "":
 		bad("effects.read.tool: empty")
