@@ -283,12 +283,16 @@ func (w *world) countCheck(ctx context.Context, step, token string, n int, atMos
 	if err != nil {
 		return fmt.Errorf("read the %s: %w", observerName(observer), err)
 	}
+	if observer == judge.CapEffects {
+		// Say who counted: the target, of itself.
+		expected = strings.Replace(expected, "at the upstream probe", "by the target's read tool", 1)
+	}
 	w.mu.Lock()
 	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
 	w.mu.Unlock()
 	ok := got == n || (atMost && got <= n)
 	id.harm = dispatchHarm(got, n)
-	return w.check(id, step, observer, ok, expected, fmt.Sprintf("dispatched %d time(s)%s", got, w.dispatchWitness(ctx, obs, token)))
+	return w.check(id, step, observer, ok, expected, fmt.Sprintf("dispatched %d time(s)%s", got, observedTimes(observer, w.dispatchWitness(ctx, obs, token))))
 }
 
 // dispatchHarm is what a dispatch count other than the one allowed means:

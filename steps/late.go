@@ -22,6 +22,15 @@ func observerName(capability string) string {
 	return "probe"
 }
 
+// observedTimes is a dispatchTimes text as the observer knows it: a read
+// tool says how many, not when, so its times are those of the read.
+func observedTimes(observer, times string) string {
+	if observer == judge.CapEffects && times != "" {
+		return " (read" + times + "; the read tool does not say when)"
+	}
+	return times
+}
+
 // dispatchTimes is " at t1, t2" for a finding, "" when there are none.
 func dispatchTimes(ds []judge.Dispatch) string {
 	if len(ds) == 0 {
@@ -55,7 +64,7 @@ func lateDispatch(ctx context.Context, obs Observer, observer string, c countedC
 		Step: c.step + suffix, State: judge.Violated, Capability: observer, StepIndex: c.stepIdx,
 		Kind: judge.KindProbeCount, Args: judge.Args("token", c.token, "n", c.seen, "late", when), Harm: dispatchHarm(n, c.seen),
 		Expected: fmt.Sprintf("%d dispatch(es) of %s, as the check saw", c.seen, c.token),
-		Actual:   fmt.Sprintf("%d dispatch(es)%s, %s: a late dispatch", n, dispatchTimes(ds), after),
+		Actual:   fmt.Sprintf("%d dispatch(es)%s, %s: a late dispatch", n, observedTimes(observer, dispatchTimes(ds)), after),
 	}
 	if len(ds) > 0 {
 		check.Witness = &judge.Witness{Dispatches: ds}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpconform/mcpconform/internal/effectsrv"
+	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/internal/runner"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// effectsIDs are the scenarios the effects tests run: a keyed retry, one
+// seconds later, and the same key with another message. Each counts the
+// write's effects, so each is judged through the read tool alone.
+var effectsIDs = []string{"retry-01", "retry-01-later", "retry-02"}
+
+// effectsRun runs the scenarios against internal/effectsrv through a
+// profile that declares no probe, only the read tool that shows the
+// messages written (effects), as an operator of such a server would.
+func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome {
+	t.Helper()
+	srv, err := effectsrv.Start(effectsrv.Options{Bugs: bugs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	prof := writeProfile(t, map[string]any{
+		"name":           "effectsrv",
+		"key_placement":  "argument",
+		"unkeyed_policy": "refuse",
+		"receipt_path":   "result.structuredContent.message_id",
+		"tools":          map[string]any{"write": map[string]any{"name": effectsrv.ToolSend}},
+		"credentials":    map[string]any{"api_keys": []string{"ek-0123456789"}},
+		"reasons": map[string]any{
+			"idempotency_key_reused":   []any{effectsrv.ReasonKeyConflict},
+			"idempotency_key_required": []any{effectsrv.ReasonKeyMissing},
+			"invalid_arguments":        []any{effectsrv.ReasonBadArgs},
+		},
+		"effects": map[string]any{
+			"write_arguments": map[string]any{"channel": "conformance", "text": "{token} {extra}"},
+			"read": map[string]any{"tool": effectsrv.ToolList, "arguments": map[string]any{"contains": "{token}"},
+				"count": "result.structuredContent.messages"},
+		},
+	})
+	out, err := runner.Run(context.Background(), runner.Config{Target: srv.URL(), Profile: prof, Seed: 3, IDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Run.Scenarios {
+		t.Logf("%-16s %-12s %s", s.ID, s.Verdict, firstLine(s.Reason))
+	}
+	return out
+}
+
+// A server idempotent by the key in its arguments passes at its highest
+// level (wire), every dispatch check observed through its read tool; its
+// ledger checks, which no read tool stands in for, stay not observed
+// (incomplete scenarios of the metered level, not failures).
+func TestEffectsServerCorrectPasses(t *testing.T) {
+	out := effectsRun(t, effectsrv.Bugs{}, effectsIDs)
+	if out.Result != reports.RunPass || out.Code != runner.ExitOK || out.Run.Level != reports.LevelWire {
+		t.Errorf("run %s exit %d at level %s, want PASS exit 0 at wire: %v", out.Result, out.Code, out.Run.Level, out.Why)
+	}
+	if got := len(out.Run.Scenarios); got != len(effectsIDs) {
+		t.Errorf("%d scenarios ran, want %d", got, len(effectsIDs))
+	}
+	for _, s := range out.Run.Scenarios {
+		if s.Verdict != judge.Passed && s.Verdict != judge.Incomplete {
+			t.Errorf("%s: %s, want passed or incomplete: %s", s.ID, s.Verdict, s.Reason)
+		}
+		seen := false
+		for _, c := range s.Checks {
+			if c.Capability == judge.CapUpstream {
+				t.Errorf("%s: check %q names the probe, which is not behind this server", s.ID, c.Step)
+			}
+			seen = seen || (c.Capability == judge.CapEffects && c.Status() == judge.Held)
+		}
+		if !seen {
+			t.Errorf("%s: no check held through the read tool (effects)", s.ID)
+		}
+	}
+}
+
+// Each bug switch fails the scenario that shows it, with a violated check
+// whose harm is a double dispatch: the read tool shows the message twice.
+func TestEffectsServerBugsFail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		bugs   effectsrv.Bugs
+		failed string
+	}{
+		// A retry with the same key writes the message again.
+		{"retry writes again", effectsrv.Bugs{RetryWritesAgain: true}, "retry-01"},
+		// The key forgotten after a second: the retry 2 s later writes again.
+		{"key forgotten", effectsrv.Bugs{KeyTTL: time.Second}, "retry-01-later"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := effectsRun(t, tc.bugs, []string{tc.failed})
+			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
+				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
+			}
+			for _, s := range out.Run.Scenarios {
+				if s.ID != tc.failed {
+					continue
+				}
+				if s.Verdict != judge.Failed {
+					t.Fatalf("%s: %s, want failed", s.ID, s.Verdict)
+				}
+				double := false
+				for _, c := range s.Checks {
+					double = double || (c.Status() == judge.Violated && c.Harm == judge.HarmDoubleDispatch && c.Capability == judge.CapEffects)
+				}
+				if !double {
+					t.Errorf("%s: no violated double-dispatch check seen through the read tool: %s", s.ID, s.Reason)
+				}
+				if sum := reports.HarmSummary(out.Run); !strings.HasPrefix(sum, string(judge.HarmDoubleDispatch)+" in 1 ("+tc.failed) {
+					t.Errorf("harm summary %q, want %s leading with %s", sum, tc.failed, judge.HarmDoubleDispatch)
+				}
+				return
+			}
+			t.Fatalf("%s did not run", tc.failed)
+		})
+	}
+}
