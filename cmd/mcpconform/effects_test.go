@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -27,7 +28,24 @@ func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	prof := writeProfile(t, map[string]any{
+	prof := writeProfile(t, effectsProfile(nil))
+	out, err := runner.Run(context.Background(), runner.Config{Target: srv.URL(), Profile: prof, Seed: 3, IDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Run.Scenarios {
+		t.Logf("%-16s %-12s %s", s.ID, s.Verdict, firstLine(s.Reason))
+	}
+	return out
+}
+
+// effectsProfile is effectsrv's profile, its read arguments replaced when
+// given.
+func effectsProfile(readArgs map[string]any) map[string]any {
+	if readArgs == nil {
+		readArgs = map[string]any{"contains": "{token}"}
+	}
+	return map[string]any{
 		"name":           "effectsrv",
 		"key_placement":  "argument",
 		"unkeyed_policy": "refuse",
@@ -41,18 +59,47 @@ func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome 
 		},
 		"effects": map[string]any{
 			"write_arguments": map[string]any{"channel": "conformance", "text": "{token} {extra}"},
-			"read": map[string]any{"tool": effectsrv.ToolList, "arguments": map[string]any{"contains": "{token}"},
+			"read": map[string]any{"tool": effectsrv.ToolList, "arguments": readArgs,
 				"count": "result.structuredContent.messages"},
 		},
-	})
-	out, err := runner.Run(context.Background(), runner.Config{Target: srv.URL(), Profile: prof, Seed: 3, IDs: ids})
+	}
+}
+
+// doctor shows the read-tool observer: its capability, and one write whose
+// effect the read tool counts; a read that cannot see the write (its
+// arguments match no message) is a wiring failure, not a pass.
+func TestEffectsServerDoctor(t *testing.T) {
+	srv, err := effectsrv.Start(effectsrv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range out.Run.Scenarios {
-		t.Logf("%-16s %-12s %s", s.ID, s.Verdict, firstLine(s.Reason))
+	t.Cleanup(func() { _ = srv.Close() })
+	for _, tc := range []struct {
+		name     string
+		readArgs map[string]any
+		code     int
+		want     []string
+	}{
+		{"wired", nil, 0, []string{"ok   one call of the write tool shows one effect through the target's read tool",
+			"capabilities: effects, ", "highest level it can claim: wire"}},
+		{"read sees nothing", map[string]any{"contains": "elsewhere-{token}"}, 1,
+			[]string{"FAIL one call of the write tool shows one effect through the target's read tool", "never counted an effect"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prof := writeProfile(t, effectsProfile(tc.readArgs))
+			var out, errs bytes.Buffer
+			code := dispatch(context.Background(), []string{"doctor", "--target", srv.URL(), "--profile", prof}, &out, &errs)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out.String(), errs.String())
+			}
+			t.Log(out.String())
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("doctor output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
 	}
-	return out
 }
 
 // A server idempotent by the key in its arguments passes at its highest
