@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/internal/effectsrv"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
@@ -55,7 +59,6 @@ func effectsProfile(readArgs map[string]any) map[string]any {
 		"reasons": map[string]any{
 			"idempotency_key_reused":   []any{effectsrv.ReasonKeyConflict},
 			"idempotency_key_required": []any{effectsrv.ReasonKeyMissing},
-			"invalid_arguments":        []any{effectsrv.ReasonBadArgs},
 		},
 		"effects": map[string]any{
 			"write_arguments": map[string]any{"channel": "conformance", "text": "{token} {extra}"},
@@ -170,5 +173,34 @@ func TestEffectsServerBugsFail(t *testing.T) {
 			}
 			t.Fatalf("%s did not run", tc.failed)
 		})
+	}
+}
+
+// The worked example of docs/profile.md is the profile these tests run
+// effectsrv with (its name aside), so the guide shows one that works.
+func TestEffectsGuideExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/profile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(b, []byte("### A server whose write tool is the effect"))
+	_, rest, ok2 := bytes.Cut(rest, []byte("```json\n"))
+	example, _, ok3 := bytes.Cut(rest, []byte("```"))
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/profile.md has no json block under its read-tool observer section")
+	}
+	var doc, ours map[string]any
+	if err := json.Unmarshal(example, &doc); err != nil {
+		t.Fatalf("the guide's example: %v", err)
+	}
+	raw, _ := json.Marshal(effectsProfile(nil))
+	_ = json.Unmarshal(raw, &ours)
+	delete(doc, "name")
+	delete(ours, "name")
+	if diff := cmp.Diff(ours, doc); diff != "" {
+		t.Errorf("the guide's example differs from effectsrv's profile (-test +guide):\n%s", diff)
+	}
+	if _, err := target.ParseProfile(example); err != nil {
+		t.Errorf("the guide's example: %v", err)
 	}
 }
