@@ -19,8 +19,8 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/google/uuid"
 
-	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/drivers/effects"
+	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/features"
