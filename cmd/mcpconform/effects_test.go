@@ -20,7 +20,7 @@ import (
 // effectsIDs are the scenarios the effects tests run: a keyed retry, one
 // seconds later, and the same key with another message. Each counts the
 // write's effects, so each is judged through the read tool alone.
-var effectsIDs = []string{"retry-01", "retry-01-later", "retry-02"}
+var effectsIDs = []string{"retry-01", "retry-01-later", "retry-02", "twins-01", "ledger-02"}
 
 // effectsRun runs the scenarios against internal/effectsrv through a
 // profile that declares no probe, only the read tool that shows the
