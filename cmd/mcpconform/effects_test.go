@@ -141,11 +141,15 @@ func TestEffectsServerBugsFail(t *testing.T) {
 		name   string
 		bugs   effectsrv.Bugs
 		failed string
+		late   string // the late argument of the check that catches it: "" when the step's own read does
 	}{
 		// A retry with the same key writes the message again.
-		{"retry writes again", effectsrv.Bugs{RetryWritesAgain: true}, "retry-01"},
+		{"retry writes again", effectsrv.Bugs{RetryWritesAgain: true}, "retry-01", ""},
 		// The key forgotten after a second: the retry 2 s later writes again.
-		{"key forgotten", effectsrv.Bugs{KeyTTL: time.Second}, "retry-01-later"},
+		{"key forgotten", effectsrv.Bugs{KeyTTL: time.Second}, "retry-01-later", ""},
+		// The replay is right, but the message is written again 300 ms
+		// later: only the re-read at the end of the run sees it.
+		{"late rewrite", effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}, "retry-01", judge.LateRun},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := effectsRun(t, tc.bugs, []string{tc.failed})
@@ -161,10 +165,11 @@ func TestEffectsServerBugsFail(t *testing.T) {
 				}
 				double := false
 				for _, c := range s.Checks {
-					double = double || (c.Status() == judge.Violated && c.Harm == judge.HarmDoubleDispatch && c.Capability == judge.CapEffects)
+					double = double || (c.Status() == judge.Violated && c.Harm == judge.HarmDoubleDispatch && c.Capability == judge.CapEffects &&
+						c.Kind == judge.KindProbeCount && c.Args["late"] == tc.late)
 				}
 				if !double {
-					t.Errorf("%s: no violated double-dispatch check seen through the read tool: %s", s.ID, s.Reason)
+					t.Errorf("%s: no violated double-dispatch count check (late %q) seen through the read tool: %s", s.ID, tc.late, s.Reason)
 				}
 				if sum := reports.HarmSummary(out.Run); !strings.HasPrefix(sum, string(judge.HarmDoubleDispatch)+" in 1 ("+tc.failed) {
 					t.Errorf("harm summary %q, want %s leading with %s", sum, tc.failed, judge.HarmDoubleDispatch)

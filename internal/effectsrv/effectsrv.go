@@ -50,6 +50,10 @@ type Bugs struct {
 	// KeyTTL, when positive: a key is forgotten that long after its write,
 	// so a retry that comes later writes again.
 	KeyTTL time.Duration
+	// LateRewrite, when positive: a replay answers correctly, then writes
+	// the message again that long after (a background redelivery), too
+	// late for the check made right after the retry.
+	LateRewrite time.Duration
 }
 
 // Options configure a server.
@@ -180,17 +184,30 @@ func (s *Server) send(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 		case r.fingerprint != string(fp):
 			return nil, refuse(CodeKeyConflict, ReasonKeyConflict, "key %q was used for another message", key)
 		case !s.o.Bugs.RetryWritesAgain: // BUG RetryWritesAgain: the stored answer is never used
+			if d := s.o.Bugs.LateRewrite; d > 0 { // BUG LateRewrite
+				time.AfterFunc(d, func() {
+					s.mu.Lock()
+					defer s.mu.Unlock()
+					s.write(channel, text)
+				})
+			}
 			return r.result, nil
 		}
 	}
-	m := Message{ID: fmt.Sprintf("m-%d", len(s.messages)+1), Channel: channel, Text: text}
-	s.messages = append(s.messages, m)
+	m := s.write(channel, text)
 	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: "sent " + m.ID}},
 		StructuredContent: map[string]any{"message_id": m.ID},
 	}
 	s.keys[key] = &record{fingerprint: string(fp), result: res, at: now}
 	return res, nil
+}
+
+// write records one message, the effect; s.mu is held.
+func (s *Server) write(channel, text string) Message {
+	m := Message{ID: fmt.Sprintf("m-%d", len(s.messages)+1), Channel: channel, Text: text}
+	s.messages = append(s.messages, m)
+	return m
 }
 
 // list answers the messages whose text contains the argument.
