@@ -32,13 +32,26 @@ func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	prof := writeProfile(t, effectsProfile(nil))
-	out, err := runner.Run(context.Background(), runner.Config{Target: srv.URL(), Profile: prof, Seed: 3, IDs: ids})
+	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, effectsProfile(nil)), Seed: 3, IDs: ids}
+	var predicted map[string]string
+	if bugs == (effectsrv.Bugs{}) {
+		// What doctor says a run will make of each scenario, held to the
+		// run: the read tool stands in for the probe in both alike.
+		d, err := runner.Doctor(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		predicted = d.Predicted()
+	}
+	out, err := runner.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range out.Run.Scenarios {
 		t.Logf("%-16s %-12s %s", s.ID, s.Verdict, firstLine(s.Reason))
+		if predicted != nil && predicted[s.ID] != s.Verdict {
+			t.Errorf("%s: doctor predicted %s, the run made it %s", s.ID, predicted[s.ID], s.Verdict)
+		}
 	}
 	return out
 }
