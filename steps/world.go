@@ -409,6 +409,11 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		ctx = control.WithRecorder(ctx, w.addControl)
+		if r, ok := env.Effects.(exchangeRecorder); ok {
+			// The read tool's calls are the harness's, like the control
+			// API's: evidence beside the calls they judge.
+			r.RecordTo(w.addControl)
+		}
 		w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FTarget, Value: mustJSON(env.facts())})
 		if why := env.inapplicable(w.entry); why != "" {
 			return ctx, w.notApplicable(why)
@@ -554,7 +559,16 @@ func (w *world) finish(ctx context.Context, err error) {
 	setModelChecks(&w.evidence)
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	w.decide(err, interrupted)
+	if r, ok := w.env.Effects.(exchangeRecorder); ok {
+		r.RecordTo(nil)
+	}
 	w.env.addResult(w.evidence, w.counted, w.lastLedger, w.finalMark)
+}
+
+// exchangeRecorder is an Observer whose reads are exchanges with the
+// target (drivers/effects): the running scenario keeps them.
+type exchangeRecorder interface {
+	RecordTo(func(reports.Exchange))
 }
 
 // recount compares each probe count a check saw with the count once the

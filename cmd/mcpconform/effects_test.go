@@ -184,6 +184,15 @@ func TestEffectsServerBugsFail(t *testing.T) {
 				if !double {
 					t.Errorf("%s: no violated double-dispatch count check (late %q) seen through the read tool: %s", s.ID, tc.late, s.Reason)
 				}
+				reads := 0
+				for _, ex := range s.Control {
+					if ex.Lane == "effects" && strings.Contains(string(ex.RequestBody), effectsrv.ToolList) {
+						reads++
+					}
+				}
+				if reads == 0 {
+					t.Errorf("%s: the evidence holds none of the read tool's calls the finding rests on", s.ID)
+				}
 				if sum := reports.HarmSummary(out.Run); !strings.HasPrefix(sum, string(judge.HarmDoubleDispatch)+" in 1 ("+tc.failed) {
 					t.Errorf("harm summary %q, want %s leading with %s", sum, tc.failed, judge.HarmDoubleDispatch)
 				}

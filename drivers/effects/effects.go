@@ -10,11 +10,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/reports"
 )
 
 // Reader counts effects by token through the target's read tool.
@@ -23,6 +25,9 @@ type Reader struct {
 	fx     target.Effects
 	write  string // tools.write, the tool whose effects are read
 	count  wire.Path
+	// record receives each read's exchange, for the running scenario's
+	// evidence; nil between scenarios.
+	record atomic.Pointer[func(reports.Exchange)]
 }
 
 // New is a reader for the profile's effects, calling the read tool at url
@@ -38,7 +43,23 @@ func New(p *target.Profile, url string) (*Reader, error) {
 	c := p.Client(url)
 	c.Lane = "effects"
 	w, _ := p.Tool(target.RoleWrite)
-	return &Reader{client: c, fx: *p.Effects, count: path, write: w.Name}, nil
+	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name}
+	c.Record = func(ex reports.Exchange) {
+		if f := r.record.Load(); f != nil {
+			(*f)(ex)
+		}
+	}
+	return r, nil
+}
+
+// RecordTo sends every later read's exchange to rec (nil: nowhere), so a
+// finding shows the reads it rests on beside the calls it judges.
+func (r *Reader) RecordTo(rec func(reports.Exchange)) {
+	if rec == nil {
+		r.record.Store(nil)
+		return
+	}
+	r.record.Store(&rec)
 }
 
 // Count is how many effects the read tool shows for token.
