@@ -23,7 +23,7 @@ const (
 var Levels = []string{LevelWire, LevelMetered, LevelFull}
 
 var capLevel = map[string]string{
-	judge.CapWire: LevelWire, judge.CapUpstream: LevelWire, judge.CapPrincipalTokens: LevelWire,
+	judge.CapWire: LevelWire, judge.CapUpstream: LevelWire, judge.CapEffects: LevelWire, judge.CapPrincipalTokens: LevelWire,
 	judge.CapSecondKey: LevelWire, judge.CapOtherWallet: LevelWire, judge.CapToolWriteOther: LevelWire,
 	judge.CapToolReadOnly: LevelWire, judge.CapToolApproval: LevelWire,
 	judge.CapLedger: LevelMetered,

@@ -275,19 +275,24 @@ func (w *world) countCheck(ctx context.Context, step, token string, n int, atMos
 		return err
 	}
 	id := checkOf(judge.KindProbeCount, "", "token", token, "n", n, "at_most", atMost)
-	if !w.has(judge.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(id, step, judge.CapUpstream, expected)
+	obs, observer := w.env.observer()
+	if obs == nil {
+		return w.unobserved(id, step, observer, expected)
 	}
-	got, err := w.env.Probe.Count(ctx, token)
+	got, err := obs.Count(ctx, token)
 	if err != nil {
-		return fmt.Errorf("read the probe: %w", err)
+		return fmt.Errorf("read the %s: %w", observerName(observer), err)
+	}
+	if observer == judge.CapEffects {
+		// Say who counted: the target, of itself.
+		expected = strings.Replace(expected, "at the upstream probe", "by the target's read tool", 1)
 	}
 	w.mu.Lock()
 	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
 	w.mu.Unlock()
 	ok := got == n || (atMost && got <= n)
 	id.harm = dispatchHarm(got, n)
-	return w.check(id, step, judge.CapUpstream, ok, expected, fmt.Sprintf("dispatched %d time(s)%s", got, w.dispatchWitness(ctx, token)))
+	return w.check(id, step, observer, ok, expected, fmt.Sprintf("dispatched %d time(s)%s", got, observedTimes(observer, w.dispatchWitness(ctx, obs, token))))
 }
 
 // dispatchHarm is what a dispatch count other than the one allowed means:
@@ -304,9 +309,9 @@ func dispatchHarm(got, allowed int) judge.Harm {
 	return ""
 }
 
-// dispatchWitness lists the times the probe saw a token, for a failure.
-func (w *world) dispatchWitness(ctx context.Context, token string) string {
-	ds, err := tokenDispatches(ctx, w.env.Probe, token)
+// dispatchWitness lists the times the observer saw a token, for a failure.
+func (w *world) dispatchWitness(ctx context.Context, obs Observer, token string) string {
+	ds, err := tokenDispatches(ctx, obs, token)
 	if err != nil {
 		return ""
 	}
@@ -368,15 +373,16 @@ func probeSawAll(ctx context.Context, n int) error {
 	step := fmt.Sprintf("the probe saw %d dispatches in all", n)
 	expected := fmt.Sprintf("%d dispatch(es) of this scenario's tokens", n)
 	id := checkOf(judge.KindProbeTotal, "", "n", n)
-	if !w.has(judge.CapUpstream) || w.env.Probe == nil {
-		return w.unobserved(id, step, judge.CapUpstream, expected)
+	obs, observer := w.env.observer()
+	if obs == nil {
+		return w.unobserved(id, step, observer, expected)
 	}
 	got := 0
 	var per []string
 	for _, tok := range w.tokens {
-		c, err := w.env.Probe.Count(ctx, tok)
+		c, err := obs.Count(ctx, tok)
 		if err != nil {
-			return fmt.Errorf("read the probe: %w", err)
+			return fmt.Errorf("read the %s: %w", observerName(observer), err)
 		}
 		got += c
 		per = append(per, fmt.Sprintf("%s=%d", tok, c))
@@ -386,11 +392,11 @@ func probeSawAll(ctx context.Context, n int) error {
 	}
 	if got != n {
 		for _, tok := range w.tokens {
-			w.dispatchWitness(ctx, tok)
+			w.dispatchWitness(ctx, obs, tok)
 		}
 	}
 	id.harm = dispatchHarm(got, n)
-	return w.check(id, step, judge.CapUpstream, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
+	return w.check(id, step, observer, got == n, expected, fmt.Sprintf("%d (%s)", got, strings.Join(per, ", ")))
 }
 
 // settleAll lets every background call finish before effects are counted.

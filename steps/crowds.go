@@ -292,10 +292,10 @@ func workloadAnswered(ctx context.Context) error {
 func bankInvariant(ctx context.Context) error {
 	w := getWorld(ctx)
 	const step = "every dispatched operation was charged exactly once"
-	if !w.has(judge.CapLedger) || !w.has(judge.CapUpstream) {
+	if obs, observer := w.env.observer(); !w.has(judge.CapLedger) || obs == nil {
 		missing := judge.CapLedger
 		if w.has(judge.CapLedger) {
-			missing = judge.CapUpstream
+			missing = observer
 		}
 		return w.unobserved(checkOf(judge.KindBank, judge.HarmDoubleCharge), step, missing, "each operation that ran dispatched once and charged once at its price")
 	}
@@ -312,8 +312,9 @@ func bankInvariant(ctx context.Context) error {
 
 func noDoubleDispatch(ctx context.Context) error {
 	w := getWorld(ctx)
-	if !w.has(judge.CapUpstream) {
-		return w.unobserved(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", judge.CapUpstream, "every token dispatched at most once")
+	obs, observer := w.env.observer()
+	if obs == nil {
+		return w.unobserved(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", observer, "every token dispatched at most once")
 	}
 	if err := w.recordEffects(ctx); err != nil {
 		return err
@@ -322,6 +323,6 @@ func noDoubleDispatch(ctx context.Context) error {
 	if !ok {
 		w.noteDispatches(dispatchesIn(w.history, twice))
 	}
-	return w.check(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", judge.CapUpstream, ok, "every token dispatched at most once",
+	return w.check(checkOf(judge.KindAtMostOnce, judge.HarmDoubleDispatch), "no operation was dispatched twice", observer, ok, "every token dispatched at most once",
 		fmt.Sprintf("dispatched more than once: [%s]", strings.Join(twice, ", ")))
 }

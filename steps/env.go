@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,52 @@ type Upstream interface {
 	Quiet(ctx context.Context, tokenPrefix string, quiet time.Duration) error
 }
 
+// Observer sees the target's dispatches of the run's operation tokens: the
+// probe behind the target's tools (capability upstream), or the target's
+// own read tool (capability effects, drivers/effects). Every dispatch
+// check reads it, whichever it is.
+type Observer interface {
+	Count(ctx context.Context, token string) (int, error)
+	// Dispatches are the dispatches of the tokens.
+	Dispatches(ctx context.Context, tokens []string) ([]judge.Dispatch, error)
+	// Quiet returns once no dispatch came for quiet.
+	Quiet(ctx context.Context, quiet time.Duration) error
+}
+
+// probeObserver is the probe as an Observer of one run's tokens.
+type probeObserver struct {
+	probe Upstream
+	runID string
+}
+
+func (p probeObserver) Count(ctx context.Context, token string) (int, error) {
+	return p.probe.Count(ctx, token)
+}
+
+// Dispatches lists the run's dispatches once and keeps the tokens': the
+// probe lists by prefix, and op1-x is a prefix of op1-x2.
+func (p probeObserver) Dispatches(ctx context.Context, tokens []string) ([]judge.Dispatch, error) {
+	prefix := p.runID
+	if len(tokens) == 1 {
+		prefix = tokens[0]
+	}
+	ds, err := p.probe.Dispatches(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var mine []judge.Dispatch
+	for _, d := range ds {
+		if slices.Contains(tokens, d.Token) {
+			mine = append(mine, d)
+		}
+	}
+	return mine, nil
+}
+
+func (p probeObserver) Quiet(ctx context.Context, quiet time.Duration) error {
+	return p.probe.Quiet(ctx, p.runID, quiet)
+}
+
 // Env is what the runner hands the steps: one target and the harness-owned
 // peers, shared by every scenario of a run (scenarios run one at a time).
 type Env struct {
@@ -50,7 +97,10 @@ type Env struct {
 	Profile  *target.Profile
 	Controls []*control.Client // one per URL; empty when the target has no control API
 	Probe    Upstream
-	IdP      *idp.IdP
+	// Effects reads the target's own effects (profile effects); the
+	// dispatch checks use it where the probe is not behind the target.
+	Effects Observer
+	IdP     *idp.IdP
 	// Caps are the capabilities the target offers (reports.Cap*).
 	Caps     map[string]bool
 	Settings control.Settings // as the target advertised them
@@ -113,6 +163,30 @@ func (e *Env) facts() judge.Facts {
 	return f
 }
 
+// observer is what sees the target's dispatches and the capability that
+// names it: the probe where the target's tools reach it, else the
+// target's read tool where the profile declares effects; nil and
+// CapUpstream (what a check then lacks) when neither.
+func (e *Env) observer() (Observer, string) {
+	switch {
+	case e.Probe != nil && e.Caps[judge.CapUpstream]:
+		return probeObserver{probe: e.Probe, runID: e.RunID}, judge.CapUpstream
+	case e.Effects != nil && e.Caps[judge.CapEffects]:
+		return e.Effects, judge.CapEffects
+	}
+	return nil, judge.CapUpstream
+}
+
+// observes reports whether a check needing capability is observed on the
+// target: a dispatch check (CapUpstream) is also observed through effects.
+func (e *Env) observes(capability string) bool {
+	if capability == judge.CapUpstream {
+		obs, _ := e.observer()
+		return obs != nil
+	}
+	return e.Caps[capability]
+}
+
 // Control is the first URL's control client, or nil.
 func (e *Env) Control() *control.Client {
 	if len(e.Controls) == 0 {
@@ -168,13 +242,14 @@ func (e *Env) fixtures() bool { return e.Caps[judge.CapFixtures] && e.Control() 
 // scenario's last ledger check (see reread). It returns the IDs of the
 // scenarios it failed.
 func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error) {
-	probe := e.Probe != nil && e.Caps[judge.CapUpstream]
+	obs, observer := e.observer()
+	probe := obs != nil
 	if !probe && !e.Caps[judge.CapLedger] {
 		return nil, nil
 	}
 	if probe {
-		if err := e.Probe.Quiet(ctx, e.RunID, quiet); err != nil {
-			return nil, fmt.Errorf("wait for the probe to be quiet: %w", err)
+		if err := obs.Quiet(ctx, quiet); err != nil {
+			return nil, fmt.Errorf("wait for the %s observer to be quiet: %w", observer, err)
 		}
 	} else {
 		select {
@@ -206,9 +281,9 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		}
 		late = late || moved
 		if probe {
-			after := fmt.Sprintf("once the probe had been quiet for %v after the last scenario", quiet)
+			after := fmt.Sprintf("once the %s had been quiet for %v after the last scenario", observerName(observer), quiet)
 			for _, c := range e.counted[i] {
-				check, isLate, err := lateDispatch(ctx, e.Probe, c, reports.LateSuffixes[1], judge.LateRun, after)
+				check, isLate, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[1], judge.LateRun, after)
 				if err != nil {
 					return failed, err
 				}

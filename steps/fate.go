@@ -55,7 +55,7 @@ func (e *Env) Fate(entry catalog.Entry) Fate {
 			continue
 		}
 		checked = true
-		if c := ObservedBy(st.Text); c != "" && !e.Caps[c] && len(unobserved) == 0 {
+		if c := ObservedBy(st.Text); c != "" && !e.observes(c) && len(unobserved) == 0 {
 			unobserved = append(unobserved, c)
 		}
 	}
@@ -112,6 +112,10 @@ type situation struct {
 	secondURL bool
 	// point: the step names a fault point, which the target must list too.
 	point bool
+	// observed: the capability is a dispatch observer's, which the
+	// target's read tool (effects) stands in for: the tool it counts is
+	// the operator's own, and need not reach the probe.
+	observed bool
 }
 
 // situations are the steps that call world.cannot, with the capability
@@ -134,7 +138,7 @@ var situations = []situation{
 	{re: regexp.MustCompile(`, more than the wallet holds$`), capability: judge.CapFixtures},
 	{re: regexp.MustCompile(`^an explicit permit `), capability: judge.CapFixtures},
 	{re: regexp.MustCompile(`^an upstream (?:multi-round tool|tool "[^"]*" that needs the client to declare sampling)`), capability: judge.CapFixtures},
-	{re: regexp.MustCompile(`^an upstream tool "[^"]*" priced \d+ credits?$`), capability: judge.CapUpstream, withoutFixtures: true},
+	{re: regexp.MustCompile(`^an upstream tool "[^"]*" priced \d+ credits?$`), capability: judge.CapUpstream, withoutFixtures: true, observed: true},
 	{re: regexp.MustCompile(`^a second upstream tool `), capability: judge.CapToolWriteOther, withoutFixtures: true},
 	{re: regexp.MustCompile(`^an upstream read-only tool `), capability: judge.CapToolReadOnly, withoutFixtures: true},
 	{re: regexp.MustCompile(`^an upstream approval-gated tool `), capability: judge.CapToolApproval, withoutFixtures: true},
@@ -155,6 +159,9 @@ func (e *Env) situationNeeds(text string) (capability string, met bool) {
 			if n, err := strconv.Atoi(m[1]); err != nil || n < 2 {
 				continue
 			}
+		}
+		if s.observed {
+			return s.capability, e.observes(s.capability)
 		}
 		return s.capability, e.Caps[s.capability] && (!s.point || e.HasFaultPoint(m[1]))
 	}

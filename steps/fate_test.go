@@ -39,3 +39,43 @@ func TestFateOfAFaultPoint(t *testing.T) {
 		})
 	}
 }
+
+// The target's read tool (effects) observes what the probe would count,
+// so a scenario that only counts dispatches passes there; one whose
+// situation needs the probe itself (a held dispatch) is skipped, naming
+// upstream, as without either.
+func TestFateWithEffects(t *testing.T) {
+	counts := catalog.Entry{ID: "retry-01", Steps: []catalog.Step{
+		{Keyword: "Given ", Text: `an upstream tool "write" priced 3 credits`},
+		{Keyword: "When ", Text: `"A" calls "write" with {"token":"$op1"} using key "$k1"`},
+		{Keyword: "Then ", Text: `the probe saw "$op1" dispatched 1 time`},
+		{Keyword: "And ", Text: `no operation was dispatched twice`},
+	}}
+	holds := catalog.Entry{ID: "twins-03", Steps: []catalog.Step{
+		{Keyword: "Given ", Text: `an upstream tool "write" priced 3 credits`},
+		{Keyword: "And ", Text: `the probe stalls "$op1"`},
+		{Keyword: "Then ", Text: `the probe saw "$op1" dispatched 1 time`},
+	}}
+	p := &fakeProbe{}
+	for _, tc := range []struct {
+		name        string
+		env         *Env
+		counts      string
+		holds       string
+		missing     string
+		holdMissing string
+	}{
+		{"probe", &Env{Probe: p, Caps: map[string]bool{judge.CapUpstream: true}}, judge.Passed, judge.Passed, "", ""},
+		{"read tool", &Env{Probe: p, Effects: fakeEffects{p}, Caps: map[string]bool{judge.CapEffects: true}}, judge.Passed, judge.Skipped, "", judge.CapUpstream},
+		{"neither", &Env{Probe: p, Caps: map[string]bool{}}, judge.Skipped, judge.Skipped, judge.CapUpstream, judge.CapUpstream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if f := tc.env.Fate(counts); f.Verdict != tc.counts || f.Capability != tc.missing {
+				t.Errorf("counting scenario: %+v, want %s (%q)", f, tc.counts, tc.missing)
+			}
+			if f := tc.env.Fate(holds); f.Verdict != tc.holds || f.Capability != tc.holdMissing {
+				t.Errorf("holding scenario: %+v, want %s (%q)", f, tc.holds, tc.holdMissing)
+			}
+		})
+	}
+}

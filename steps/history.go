@@ -110,17 +110,14 @@ func (w *world) recordEffects(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	if w.env.Probe != nil && w.has(judge.CapUpstream) {
-		mine := w.tokenSet()
-		ds, err := w.env.Probe.Dispatches(ctx, w.env.RunID)
+	if obs, observer := w.env.observer(); obs != nil {
+		ds, err := obs.Dispatches(ctx, w.tokenList())
 		if err != nil {
-			return fmt.Errorf("read the probe for the history: %w", err)
+			return fmt.Errorf("read the %s for the history: %w", observerName(observer), err)
 		}
 		for _, d := range ds {
-			if mine[d.Token] {
-				w.record(judge.Op{Process: "upstream", Type: "ok", F: judge.FDispatch, Time: d.At,
-					Value: mustJSON(judge.EffectValue{Token: d.Token, Tool: d.Tool})})
-			}
+			w.record(judge.Op{Process: "upstream", Type: "ok", F: judge.FDispatch, Time: d.At,
+				Value: mustJSON(judge.EffectValue{Token: d.Token, Tool: d.Tool})})
 		}
 	}
 	if w.walletID == "" || !w.has(judge.CapLedger) {

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,54 +43,120 @@ func (p *fakeProbe) Unstall(context.Context, string) error              { return
 func (p *fakeProbe) Fail(context.Context, string, string) error         { return nil }
 func (p *fakeProbe) Quiet(context.Context, string, time.Duration) error { return nil }
 
-// TestLateDispatchIsOneCheck: a dispatch after a probe-count check fails
+// fakeEffects is a target's read tool whose effects a test sets: an
+// Observer by token, as drivers/effects is.
+type fakeEffects struct{ probe *fakeProbe }
+
+func (f fakeEffects) Count(ctx context.Context, token string) (int, error) {
+	return f.probe.Count(ctx, token)
+}
+
+func (f fakeEffects) Dispatches(_ context.Context, tokens []string) ([]judge.Dispatch, error) {
+	var out []judge.Dispatch
+	for _, d := range f.probe.ds {
+		if slices.Contains(tokens, d.Token) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (fakeEffects) Quiet(context.Context, time.Duration) error { return nil }
+
+// TestLateDispatchIsOneCheck: a dispatch after a dispatch-count check fails
 // the check's own step, once the scenario settled and again at the end of
 // the run, with the same check (only the suffix and when differ), the
-// token's dispatches as its witness and nothing of a longer token.
+// token's dispatches as its witness and nothing of a longer token; seen by
+// the probe or by the target's read tool (effects) alike, each check naming
+// the capability that saw it.
 func TestLateDispatchIsOneCheck(t *testing.T) {
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x2", At: t0}, {Token: "op1-x", At: t0.Add(time.Second)}}}
-	counted := countedCheck{step: "the probe saw op1-x dispatched 1 times", token: "op1-x", seen: 1, stepIdx: 2}
-	env := &Env{Probe: probe, Caps: map[string]bool{judge.CapUpstream: true}, Settle: time.Second}
-	w := &world{env: env, entry: catalog.Entry{ID: "retry-01"}, counted: []countedCheck{counted}, stepIdx: 5}
-
-	w.recount(context.Background())
-	env.addResult(reports.Scenario{ID: "retry-01", Verdict: judge.Passed}, []countedCheck{counted}, nil, nil)
-	failed, err := env.Recount(context.Background(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(failed) != 1 || failed[0] != "retry-01" {
-		t.Errorf("the end-of-run recount failed %v, want retry-01", failed)
-	}
-	if w.stepIdx != 5 {
-		t.Errorf("the recount left the running step at %d, want 5", w.stepIdx)
-	}
-	scenario := env.Results()[0]
-	for i, tc := range []struct {
-		checks []judge.Check
-		suffix string
-		when   string
+	for _, tc := range []struct {
+		name, capability, who, times string
+		env                          func(p *fakeProbe) *Env
 	}{
-		{w.evidence.Checks, reports.LateSuffixes[0], "the probe was quiet for 1s: a late dispatch"},
-		{scenario.Checks, reports.LateSuffixes[1], "quiet for 1s after the last scenario: a late dispatch"},
+		{"probe", judge.CapUpstream, "probe", "2 dispatch(es) at 12:00:00.000000, 12:00:01.000000, ", func(p *fakeProbe) *Env {
+			return &Env{Probe: p, Caps: map[string]bool{judge.CapUpstream: true}, Settle: time.Second}
+		}},
+		// A read tool says how many, not when: the times are the reads'.
+		{"effects", judge.CapEffects, "target's read tool", "2 dispatch(es) (read at 12:00:00.000000, 12:00:01.000000; the read tool does not say when), ", func(p *fakeProbe) *Env {
+			return &Env{Probe: p, Effects: fakeEffects{p}, Caps: map[string]bool{judge.CapEffects: true}, Settle: time.Second}
+		}},
 	} {
-		if len(tc.checks) != 1 {
-			t.Fatalf("recount %d recorded %d checks, want 1", i, len(tc.checks))
-		}
-		c := tc.checks[0]
-		if c.Step != counted.step+tc.suffix || c.Status() != judge.Violated || c.StepIndex != 2 || c.Capability != judge.CapUpstream {
-			t.Errorf("recount %d: check %q %s at step %d (%s), want %q violated at step 2 (upstream)", i, c.Step, c.Status(), c.StepIndex, c.Capability, counted.step+tc.suffix)
-		}
-		if !strings.HasPrefix(c.Actual, "2 dispatch(es) at 12:00:00.000000, 12:00:01.000000, ") || !strings.HasSuffix(c.Actual, tc.when) {
-			t.Errorf("recount %d: actual %q", i, c.Actual)
-		}
-		if c.Witness == nil || len(c.Witness.Dispatches) != 2 || c.Witness.Dispatches[1].At != t0.Add(time.Second) {
-			t.Errorf("recount %d: witness %+v, want op1-x's two dispatches", i, c.Witness)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x", At: t0}, {Token: "op1-x2", At: t0}, {Token: "op1-x", At: t0.Add(time.Second)}}}
+			counted := countedCheck{step: "the probe saw op1-x dispatched 1 times", token: "op1-x", seen: 1, stepIdx: 2}
+			env := tc.env(probe)
+			w := &world{env: env, entry: catalog.Entry{ID: "retry-01"}, counted: []countedCheck{counted}, stepIdx: 5}
+
+			obs, observer := env.observer()
+			if observer != tc.capability {
+				t.Fatalf("observer %s, want %s", observer, tc.capability)
+			}
+			w.recount(context.Background(), obs, observer)
+			env.addResult(reports.Scenario{ID: "retry-01", Verdict: judge.Passed}, []countedCheck{counted}, nil, nil)
+			failed, err := env.Recount(context.Background(), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(failed) != 1 || failed[0] != "retry-01" {
+				t.Errorf("the end-of-run recount failed %v, want retry-01", failed)
+			}
+			if w.stepIdx != 5 {
+				t.Errorf("the recount left the running step at %d, want 5", w.stepIdx)
+			}
+			scenario := env.Results()[0]
+			for i, rc := range []struct {
+				checks []judge.Check
+				suffix string
+				when   string
+			}{
+				{w.evidence.Checks, reports.LateSuffixes[0], "the " + tc.who + " was quiet for 1s: a late dispatch"},
+				{scenario.Checks, reports.LateSuffixes[1], "quiet for 1s after the last scenario: a late dispatch"},
+			} {
+				if len(rc.checks) != 1 {
+					t.Fatalf("recount %d recorded %d checks, want 1", i, len(rc.checks))
+				}
+				c := rc.checks[0]
+				if c.Step != counted.step+rc.suffix || c.Status() != judge.Violated || c.StepIndex != 2 || c.Capability != tc.capability {
+					t.Errorf("recount %d: check %q %s at step %d (%s), want %q violated at step 2 (%s)", i, c.Step, c.Status(), c.StepIndex, c.Capability, counted.step+rc.suffix, tc.capability)
+				}
+				if !strings.HasPrefix(c.Actual, tc.times) || !strings.HasSuffix(c.Actual, rc.when) {
+					t.Errorf("recount %d: actual %q", i, c.Actual)
+				}
+				if c.Witness == nil || len(c.Witness.Dispatches) != 2 || c.Witness.Dispatches[1].At != t0.Add(time.Second) {
+					t.Errorf("recount %d: witness %+v, want op1-x's two dispatches", i, c.Witness)
+				}
+			}
+			if got := len(scenario.Dispatches); got != 2 {
+				t.Errorf("the end-of-run recount added %d dispatches to the history's scenario, want both of op1-x", got)
+			}
+		})
 	}
-	if got := len(scenario.Dispatches); got != 2 {
-		t.Errorf("the end-of-run recount added %d dispatches to the history's scenario, want both of op1-x", got)
+}
+
+// TestObserverChoice: the probe observes where the target's tools reach
+// it, the read tool where the profile declares effects instead, and
+// neither leaves dispatch checks unobserved (never passed).
+func TestObserverChoice(t *testing.T) {
+	p := &fakeProbe{}
+	for _, tc := range []struct {
+		name string
+		env  *Env
+		want string
+		has  bool
+	}{
+		{"probe", &Env{Probe: p, Effects: fakeEffects{p}, Caps: map[string]bool{judge.CapUpstream: true}}, judge.CapUpstream, true},
+		{"effects", &Env{Probe: p, Effects: fakeEffects{p}, Caps: map[string]bool{judge.CapEffects: true}}, judge.CapEffects, true},
+		{"effects without a reader", &Env{Probe: p, Caps: map[string]bool{judge.CapEffects: true}}, judge.CapUpstream, false},
+		{"neither", &Env{Probe: p, Effects: fakeEffects{p}, Caps: map[string]bool{}}, judge.CapUpstream, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, got := tc.env.observer()
+			if got != tc.want || (obs != nil) != tc.has || tc.env.observes(judge.CapUpstream) != tc.has {
+				t.Errorf("observer %s (present %v), want %s (present %v)", got, obs != nil, tc.want, tc.has)
+			}
+		})
 	}
 }
 
@@ -97,7 +164,7 @@ func TestLateDispatchIsOneCheck(t *testing.T) {
 func TestNoLateDispatchNoCheck(t *testing.T) {
 	probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x"}}}
 	w := &world{env: &Env{Probe: probe}, counted: []countedCheck{{step: "s", token: "op1-x", seen: 1}}}
-	w.recount(context.Background())
+	w.recount(context.Background(), probeObserver{probe: probe}, judge.CapUpstream)
 	if len(w.evidence.Checks) != 0 {
 		t.Errorf("a count that held made checks: %+v", w.evidence.Checks)
 	}

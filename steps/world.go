@@ -409,6 +409,11 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 		w := newWorld(env, p)
 		ctx = context.WithValue(ctx, worldKey{}, w)
 		ctx = control.WithRecorder(ctx, w.addControl)
+		if r, ok := env.Effects.(exchangeRecorder); ok {
+			// The read tool's calls are the harness's, like the control
+			// API's: evidence beside the calls they judge.
+			r.RecordTo(w.addControl)
+		}
 		w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FTarget, Value: mustJSON(env.facts())})
 		if why := env.inapplicable(w.entry); why != "" {
 			return ctx, w.notApplicable(why)
@@ -531,25 +536,21 @@ func (w *world) finish(ctx context.Context, err error) {
 			c.cancel()
 		}
 	}
-	if w.env.Probe != nil && w.has(judge.CapUpstream) && w.env.Settle > 0 {
-		// Effects are final before they are judged: wait for the probe to
-		// stay quiet, then recount what each probe check saw.
-		_ = w.env.Probe.Quiet(ctx, w.env.RunID, w.env.Settle)
-		w.recount(ctx)
+	obs, observer := w.env.observer()
+	if obs != nil && w.env.Settle > 0 {
+		// Effects are final before they are judged: wait for the observer
+		// to stay quiet, then recount what each dispatch check saw.
+		_ = obs.Quiet(ctx, w.env.Settle)
+		w.recount(ctx, obs, observer)
 	}
 	if w.walletID != "" && w.has(judge.CapLedger) {
 		if l, lerr := w.ledger(ctx); lerr == nil {
 			w.evidence.LedgerAfter = l
 		}
 	}
-	if w.env.Probe != nil && w.has(judge.CapUpstream) {
-		if ds, derr := w.env.Probe.Dispatches(ctx, w.env.RunID); derr == nil {
-			mine := w.tokenSet()
-			for _, d := range ds {
-				if mine[d.Token] {
-					w.evidence.Dispatches = append(w.evidence.Dispatches, d)
-				}
-			}
+	if obs != nil {
+		if ds, derr := obs.Dispatches(ctx, w.tokenList()); derr == nil {
+			w.evidence.Dispatches = append(w.evidence.Dispatches, ds...)
 		}
 	}
 	_ = w.recordEffects(ctx)
@@ -558,20 +559,36 @@ func (w *world) finish(ctx context.Context, err error) {
 	setModelChecks(&w.evidence)
 	w.evidence.Duration = reports.Duration(time.Since(w.start))
 	w.decide(err, interrupted)
+	if r, ok := w.env.Effects.(exchangeRecorder); ok {
+		r.RecordTo(nil)
+	}
 	w.env.addResult(w.evidence, w.counted, w.lastLedger, w.finalMark)
+}
+
+// exchangeRecorder is an Observer whose reads are exchanges with the
+// target (drivers/effects): the running scenario keeps them.
+type exchangeRecorder interface {
+	RecordTo(func(reports.Exchange))
 }
 
 // recount compares each probe count a check saw with the count once the
 // probe settled; a dispatch that came later is a violation of its own.
-func (w *world) recount(ctx context.Context) {
-	after := fmt.Sprintf("after the scenario's calls were answered and the probe was quiet for %v", w.env.Settle)
+func (w *world) recount(ctx context.Context, obs Observer, observer string) {
+	after := fmt.Sprintf("after the scenario's calls were answered and the %s was quiet for %v", observerName(observer), w.env.Settle)
 	for _, c := range w.counted {
-		late, ok, err := lateDispatch(ctx, w.env.Probe, c, reports.LateSuffixes[0], judge.LateScenario, after)
+		late, ok, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[0], judge.LateScenario, after)
 		if err != nil || !ok {
 			continue
 		}
 		w.addCheckAt(c.stepIdx, late)
 	}
+}
+
+// tokenList is the scenario's tokens, in the order they were made.
+func (w *world) tokenList() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.tokens)
 }
 
 func (w *world) tokenSet() map[string]bool {

@@ -146,6 +146,11 @@ func writeProfileSummary(w io.Writer, p *target.Profile) {
 			line(label, "%-12s %s", role, t.Name)
 		}
 	}
+	if e := p.Effects; e != nil {
+		// The observer a run will count dispatches with: the target's own.
+		line("effects", "write %s with %s", p.Tools.Write.Name, e.WriteArguments)
+		more("read %s with %s, count at %s (the target reports its own effects)", e.Read.Tool, e.Read.Arguments, e.Read.Count)
+	}
 	writeCredentials(line, more, p)
 	switch {
 	case !p.Identity.HarnessIdP:

@@ -62,7 +62,10 @@ func TestProfileCheckSummaries(t *testing.T) {
 		"good-legacy-same-tool.json": {"write        w (4 credits)", "capabilities  upstream (implied)"},
 		"good-key-header.json":       {"key           header X-Request-Key\n"},
 		"good-key-params.json":       {"key           params[\"idempotencyKey\"] of tools/call\n"},
-		"good-key-argument.json":     {"key           arguments at ['io.acme/request'].idempotency_key (left out of the arguments the harness compares)\n"},
+		"good-effects.json": {"effects       write send_message with {\"channel\":\"conformance\",\"text\":\"{token} {extra}\"}\n",
+			"read list_messages with {\"contains\":\"{token}\"}, count at result.structuredContent.messages (the target reports its own effects)",
+			"capabilities  effects (implied)\n"},
+		"good-key-argument.json": {"key           arguments at ['io.acme/request'].idempotency_key (left out of the arguments the harness compares)\n"},
 	}
 	for f, wants := range tests {
 		code, stdout, stderr := profileCheck("check", profiles+f)

@@ -72,6 +72,167 @@ type Profile struct {
 	// ReplayMarker is how the gateway marks a replayed result; nil leaves
 	// the receipt's own "replayed" member, when it has one, as the mark.
 	ReplayMarker *wire.ReplayMarker `json:"replay_marker,omitempty"`
+	// Effects says how the target's own read tool shows a write's
+	// effects, for a target whose write tool is the side effect (no
+	// upstream to put the probe behind): the dispatch checks are then
+	// made by calling it (capability "effects").
+	Effects *Effects `json:"effects,omitempty"`
+}
+
+// Effects is the read-tool observer: the write tool's arguments, with
+// TokenPlaceholder where the harness puts each operation's fresh token,
+// and the read call that tells how many effects carry a token.
+type Effects struct {
+	// WriteArguments replace a scenario's arguments for tools.write: every
+	// TokenPlaceholder in its strings becomes the operation's token, every
+	// ExtraPlaceholder the scenario's other arguments as compact JSON
+	// (without one, those are added as members of their own), so two
+	// calls the scenario means to differ still differ.
+	WriteArguments json.RawMessage `json:"write_arguments"`
+	Read           EffectsRead     `json:"read"`
+}
+
+// EffectsRead is one call of the target's read tool.
+type EffectsRead struct {
+	Tool string `json:"tool"`
+	// Arguments, with TokenPlaceholder in a string: the read of one token.
+	Arguments json.RawMessage `json:"arguments"`
+	// Count locates, in the JSON-RPC response (wire.Path syntax, like
+	// receipt_path), a number of effects or a list whose length is that
+	// number.
+	Count string `json:"count"`
+}
+
+// Placeholders of the effects templates.
+const (
+	TokenPlaceholder = "{token}"
+	ExtraPlaceholder = "{extra}"
+)
+
+// WriteArgs renders the write template for a scenario's arguments: their
+// "token" member fills TokenPlaceholder, the rest ExtraPlaceholder (or is
+// added beside the template's members). Arguments that are not an object
+// are sent as given: a scenario about malformed arguments means them.
+func (e *Effects) WriteArgs(args any) any {
+	raw, ok := args.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return args
+		}
+		raw = b
+	}
+	var in map[string]any
+	if json.Unmarshal(raw, &in) != nil || in == nil {
+		return args
+	}
+	token, _ := in["token"].(string)
+	delete(in, "token")
+	extra := ""
+	if len(in) > 0 {
+		b, _ := json.Marshal(in) // map keys sorted: one text per set of arguments
+		extra = string(b)
+	}
+	var tmpl any
+	if json.Unmarshal(e.WriteArguments, &tmpl) != nil {
+		return args
+	}
+	hasExtra := bytes.Contains(e.WriteArguments, []byte(ExtraPlaceholder))
+	out := fill(tmpl, token, extra)
+	if obj, ok := out.(map[string]any); ok && !hasExtra {
+		for k, v := range in {
+			if _, taken := obj[k]; !taken {
+				obj[k] = v
+			}
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return args
+	}
+	return json.RawMessage(b)
+}
+
+// ReadArgs are the read call's arguments for token.
+func (e *Effects) ReadArgs(token string) (json.RawMessage, error) {
+	var tmpl any
+	if err := json.Unmarshal(e.Read.Arguments, &tmpl); err != nil {
+		return nil, fmt.Errorf("effects.read.arguments: %w", err)
+	}
+	b, err := json.Marshal(fill(tmpl, token, ""))
+	if err != nil {
+		return nil, fmt.Errorf("effects.read.arguments: %w", err)
+	}
+	return b, nil
+}
+
+// fill replaces the placeholders in every string of a decoded template.
+func fill(v any, token, extra string) any {
+	switch t := v.(type) {
+	case string:
+		return strings.ReplaceAll(strings.ReplaceAll(t, TokenPlaceholder, token), ExtraPlaceholder, extra)
+	case map[string]any:
+		for k, x := range t {
+			t[k] = fill(x, token, extra)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = fill(x, token, extra)
+		}
+	}
+	return v
+}
+
+// validateEffects checks the read-tool observer: both templates objects
+// holding TokenPlaceholder, a read tool of its own, a count path.
+func (p *Profile) validateEffects(bad func(string, ...any)) {
+	e := p.Effects
+	if e == nil {
+		if slices.Contains(p.Capabilities, CapEffects) {
+			bad("capabilities: %q needs an effects block", CapEffects)
+		}
+		return
+	}
+	template := func(at string, raw *json.RawMessage) {
+		var obj map[string]any
+		// Compacted, so a profile reads back as written (whitespace is
+		// never part of a template's meaning).
+		var b bytes.Buffer
+		if json.Compact(&b, *raw) == nil {
+			*raw = b.Bytes()
+		}
+		switch raw := *raw; {
+		case len(bytes.TrimSpace(raw)) == 0:
+			bad("%s: missing (an object with %q where the token goes)", at, TokenPlaceholder)
+		case json.Unmarshal(raw, &obj) != nil || obj == nil:
+			bad("%s: want a JSON object", at)
+		case !bytes.Contains(raw, []byte(TokenPlaceholder)):
+			// Without the token, the read counts every write, not the
+			// operation's: a count of one operation could not be made.
+			bad("%s: holds no %q: every operation must be told apart by its token", at, TokenPlaceholder)
+		}
+	}
+	template("effects.write_arguments", &e.WriteArguments)
+	template("effects.read.arguments", &e.Read.Arguments)
+	switch {
+	case strings.TrimSpace(e.Read.Tool) == "":
+		bad("effects.read.tool: empty")
+	case p.Tools.Write != nil && e.Read.Tool == p.Tools.Write.Name:
+		bad("effects.read.tool %q is tools.write: the read must be a tool of its own", e.Read.Tool)
+	}
+	if e.Read.Count == "" {
+		bad("effects.read.count: empty (a path to a number, or to a list whose length counts)")
+	} else if _, err := wire.ParsePath(e.Read.Count); err != nil {
+		bad("effects.read.count: %v", err)
+	}
+	if p.Tools.Write == nil {
+		bad("effects: needs tools.write (the tool whose effects the read shows)")
+	}
+	if slices.Contains(p.Capabilities, control.CapUpstream) {
+		// One observer per run: a write tool that reached the probe would
+		// not need its effects read back, and the counts must not mix.
+		bad("effects: and capability \"upstream\" both given; the write tool either reaches the probe or shows its effects")
+	}
 }
 
 // Unkeyed policies: a gateway derives a key for an unkeyed mutating call
@@ -302,8 +463,12 @@ var controlCaps = []string{
 // scenarios with several principals can run without a control API.
 const CapPrincipalTokens = "principal-tokens"
 
+// CapEffects: the profile's effects block says how the target's read tool
+// shows its write tool's effects.
+const CapEffects = "effects"
+
 // KnownCapabilities are every capability name a profile may list.
-var KnownCapabilities = append(slices.Clone(controlCaps), control.CapUpstream, CapPrincipalTokens)
+var KnownCapabilities = append(slices.Clone(controlCaps), control.CapUpstream, CapPrincipalTokens, CapEffects)
 
 // LoadProfile reads and validates a profile file; an unknown field is an
 // error, so a typo cannot silently drop a setting.
@@ -530,6 +695,7 @@ func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 		}
 	}
 	p.validateTools(bad)
+	p.validateEffects(bad)
 	p.validateCredentials(bad)
 	for _, c := range p.Capabilities {
 		switch {
@@ -771,6 +937,11 @@ func (p *Profile) ReasonsFor(name string) []string {
 // credentials.principal_tokens).
 func (p *Profile) Has(name string) bool {
 	switch {
+	case name == control.CapUpstream && p.Effects != nil:
+		// Its write tool is the effect: nothing of it reaches the probe.
+		return false
+	case name == CapEffects && p.Effects != nil:
+		return true
 	case name == control.CapUpstream && (p.Tools.Write != nil || p.UpstreamTool != ""):
 		return true
 	case name == CapPrincipalTokens && (p.Identity.HarnessIdP || len(p.Credentials.PrincipalTokens) > 0):
@@ -842,6 +1013,15 @@ func (p *Profile) Client(u string) *wire.Client {
 	}
 	if len(p.Credentials.APIKeys) > 0 {
 		c.APIKey = p.Credentials.APIKeys[0]
+	}
+	if e, w := p.Effects, p.Tools.Write; e != nil && w != nil {
+		write := w.Name
+		c.Render = func(tool string, args any) any {
+			if tool != write {
+				return args
+			}
+			return e.WriteArgs(args)
+		}
 	}
 	return c
 }

@@ -31,6 +31,8 @@ var schemaCannotSay = map[string]string{
 	"bad-other-wallet-same-key.json":    "other_wallet.api_key is one of api_keys",
 	"bad-other-wallet-same-wallet.json": "other_wallet.wallet_id is wallet_id",
 	"bad-key-header-auth.json":          "key_header is auth.header",
+	"bad-effects-no-token.json":         "an effects template holds no {token}",
+	"bad-effects-read-is-write.json":    "effects.read.tool is tools.write",
 }
 
 func loadSchema(t *testing.T) *jsonschema.Resolved {

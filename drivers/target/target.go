@@ -118,7 +118,13 @@ func (t *Target) Control(i int) *control.Client {
 func (t *Target) ResolveCapabilities(ctx context.Context) ([]string, error) {
 	if len(t.Profile.Capabilities) > 0 || len(t.ControlURLs) == 0 {
 		caps := slices.Clone(t.Profile.Capabilities)
-		if t.Profile.UpstreamTool != "" && !slices.Contains(caps, control.CapUpstream) {
+		switch {
+		case t.Profile.Effects != nil:
+			// The write tool is the effect; its read tool observes it.
+			if !slices.Contains(caps, CapEffects) {
+				caps = append(caps, CapEffects)
+			}
+		case t.Profile.UpstreamTool != "" && !slices.Contains(caps, control.CapUpstream):
 			caps = append(caps, control.CapUpstream)
 		}
 		return caps, nil

@@ -79,6 +79,11 @@ type Client struct {
 	// ReplayMarker, when set, is how the target marks a replayed result;
 	// Answer.ReplayMarked reads it.
 	ReplayMarker ReplayMarker
+	// Render, when set, is what a call's arguments are sent as for its
+	// tool (a profile's effects template for the write tool). The call's
+	// own arguments, which the history records, stay as they were, as
+	// they do when the key is placed in them.
+	Render func(tool string, args any) any
 	// Header is added to every request.
 	Header http.Header
 	// Lane names the client in the evidence timeline; default "client".
@@ -499,6 +504,9 @@ func (c *Client) CallTool(ctx context.Context, call Call) (*Answer, error) {
 	}
 	h := http.Header{}
 	params := map[string]any{"name": call.Tool}
+	if c.Render != nil {
+		args = c.Render(call.Tool, args)
+	}
 	if call.IdempotencyKey != "" {
 		args = c.placeKey(call.IdempotencyKey, args, params, meta, h)
 	}

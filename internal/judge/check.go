@@ -12,8 +12,13 @@ const (
 // wire level come from the harness itself or the profile (the operator's
 // tools, keys and trust); the others need a control API.
 const (
-	CapWire            = "wire"             // the MCP endpoint itself
-	CapUpstream        = "upstream"         // the target's tools reach the harness probe
+	CapWire     = "wire"     // the MCP endpoint itself
+	CapUpstream = "upstream" // the target's tools reach the harness probe
+	// CapEffects: the target has no upstream for the probe (its write tool
+	// is the side effect), but its own read tool shows each write's
+	// effects by token (profile effects): the dispatch checks are made by
+	// calling it, so they rest on what the target reports of itself.
+	CapEffects         = "effects"
 	CapPrincipalTokens = "principal-tokens" // the harness can present tokens of distinct principals
 	CapSecondKey       = "second-key"       // a second API key of the same wallet
 	CapOtherWallet     = "other-wallet"     // an API key of another wallet

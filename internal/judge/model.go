@@ -1145,7 +1145,15 @@ func (m *model) foreign(c, first *mcall, what string) Check {
 // operations' answers allow: at most one per operation that may have run,
 // at least one per operation whose result carries the probe's answer.
 func (m *model) dispatchChecks() []Check {
-	if !m.facts.Has(CapUpstream) {
+	// The dispatches are the probe's, or the target's own read tool's
+	// (effects): either way the history holds them, and they are judged
+	// alike, under the capability that saw them.
+	observer := CapUpstream
+	switch {
+	case m.facts.Has(CapUpstream):
+	case m.facts.Has(CapEffects):
+		observer = CapEffects
+	default:
 		return nil
 	}
 	count := map[string][]int{}
@@ -1186,18 +1194,18 @@ func (m *model) dispatchChecks() []Check {
 		witness := append(append([]int{}, count[t]...), calls...)
 		switch {
 		case n > most && most > 0:
-			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmDoubleDispatch, step,
+			out = append(out, violation(KindDispatches, Args("token", t), observer, HarmDoubleDispatch, step,
 				fmt.Sprintf("at most %d dispatch(es): %s", most, m.opsSummary(byToken[t])), fmt.Sprintf("dispatched %d times", n), witness...))
 		case n > most:
-			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmLostOutcome, step,
+			out = append(out, violation(KindDispatches, Args("token", t), observer, HarmLostOutcome, step,
 				"no dispatch: every call of it was refused with a refusal that says nothing ran", fmt.Sprintf("dispatched %d time(s)", n), witness...))
 		case n < least:
-			out = append(out, violation(KindDispatches, Args("token", t), CapUpstream, HarmLostOutcome, step,
+			out = append(out, violation(KindDispatches, Args("token", t), observer, HarmLostOutcome, step,
 				fmt.Sprintf("at least %d dispatch(es): %d result(s) of their own carry the probe's answer", least, least), fmt.Sprintf("dispatched %d time(s)", n), witness...))
 		}
 	}
 	if len(out) == 0 && len(tokens) > 0 {
-		out = append(out, held(KindDispatches, CapUpstream, "every operation was dispatched as often as its answers allow",
+		out = append(out, held(KindDispatches, observer, "every operation was dispatched as often as its answers allow",
 			"at most one dispatch per operation that may have run, one for each whose result is the probe's answer",
 			fmt.Sprintf("%d token(s), all as allowed", len(tokens)), Args("tokens", len(tokens))))
 	}

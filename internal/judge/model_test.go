@@ -723,3 +723,38 @@ func TestModelDecidedForTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// The model judges dispatches seen by the target's read tool (effects) as
+// it judges the probe's, naming the capability that saw them; a history
+// with neither observer is not judged on dispatches at all.
+func TestModelDispatchesByObserver(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		caps []string
+		want string // the dispatch check's capability; "" for none
+	}{
+		{"probe", []string{CapWire, CapUpstream}, CapUpstream},
+		{"read tool", []string{CapWire, CapEffects}, CapEffects},
+		{"neither", []string{CapWire}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(Facts{Policy: PolicyDerived, Capabilities: tc.caps})
+			h.result("A", write, "r1", "d1")
+			h.dispatch("op1")
+			h.dispatch("op1")
+			got := ""
+			for _, c := range Model(h.ops) {
+				if c.Kind != KindDispatches {
+					continue
+				}
+				got = c.Capability
+				if c.State != Violated || c.Harm != HarmDoubleDispatch {
+					t.Errorf("two dispatches of one operation: %s %s, want violated double dispatch", c.State, c.Harm)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("dispatch check by %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -160,6 +160,9 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if env.Effects != nil && env.Caps[judge.CapEffects] {
+		return effectThrough(wctx, env, f, token, a)
+	}
 	if err := env.Probe.WaitFor(wctx, token, 1); err != nil {
 		// A gateway that refuses the call may be looking for the key
 		// elsewhere: say where it went.
@@ -169,6 +172,37 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	}
 	f.OK, f.Detail = true, "probe saw the dispatch; the key went in "+env.Profile.KeyWhere()
 	return f
+}
+
+// effectThrough is callThrough for a target whose write tool is the side
+// effect: the read tool must show exactly the one effect of the call's
+// token. Without that, every dispatch check would rest on a read that
+// cannot see writes (a wrong count path, a token the read does not match).
+func effectThrough(ctx context.Context, env *steps.Env, f Finding, token string, a *wire.Answer) Finding {
+	f.Check = "one call of the write tool shows one effect through the target's read tool"
+	read := env.Profile.Effects.Read
+	for {
+		n, err := env.Effects.Count(ctx, token)
+		switch {
+		case err != nil:
+			f.Detail = fmt.Sprintf("read tool %s for token %s: %v", read.Tool, token, err)
+			return f
+		case n == 1:
+			f.OK, f.Detail = true, fmt.Sprintf("read tool %s counts 1 effect of the token at %s (the target reports its own effects); the key went in %s",
+				read.Tool, read.Count, env.Profile.KeyWhere())
+			return f
+		case n > 1:
+			f.Detail = fmt.Sprintf("read tool %s counts %d effects of token %s after one call: does the read match other tokens?", read.Tool, n, token)
+			return f
+		}
+		select {
+		case <-ctx.Done():
+			f.Detail = fmt.Sprintf("read tool %s never counted an effect of token %s at %s (write answer: HTTP %d %s; the key went in %s)",
+				read.Tool, token, read.Count, a.Status, snippet(a.Body), env.Profile.KeyWhere())
+			return f
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // fates groups the scenarios by what a run will make of them (env.Fate),

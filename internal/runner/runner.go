@@ -19,6 +19,7 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/google/uuid"
 
+	"github.com/mcpconform/mcpconform/drivers/effects"
 	"github.com/mcpconform/mcpconform/drivers/idp"
 	"github.com/mcpconform/mcpconform/drivers/probe"
 	"github.com/mcpconform/mcpconform/drivers/target"
@@ -232,7 +233,7 @@ func Open(ctx context.Context, cfg Config, started time.Time) (*Session, error) 
 	}
 	// The wiring before any verdict: a gateway whose tool does not reach
 	// the probe would fail every dispatch check for a mistake of set-up.
-	if env.Caps[judge.CapUpstream] {
+	if env.Caps[judge.CapUpstream] || env.Caps[judge.CapEffects] {
 		if f := callThrough(ctx, env); !f.OK {
 			closeAll()
 			return nil, setupErr("preflight: %s: no: %s (mcpconform doctor checks the whole wiring)", f.Check, f.Detail)
@@ -462,6 +463,13 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 	}
 	closers = append(closers, func() { t.Close() })
 	env.URLs, env.Profile = t.URLs, t.Profile
+	if t.Profile.Effects != nil {
+		reader, err := effects.New(t.Profile, t.URLs[0])
+		if err != nil {
+			return fail(setupErr("%w", err))
+		}
+		env.Effects = reader
+	}
 	for i := range t.ControlURLs {
 		env.Controls = append(env.Controls, t.Control(i))
 	}
@@ -500,7 +508,10 @@ func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[stri
 	_, other := p.Tool(target.RoleWriteOther)
 	_, ro := p.Tool(target.RoleReadOnly)
 	_, appr := p.Tool(target.RoleApproval)
-	caps[judge.CapUpstream] = write && env.Probe != nil
+	// A profile with effects has a write tool that is the side effect:
+	// nothing reaches the probe, and its own read tool observes instead.
+	caps[judge.CapUpstream] = write && env.Probe != nil && p.Effects == nil
+	caps[judge.CapEffects] = write && p.Effects != nil && env.Effects != nil
 	caps[judge.CapToolWriteOther] = other && caps[judge.CapUpstream]
 	caps[judge.CapToolReadOnly] = ro && env.Probe != nil
 	caps[judge.CapToolApproval] = appr && caps[judge.CapUpstream]

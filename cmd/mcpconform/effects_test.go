@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/internal/effectsrv"
+	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/internal/runner"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// effectsIDs are the scenarios the effects tests run: a keyed retry, one
+// seconds later, and the same key with another message. Each counts the
+// write's effects, so each is judged through the read tool alone.
+var effectsIDs = []string{"retry-01", "retry-01-later", "retry-02", "twins-01", "ledger-02"}
+
+// effectsRun runs the scenarios against internal/effectsrv through a
+// profile that declares no probe, only the read tool that shows the
+// messages written (effects), as an operator of such a server would.
+func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome {
+	t.Helper()
+	srv, err := effectsrv.Start(effectsrv.Options{Bugs: bugs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, effectsProfile(nil)), Seed: 3, IDs: ids}
+	var predicted map[string]string
+	if bugs == (effectsrv.Bugs{}) {
+		// What doctor says a run will make of each scenario, held to the
+		// run: the read tool stands in for the probe in both alike.
+		d, err := runner.Doctor(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		predicted = d.Predicted()
+	}
+	out, err := runner.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Run.Scenarios {
+		t.Logf("%-16s %-12s %s", s.ID, s.Verdict, firstLine(s.Reason))
+		if predicted != nil && predicted[s.ID] != s.Verdict {
+			t.Errorf("%s: doctor predicted %s, the run made it %s", s.ID, predicted[s.ID], s.Verdict)
+		}
+	}
+	return out
+}
+
+// effectsProfile is effectsrv's profile, its read arguments replaced when
+// given.
+func effectsProfile(readArgs map[string]any) map[string]any {
+	if readArgs == nil {
+		readArgs = map[string]any{"contains": "{token}"}
+	}
+	return map[string]any{
+		"name":           "effectsrv",
+		"key_placement":  "argument",
+		"unkeyed_policy": "refuse",
+		"receipt_path":   "result.structuredContent.message_id",
+		"tools":          map[string]any{"write": map[string]any{"name": effectsrv.ToolSend}},
+		"credentials":    map[string]any{"api_keys": []string{"ek-0123456789"}},
+		"reasons": map[string]any{
+			"idempotency_key_reused":   []any{effectsrv.ReasonKeyConflict},
+			"idempotency_key_required": []any{effectsrv.ReasonKeyMissing},
+		},
+		"effects": map[string]any{
+			"write_arguments": map[string]any{"channel": "conformance", "text": "{token} {extra}"},
+			"read": map[string]any{"tool": effectsrv.ToolList, "arguments": readArgs,
+				"count": "result.structuredContent.messages"},
+		},
+	}
+}
+
+// doctor shows the read-tool observer: its capability, and one write whose
+// effect the read tool counts; a read that cannot see the write (its
+// arguments match no message) is a wiring failure, not a pass.
+func TestEffectsServerDoctor(t *testing.T) {
+	srv, err := effectsrv.Start(effectsrv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	for _, tc := range []struct {
+		name     string
+		readArgs map[string]any
+		code     int
+		want     []string
+	}{
+		{"wired", nil, 0, []string{"ok   one call of the write tool shows one effect through the target's read tool",
+			"capabilities: effects, ", "highest level it can claim: wire"}},
+		{"read sees nothing", map[string]any{"contains": "elsewhere-{token}"}, 1,
+			[]string{"FAIL one call of the write tool shows one effect through the target's read tool", "never counted an effect"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prof := writeProfile(t, effectsProfile(tc.readArgs))
+			var out, errs bytes.Buffer
+			code := dispatch(context.Background(), []string{"doctor", "--target", srv.URL(), "--profile", prof}, &out, &errs)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out.String(), errs.String())
+			}
+			t.Log(out.String())
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("doctor output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// A server idempotent by the key in its arguments passes at its highest
+// level (wire), every dispatch check observed through its read tool; its
+// ledger checks, which no read tool stands in for, stay not observed
+// (incomplete scenarios of the metered level, not failures).
+func TestEffectsServerCorrectPasses(t *testing.T) {
+	out := effectsRun(t, effectsrv.Bugs{}, effectsIDs)
+	if out.Result != reports.RunPass || out.Code != runner.ExitOK || out.Run.Level != reports.LevelWire {
+		t.Errorf("run %s exit %d at level %s, want PASS exit 0 at wire: %v", out.Result, out.Code, out.Run.Level, out.Why)
+	}
+	if got := len(out.Run.Scenarios); got != len(effectsIDs) {
+		t.Errorf("%d scenarios ran, want %d", got, len(effectsIDs))
+	}
+	for _, s := range out.Run.Scenarios {
+		if s.Verdict != judge.Passed && s.Verdict != judge.Incomplete {
+			t.Errorf("%s: %s, want passed or incomplete: %s", s.ID, s.Verdict, s.Reason)
+		}
+		seen := false
+		for _, c := range s.Checks {
+			if c.Capability == judge.CapUpstream {
+				t.Errorf("%s: check %q names the probe, which is not behind this server", s.ID, c.Step)
+			}
+			seen = seen || (c.Capability == judge.CapEffects && c.Status() == judge.Held)
+		}
+		if !seen {
+			t.Errorf("%s: no check held through the read tool (effects)", s.ID)
+		}
+	}
+}
+
+// Each bug switch fails the scenario that shows it, with a violated check
+// whose harm is a double dispatch: the read tool shows the message twice.
+func TestEffectsServerBugsFail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		bugs   effectsrv.Bugs
+		failed string
+		late   string // the late argument of the check that catches it: "" when the step's own read does
+	}{
+		// A retry with the same key writes the message again.
+		{"retry writes again", effectsrv.Bugs{RetryWritesAgain: true}, "retry-01", ""},
+		// The key forgotten after a second: the retry 2 s later writes again.
+		{"key forgotten", effectsrv.Bugs{KeyTTL: time.Second}, "retry-01-later", ""},
+		// The replay is right, but the message is written again 300 ms
+		// later: only the re-read at the end of the run sees it.
+		{"late rewrite", effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}, "retry-01", judge.LateRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := effectsRun(t, tc.bugs, []string{tc.failed})
+			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
+				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
+			}
+			for _, s := range out.Run.Scenarios {
+				if s.ID != tc.failed {
+					continue
+				}
+				if s.Verdict != judge.Failed {
+					t.Fatalf("%s: %s, want failed", s.ID, s.Verdict)
+				}
+				double := false
+				for _, c := range s.Checks {
+					double = double || (c.Status() == judge.Violated && c.Harm == judge.HarmDoubleDispatch && c.Capability == judge.CapEffects &&
+						c.Kind == judge.KindProbeCount && c.Args["late"] == tc.late)
+				}
+				if !double {
+					t.Errorf("%s: no violated double-dispatch count check (late %q) seen through the read tool: %s", s.ID, tc.late, s.Reason)
+				}
+				reads := 0
+				for _, ex := range s.Control {
+					if ex.Lane == "effects" && strings.Contains(string(ex.RequestBody), effectsrv.ToolList) {
+						reads++
+					}
+				}
+				if reads == 0 {
+					t.Errorf("%s: the evidence holds none of the read tool's calls the finding rests on", s.ID)
+				}
+				if sum := reports.HarmSummary(out.Run); !strings.HasPrefix(sum, string(judge.HarmDoubleDispatch)+" in 1 ("+tc.failed) {
+					t.Errorf("harm summary %q, want %s leading with %s", sum, tc.failed, judge.HarmDoubleDispatch)
+				}
+				return
+			}
+			t.Fatalf("%s did not run", tc.failed)
+		})
+	}
+}
+
+// The worked example of docs/profile.md is the profile these tests run
+// effectsrv with (its name aside), so the guide shows one that works.
+func TestEffectsGuideExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/profile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(b, []byte("### A server whose write tool is the effect"))
+	_, rest, ok2 := bytes.Cut(rest, []byte("```json\n"))
+	example, _, ok3 := bytes.Cut(rest, []byte("```"))
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/profile.md has no json block under its read-tool observer section")
+	}
+	var doc, ours map[string]any
+	if err := json.Unmarshal(example, &doc); err != nil {
+		t.Fatalf("the guide's example: %v", err)
+	}
+	raw, _ := json.Marshal(effectsProfile(nil))
+	_ = json.Unmarshal(raw, &ours)
+	delete(doc, "name")
+	delete(ours, "name")
+	if diff := cmp.Diff(ours, doc); diff != "" {
+		t.Errorf("the guide's example differs from effectsrv's profile (-test +guide):\n%s", diff)
+	}
+	if _, err := target.ParseProfile(example); err != nil {
+		t.Errorf("the guide's example: %v", err)
+	}
+}

@@ -1,0 +1,143 @@
+// Package effects reads a target's own effects: for an MCP server whose
+// write tool is the side effect (send_message), there is no upstream to put
+// the harness's probe behind, so the count of an operation's effects comes
+// from the server's read tool, called with the operation's token (the
+// profile's effects block). Unlike the probe's, these counts are what the
+// target reports of itself.
+package effects
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/drivers/wire"
+	"github.com/mcpconform/mcpconform/internal/judge"
+	"github.com/mcpconform/mcpconform/reports"
+)
+
+// Reader counts effects by token through the target's read tool.
+type Reader struct {
+	client *wire.Client
+	fx     target.Effects
+	write  string // tools.write, the tool whose effects are read
+	count  wire.Path
+	// record receives each read's exchange, for the running scenario's
+	// evidence; nil between scenarios.
+	record atomic.Pointer[func(reports.Exchange)]
+}
+
+// New is a reader for the profile's effects, calling the read tool at url
+// with the profile's first API key.
+func New(p *target.Profile, url string) (*Reader, error) {
+	if p.Effects == nil {
+		return nil, fmt.Errorf("effects reader: the profile has no effects block")
+	}
+	path, err := wire.ParsePath(p.Effects.Read.Count)
+	if err != nil {
+		return nil, fmt.Errorf("effects reader: read.count: %w", err)
+	}
+	c := p.Client(url)
+	c.Lane = "effects"
+	w, _ := p.Tool(target.RoleWrite)
+	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name}
+	c.Record = func(ex reports.Exchange) {
+		if f := r.record.Load(); f != nil {
+			(*f)(ex)
+		}
+	}
+	return r, nil
+}
+
+// RecordTo sends every later read's exchange to rec (nil: nowhere), so a
+// finding shows the reads it rests on beside the calls it judges.
+func (r *Reader) RecordTo(rec func(reports.Exchange)) {
+	if rec == nil {
+		r.record.Store(nil)
+		return
+	}
+	r.record.Store(&rec)
+}
+
+// Count is how many effects the read tool shows for token.
+func (r *Reader) Count(ctx context.Context, token string) (int, error) {
+	args, err := r.fx.ReadArgs(token)
+	if err != nil {
+		return 0, err
+	}
+	a, err := r.client.CallTool(ctx, wire.Call{Tool: r.fx.Read.Tool, Arguments: args, Label: "effects read " + token, Lane: "effects"})
+	if err != nil {
+		return 0, fmt.Errorf("call read tool %s for %s: %w", r.fx.Read.Tool, token, err)
+	}
+	return countIn(a.Message, r.count, r.fx.Read.Tool)
+}
+
+// countIn reads the count at path of a read tool's response: a number, or
+// a list whose length counts. Anything else (an error answer, a tool
+// error, a missing member) is an error, never zero: an unread count must
+// not pass a check of "no dispatch".
+func countIn(msg json.RawMessage, path wire.Path, tool string) (int, error) {
+	var envelope struct {
+		Error  *json.RawMessage `json:"error"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(msg, &envelope); err != nil {
+		return 0, fmt.Errorf("read tool %s: answer is not JSON-RPC: %w", tool, err)
+	}
+	if envelope.Error != nil {
+		return 0, fmt.Errorf("read tool %s refused: %s", tool, *envelope.Error)
+	}
+	if envelope.Result != nil && envelope.Result.IsError {
+		return 0, fmt.Errorf("read tool %s answered a tool error: %s", tool, msg)
+	}
+	v, ok := path.Lookup(msg)
+	if !ok {
+		return 0, fmt.Errorf("read tool %s: nothing at %s in %s", tool, path, msg)
+	}
+	var n float64
+	if json.Unmarshal(v, &n) == nil {
+		if n < 0 || n != float64(int(n)) {
+			return 0, fmt.Errorf("read tool %s: %s is %v, not a count", tool, path, n)
+		}
+		return int(n), nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		return 0, fmt.Errorf("read tool %s: %s is neither a number nor a list: %s", tool, path, v)
+	}
+	return len(list), nil
+}
+
+// Dispatches are the effects of the tokens, one per effect counted. The
+// read tool says how many, not when: each carries the time it was read.
+func (r *Reader) Dispatches(ctx context.Context, tokens []string) ([]judge.Dispatch, error) {
+	var out []judge.Dispatch
+	for _, t := range tokens {
+		n, err := r.Count(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		at := time.Now()
+		for range n {
+			out = append(out, judge.Dispatch{Token: t, Tool: r.write, At: at})
+		}
+	}
+	return out, nil
+}
+
+// Quiet waits for quiet: a read tool cannot say when writes stopped
+// arriving, so the wait is the whole period, and a later re-read sees
+// what came since.
+func (r *Reader) Quiet(ctx context.Context, quiet time.Duration) error {
+	select {
+	case <-time.After(quiet):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,239 @@
+// Package effectsrv is a small MCP server whose write tool is the side
+// effect, as a messaging server's send_message is: there is no upstream
+// behind it for the harness's probe, only its own read tool, which lists
+// the messages written. It takes the idempotency key in the write tool's
+// arguments (profile key_placement "argument") and is idempotent by key;
+// its bug switches break that in the ways such servers do, so the
+// harness's read-tool observer (profile effects) is shown to catch them.
+// It is a test fixture, not a gateway: no wallet, no meter, no auth beyond
+// taking any bearer key.
+package effectsrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Its tools, and how it spells refusals (data.reason is the contract).
+const (
+	ToolSend = "send_message"
+	ToolList = "list_messages"
+	// KeyArgument is the member of send_message's arguments holding the key.
+	KeyArgument = "idempotency_key"
+
+	ReasonKeyConflict = "msg_key_conflict" // same key, other message
+	ReasonKeyMissing  = "msg_key_missing"  // a write without a key
+	ReasonBadArgs     = "msg_bad_arguments"
+
+	CodeKeyConflict = -32040
+	CodeKeyMissing  = -32042
+	CodeBadArgs     = jsonrpc.CodeInvalidParams
+)
+
+// Bugs are the ways it breaks idempotency; the zero value is correct.
+type Bugs struct {
+	// RetryWritesAgain: a retry with the key of a finished write writes the
+	// message again (the key is checked for conflicts, never for replay).
+	RetryWritesAgain bool
+	// KeyTTL, when positive: a key is forgotten that long after its write,
+	// so a retry that comes later writes again.
+	KeyTTL time.Duration
+	// LateRewrite, when positive: a replay answers correctly, then writes
+	// the message again that long after (a background redelivery), too
+	// late for the check made right after the retry.
+	LateRewrite time.Duration
+}
+
+// Options configure a server.
+type Options struct {
+	Addr string // default 127.0.0.1:0
+	Bugs Bugs
+}
+
+// Message is one effect of send_message.
+type Message struct {
+	ID      string `json:"id"`
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+}
+
+// record is what a key stands for: the message's arguments, what was
+// answered, and when.
+type record struct {
+	fingerprint string
+	result      *mcp.CallToolResult
+	at          time.Time
+}
+
+// Server serves the two tools at /mcp.
+type Server struct {
+	o        Options
+	mu       sync.Mutex
+	messages []Message
+	keys     map[string]*record
+	server   *mcp.Server
+	srv      *http.Server
+	ln       net.Listener
+}
+
+// Start listens and serves.
+func Start(o Options) (*Server, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	s := &Server{o: o, keys: map[string]*record{}}
+	s.server = mcp.NewServer(&mcp.Implementation{Name: "effectsrv", Version: "1.0"},
+		&mcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s.server.AddTool(&mcp.Tool{
+		Name:        ToolSend,
+		Description: "Send a message to a channel (the send is the effect). Idempotent by idempotency_key.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"channel": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"},
+			KeyArgument: map[string]any{"type": "string"}}},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
+	}, s.send)
+	s.server.AddTool(&mcp.Tool{
+		Name:        ToolList,
+		Description: "List the messages whose text contains a string.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"contains": map[string]any{"type": "string"}}},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.list)
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("effectsrv: listen %s: %w", o.Addr, err)
+	}
+	s.ln = ln
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// URL is the MCP endpoint.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/mcp" }
+
+// Close stops serving.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	for ss := range s.server.Sessions() {
+		_ = ss.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("effectsrv: close: %w", err)
+	}
+	return nil
+}
+
+// Messages are every message written so far.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.messages...)
+}
+
+// refuse is a JSON-RPC error go-sdk sends as it is, code and data kept.
+func refuse(code int64, reason, format string, args ...any) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"reason": reason, "retryable": false})
+	return &jsonrpc.Error{Code: code, Message: "effectsrv: " + fmt.Sprintf(format, args...), Data: data}
+}
+
+// send writes the message once per key: the first call of a key writes
+// and stores its answer, a retry with the same message gets that answer
+// back, a retry with another message is refused. One lock around the
+// whole of it makes concurrent retries write once (a real server would
+// hold a row lock or a unique key).
+func (s *Server) send(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args map[string]any
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args == nil {
+		return nil, refuse(CodeBadArgs, ReasonBadArgs, "arguments: want a JSON object")
+	}
+	key, _ := args[KeyArgument].(string)
+	delete(args, KeyArgument)
+	if key == "" {
+		return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "send_message needs %s in its arguments", KeyArgument)
+	}
+	// The fingerprint leaves the key out, as the harness's record does:
+	// encoding/json sorts map keys, so one message has one fingerprint.
+	fp, _ := json.Marshal(args)
+	channel, _ := args["channel"].(string)
+	text, _ := args["text"].(string)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if r := s.keys[key]; r != nil {
+		expired := s.o.Bugs.KeyTTL > 0 && now.Sub(r.at) > s.o.Bugs.KeyTTL // BUG KeyTTL
+		switch {
+		case expired:
+		case r.fingerprint != string(fp):
+			return nil, refuse(CodeKeyConflict, ReasonKeyConflict, "key %q was used for another message", key)
+		case !s.o.Bugs.RetryWritesAgain: // BUG RetryWritesAgain: the stored answer is never used
+			if d := s.o.Bugs.LateRewrite; d > 0 { // BUG LateRewrite
+				time.AfterFunc(d, func() {
+					s.mu.Lock()
+					defer s.mu.Unlock()
+					s.write(channel, text)
+				})
+			}
+			return r.result, nil
+		}
+	}
+	m := s.write(channel, text)
+	res := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: "sent " + m.ID}},
+		StructuredContent: map[string]any{"message_id": m.ID},
+	}
+	s.keys[key] = &record{fingerprint: string(fp), result: res, at: now}
+	return res, nil
+}
+
+// write records one message, the effect; s.mu is held.
+func (s *Server) write(channel, text string) Message {
+	m := Message{ID: fmt.Sprintf("m-%d", len(s.messages)+1), Channel: channel, Text: text}
+	s.messages = append(s.messages, m)
+	return m
+}
+
+// list answers the messages whose text contains the argument.
+func (s *Server) list(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Contains string `json:"contains"`
+	}
+	if len(req.Params.Arguments) > 0 {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, refuse(CodeBadArgs, ReasonBadArgs, "arguments: %v", err)
+		}
+	}
+	s.mu.Lock()
+	out := []Message{}
+	for _, m := range s.messages {
+		if strings.Contains(m.Text, args.Contains) {
+			out = append(out, m)
+		}
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, errors.New("effectsrv: encode messages")
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: map[string]any{"messages": out},
+	}, nil
+}
