@@ -338,8 +338,11 @@ func (g *Gateway) existingOr(ctx context.Context, c *callState, p keyPlan, refus
 // charge then fails), and the call refused as if it had never been made.
 func (g *Gateway) neverRun(ctx context.Context, c *callState, rec store.Record, refusal *Refusal) error {
 	running := Refuse(ReasonInProgress, "the same operation is running: retry")
-	if rec.Charged || !g.stale(c, rec) {
+	if !g.stale(c, rec) {
 		return running
+	}
+	if rec.Charged {
+		return g.outcomeUnknown(ctx, rec)
 	}
 	err := g.store.Abandon(ctx, rec.Key, rec.Owner)
 	switch {
@@ -481,6 +484,9 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
+		if rec.Charged && g.stale(c, rec) {
+			return CallResponse{}, g.outcomeUnknown(ctx, rec)
+		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	case store.StateCompleted:
 		if g.bugs.On(bugs.FinishedKeyExpires) && time.Since(rec.UpdatedAt) > bugLease {
@@ -511,13 +517,49 @@ func (g *Gateway) stale(c *callState, rec store.Record) bool {
 	return c.set.StaleLock > 0 && !c.now.Before(rec.UpdatedAt.Add(c.set.StaleLock))
 }
 
+// outcomeUnknown answers a retry of a charged operation whose owner has
+// written nothing for the stale-lock threshold. The charge came before the
+// dispatch, so the tool may have run; running it again could do its work
+// twice, and in-progress would have the client retry for ever if the owner
+// was killed. So the answer is final until an operator settles the record
+// (control API, operations) or the owner, if only stalled, finishes it; the
+// receipt of its debit, when it can be read, says which charge is in
+// question.
+func (g *Gateway) outcomeUnknown(ctx context.Context, rec store.Record) error {
+	ref := Refuse(ReasonOutcomeUnknown, "the operation was charged and its tool may have run, but its outcome was never stored "+
+		"(its owner stopped before it finished): an operator must settle it")
+	if receipt, err := g.chargeReceipt(ctx, rec); err != nil {
+		g.log.Warn("read the receipt of an uncertain operation", "record", rec.Key, "err", err)
+	} else if receipt != "" {
+		ref.Data = map[string]any{"receipt": receipt}
+	}
+	g.log.Warn("tools/call answered outcome_unknown", "record", rec.Key, "owner", rec.Owner, "updated_at", rec.UpdatedAt)
+	return ref
+}
+
+// chargeReceipt is the receipt of rec's debit, "" when none is found: an
+// in-progress record keeps no receipt of its own, its ledger entry does.
+func (g *Gateway) chargeReceipt(ctx context.Context, rec store.Record) (string, error) {
+	entries, err := g.store.Ledger(ctx, rec.WalletID)
+	if err != nil {
+		return "", fmt.Errorf("ledger of %s: %w", rec.WalletID, err)
+	}
+	receipt := ""
+	for _, e := range entries {
+		if e.RecordKey == rec.Key && e.Kind == store.EntryDebit {
+			receipt = e.Receipt // the latest: a refunded earlier attempt left its own
+		}
+	}
+	return receipt, nil
+}
+
 // takeOver runs an operation whose reservation was abandoned before its
 // charge: its owner died (or stalled) after reserving, so nothing was
 // debited or dispatched, and without a takeover every retry would be
 // answered in-progress forever. The replacement is atomic and conditional
 // on the old owner, and the old owner's charge is conditional on still
 // owning the record, so at most one of them dispatches. A charged record is
-// never taken over: its tool may have run.
+// never taken over: its tool may have run (outcomeUnknown).
 func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) (CallResponse, error) {
 	rec := old
 	rec.Owner, rec.State, rec.Charged = uuid.NewString(), store.StateInProgress, false
