@@ -528,29 +528,13 @@ func (g *Gateway) stale(c *callState, rec store.Record) bool {
 func (g *Gateway) outcomeUnknown(ctx context.Context, rec store.Record) error {
 	ref := Refuse(ReasonOutcomeUnknown, "the operation was charged and its tool may have run, but its outcome was never stored "+
 		"(its owner stopped before it finished): an operator must settle it")
-	if receipt, err := g.chargeReceipt(ctx, rec); err != nil {
+	if debit, err := g.chargeEntry(ctx, rec); err != nil {
 		g.log.Warn("read the receipt of an uncertain operation", "record", rec.Key, "err", err)
-	} else if receipt != "" {
-		ref.Data = map[string]any{"receipt": receipt}
+	} else if debit.Receipt != "" {
+		ref.Data = map[string]any{"receipt": debit.Receipt}
 	}
 	g.log.Warn("tools/call answered outcome_unknown", "record", rec.Key, "owner", rec.Owner, "updated_at", rec.UpdatedAt)
 	return ref
-}
-
-// chargeReceipt is the receipt of rec's debit, "" when none is found: an
-// in-progress record keeps no receipt of its own, its ledger entry does.
-func (g *Gateway) chargeReceipt(ctx context.Context, rec store.Record) (string, error) {
-	entries, err := g.store.Ledger(ctx, rec.WalletID)
-	if err != nil {
-		return "", fmt.Errorf("ledger of %s: %w", rec.WalletID, err)
-	}
-	receipt := ""
-	for _, e := range entries {
-		if e.RecordKey == rec.Key && e.Kind == store.EntryDebit {
-			receipt = e.Receipt // the latest: a refunded earlier attempt left its own
-		}
-	}
-	return receipt, nil
 }
 
 // takeOver runs an operation whose reservation was abandoned before its
@@ -917,6 +901,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, errors.New("fault dispatch.before"))
 	}
+	if settled, ok, err := g.settledMeanwhile(ctx, c, rec); ok || err != nil {
+		return settled, err
+	}
 	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if p := (*dispatchPanic)(nil); errors.As(err, &p) {
 		return CallResponse{}, g.crashed(ctx, c, rec, receipt, charged, p)
@@ -965,6 +952,31 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		return CallResponse{Drop: true}, nil
 	}
 	return CallResponse{Result: body}, nil
+}
+
+// settledMeanwhile checks, for a call that stalled after its charge for the
+// stale-lock threshold, that it still owns its record before it dispatches:
+// meanwhile its operation may have been answered outcome_unknown and an
+// operator, taking it for dead, may have settled it. Then the tool is not
+// run, and the call is answered as any retry of it is (the settled result,
+// or in progress while a retry runs a refunded one afresh). A call that has
+// not stalled that long cannot have been settled (a settlement needs its
+// record untouched that long, and it was charged after the call began), so
+// it pays no read.
+func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.Record) (CallResponse, bool, error) {
+	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock {
+		return CallResponse{}, false, nil
+	}
+	cur, err := g.store.Record(ctx, rec.Key)
+	if err != nil {
+		return CallResponse{}, true, g.storeErr("re-read a stalled record", err)
+	}
+	if cur.State == store.StateInProgress && cur.Owner == rec.Owner {
+		return CallResponse{}, false, nil
+	}
+	g.log.Warn("stalled call found its operation settled: not dispatched", "record", rec.Key, "state", cur.State)
+	resp, err := g.existing(ctx, c, cur)
+	return resp, true, err
 }
 
 // complete stores a dispatched call's outcome with its dispatch row. When
