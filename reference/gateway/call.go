@@ -338,7 +338,7 @@ func (g *Gateway) existingOr(ctx context.Context, c *callState, p keyPlan, refus
 // charge then fails), and the call refused as if it had never been made.
 func (g *Gateway) neverRun(ctx context.Context, c *callState, rec store.Record, refusal *Refusal) error {
 	running := Refuse(ReasonInProgress, "the same operation is running: retry")
-	if !g.stale(c, rec) {
+	if !g.stale(c, rec) || (rec.Charged && g.bugs.On(bugs.UncertainInProgress)) { // BUG uncertain-in-progress
 		return running
 	}
 	if rec.Charged {
@@ -484,7 +484,7 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
-		if rec.Charged && g.stale(c, rec) {
+		if rec.Charged && g.stale(c, rec) && !g.bugs.On(bugs.UncertainInProgress) { // BUG uncertain-in-progress
 			return CallResponse{}, g.outcomeUnknown(ctx, rec)
 		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")

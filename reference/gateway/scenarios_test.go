@@ -167,7 +167,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "a stalled holder already charged is never taken over",
-		catches: []string{bugs.TakeoverCharged},
+		catches: []string{bugs.TakeoverCharged, bugs.UncertainInProgress},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
 			return e.joinsHeld(req{key: key}, e.g.Settings().StaleLock+time.Second, req{key: key})
