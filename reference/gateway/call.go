@@ -967,6 +967,14 @@ func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.
 	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock {
 		return CallResponse{}, false, nil
 	}
+	if (g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived) || g.bugs.On(bugs.TakeoverTrustsRead) {
+		// BUG keyed-takeover-unfenced, takeover-trusts-read: these let a
+		// charged record change hands, which nothing else does but a
+		// settlement; a gateway built with them (no fence on its debit, a
+		// takeover on a stale read) never asks again before its dispatch
+		// either, and this read would hide the double dispatch they do.
+		return CallResponse{}, false, nil
+	}
 	cur, err := g.store.Record(ctx, rec.Key)
 	if err != nil {
 		return CallResponse{}, true, g.storeErr("re-read a stalled record", err)
