@@ -97,7 +97,7 @@ Feature: Concurrent identical calls dispatch once
   @twins-03-later @must @needs-upstream
   Scenario: A keyed twin arriving while the first call's tool has run for seconds is told to wait
     Requirement: However long a keyed operation's dispatch runs (here over 2 s of real time, held at the upstream), a duplicate is answered retryable idempotency_in_progress and never dispatched again; once the first call finishes, the duplicate's retry replays its result: one dispatch, one debit.
-    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" ("The lock lease can be stolen while its holder is still working"); docs/wire.md (An operation in progress: a charged reservation "is never run again: it stays in progress, however old")
+    Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" ("The lock lease can be stolen while its holder is still working"); docs/wire.md (An operation in progress: a charged reservation "is never run again. While its owner may still be running it, a retry is answered in progress")
     Given the probe stalls "$op1"
     When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
     And the probe sees "$op1" dispatched

@@ -20,6 +20,7 @@ func registerAssertions(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" is refused with retryable "([^"]*)"$`, func(ctx context.Context, who, reason string) error {
 		return isRefused(ctx, who, reason, true)
 	})
+	sc.Step(`^"([^"]*)" is refused with retryable "([^"]*)" or final "([^"]*)"$`, isRefusedEither)
 	sc.Step(`^the last answer of "([^"]*)" replays its (first|second|third) answer$`, func(ctx context.Context, who, nth string) error {
 		return replays(ctx, who, who, ordinal(nth))
 	})
@@ -197,6 +198,27 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	err = w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", retryable),
 		fmt.Sprintf("%s is refused with %s", who, reason), judge.CapWire, ok, judge.RefusalExpectation(reason, retryable), w.describe(a))
 	if ok && reason == judge.ReasonInProgress {
+		w.checkRetryAfter(who, []*answer{a})
+	}
+	return err
+}
+
+// isRefusedEither holds who's last answer to be one of two refusals the
+// contract leaves to the gateway at that point: reason, marked retryable,
+// or final, not marked so (a charged operation still in progress is one a
+// gateway may call running or, past its stale-lock threshold, of unknown
+// outcome; which one depends on a threshold the step does not know).
+func isRefusedEither(ctx context.Context, who, reason, final string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	ok := (w.isReason(a, reason) && retryableIs(a, true)) || (w.isReason(a, final) && retryableIs(a, false))
+	err = w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", true, "or_final", final),
+		fmt.Sprintf("%s is refused with retryable %s or final %s", who, reason, final), judge.CapWire, ok,
+		judge.RefusalEitherExpectation(reason, final), w.describe(a))
+	if ok && reason == judge.ReasonInProgress && w.isReason(a, reason) {
 		w.checkRetryAfter(who, []*answer{a})
 	}
 	return err

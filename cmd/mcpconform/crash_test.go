@@ -37,10 +37,11 @@ import (
 //     over and runs it: one dispatch, one debit.
 //   - dispatch.before: the record is in progress and the debit is written,
 //     nothing is dispatched. Every retry: idempotency_in_progress, still one
-//     debit, no dispatch, past the stale-lock threshold too: a charged
-//     record may have reached its tool, so it is never run again. The debit
-//     stays without a result (money held for an operation that never ran)
-//     until an operator settles it.
+//     debit, no dispatch. Past the stale-lock threshold a charged record may
+//     have reached its tool, so it is never run again: a retry is answered
+//     outcome_unknown (not retryable, data.receipt the debit's) instead of
+//     in progress for ever. The debit stays without a result (money held
+//     for an operation that never ran) until an operator settles it.
 //   - dispatch.after: the tool ran and the outcome is stored (record
 //     completed) before the fault. The first retry replays it: the receipt
 //     of the ledger's one debit, the probe's n = 1, no second dispatch.
@@ -300,7 +301,8 @@ func crashOne(ctx context.Context, t *testing.T, tg *target.Target, pr *probe.Pr
 // retryWhenStale advances the restarted gateway's clock past the stale-lock
 // threshold and retries once more: an uncharged reservation is taken over
 // and run (one dispatch, one debit, the debit's receipt in the result); a
-// charged one is still in progress, with no dispatch.
+// charged one is answered outcome_unknown with the debit's receipt, with no
+// dispatch.
 func retryWhenStale(ctx context.Context, t *testing.T, cc *control.Client, retry *wire.Client, call wire.Call,
 	pr *probe.Probe, token, walletID string, cs crashCase) {
 	t.Helper()
@@ -340,11 +342,14 @@ func retryWhenStale(ctx context.Context, t *testing.T, cc *control.Client, retry
 		}
 	}
 	if !cs.takenOver {
-		if a.ErrorReason() != "idempotency_in_progress" || pr.Count(token) != 0 || len(debits) != 1 {
-			t.Fatalf("past the stale-lock threshold a charged record must stay in progress: got %s; %d dispatches, %d debits",
+		if a.ErrorReason() != "outcome_unknown" || a.Retryable() || pr.Count(token) != 0 || len(debits) != 1 {
+			t.Fatalf("past the stale-lock threshold a charged record must be answered outcome_unknown, not retryable: got %s; %d dispatches, %d debits",
 				a.Body, pr.Count(token), len(debits))
 		}
-		t.Logf("%s past the stale-lock threshold: still idempotency_in_progress, 0 dispatches, 1 debit", cs.point)
+		if got := wire.MustParsePath("receipt").LookupString(a.Response.Error.Data); got != debits[0].Receipt {
+			t.Errorf("outcome_unknown data.receipt %q, want the debit's %q", got, debits[0].Receipt)
+		}
+		t.Logf("%s past the stale-lock threshold: outcome_unknown, receipt %s, 0 dispatches, 1 debit", cs.point, debits[0].Receipt)
 		return
 	}
 	if a.HasError() || a.IsError() {

@@ -199,6 +199,11 @@ var uncaughtByExplore = map[string][]string{
 		// refusal rarely falls on a call under one: the refund's lost
 		// budget never runs a permit dry.
 		"permit-refund-kept",
+		// In progress for an operation its owner charged and went silent
+		// on is an answer the model admits (it cannot know the gateway's
+		// stale-lock threshold), and explore releases every pause it arms:
+		// no owner stays silent for good. lost-04 wants outcome_unknown.
+		"uncertain-in-progress",
 	},
 	"wire":        {"fingerprint-sorted-lists"},
 	"wire-refuse": {"fingerprint-sorted-lists"},

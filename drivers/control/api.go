@@ -26,6 +26,8 @@ type (
 	Permit         = controlapi.Permit
 	Dispatch       = controlapi.Dispatch
 	Lock           = controlapi.Lock
+	Operation      = controlapi.Operation
+	SettleRequest  = controlapi.SettleRequest
 	Clock          = controlapi.Clock
 	Fault          = controlapi.Fault
 	FaultMatch     = controlapi.FaultMatch
@@ -154,6 +156,22 @@ func (c *Client) Locks(ctx context.Context, tool, walletID string) ([]Lock, erro
 	var out controlapi.Locks
 	q := url.Values{"tool": {tool}, "wallet_id": {walletID}}
 	return out.Locks, c.do(ctx, "GET", "/locks", q, nil, &out)
+}
+
+// UncertainOperations lists the operations a retry is answered
+// outcome_unknown for: charged, in progress, their owner silent for the
+// stale-lock threshold.
+func (c *Client) UncertainOperations(ctx context.Context) ([]Operation, error) {
+	var out controlapi.Operations
+	q := url.Values{"state": {controlapi.OperationUncertain}}
+	return out.Operations, c.do(ctx, "GET", "/operations", q, nil, &out)
+}
+
+// SettleOperation decides an uncertain operation: "completed" with the
+// CallToolResult every retry then replays, or "refunded" (no result) so the
+// debit is given back and the next retry runs it afresh.
+func (c *Client) SettleOperation(ctx context.Context, key string, in SettleRequest) (*Operation, error) {
+	return call[Operation](ctx, c, "POST", "/operations/"+url.PathEscape(key)+"/settle", nil, in)
 }
 
 // Clock reads the gateway clock.

@@ -209,6 +209,30 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestOperations: the client lists uncertain operations and settles one;
+// a second settlement is refused with the reason the contract names.
+func TestOperations(t *testing.T) {
+	r := newRig(t)
+	ops, err := r.c.UncertainOperations(r.ctx)
+	if err != nil || len(ops) != 1 || ops[0].Key != "op-1" || ops[0].Receipt != "rcpt-1" {
+		t.Fatalf("uncertain operations %+v, %v", ops, err)
+	}
+	if q := peek(r, func(f *fake) string { return f.lastQuery }); q != "state=uncertain" {
+		t.Errorf("query %q, want state=uncertain", q)
+	}
+	got, err := r.c.SettleOperation(r.ctx, "op-1", SettleRequest{Outcome: "refunded"})
+	if err != nil || got.State != "failed_refunded" {
+		t.Fatalf("settle: %+v, %v", got, err)
+	}
+	_, err = r.c.SettleOperation(r.ctx, "op-1", SettleRequest{Outcome: "refunded"})
+	if StatusOf(err) != 409 || ReasonOf(err) != "not_uncertain" {
+		t.Fatalf("settling twice: %v", err)
+	}
+	if ops, err := r.c.UncertainOperations(r.ctx); err != nil || len(ops) != 0 {
+		t.Fatalf("uncertain after settling %+v, %v", ops, err)
+	}
+}
+
 func TestBaseURL(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"http://127.0.0.1:1", "http://127.0.0.1:1/control"},

@@ -33,6 +33,7 @@ type fake struct {
 	faults     map[string]*FaultState
 	changed    chan struct{} // closed and replaced when a fault changes
 	lastQuery  string
+	settled    bool // the one uncertain operation, op-1
 }
 
 func newFake(token string) *fake {
@@ -215,6 +216,42 @@ func (f *fake) handler() http.Handler {
 	})
 	h("GET /control/locks", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"locks": []Lock{{Identity: "i", Owner: "o", Fence: 2}}})
+	})
+	h("GET /control/operations", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("state") != controlapi.OperationUncertain {
+			refuse(w, 400, "invalid_state", "state must be uncertain")
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		ops := []Operation{}
+		if !f.settled {
+			ops = append(ops, Operation{Key: "op-1", State: controlapi.OperationUncertain, Receipt: "rcpt-1", Charged: 3})
+		}
+		writeJSON(w, 200, controlapi.Operations{Operations: ops})
+	})
+	h("POST /control/operations/{key}/settle", func(w http.ResponseWriter, r *http.Request) {
+		var in SettleRequest
+		if !decode(w, r, &in) {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch {
+		case r.PathValue("key") != "op-1":
+			refuse(w, 404, "not_found", "no such operation")
+		case f.settled:
+			refuse(w, 409, "not_uncertain", "already settled")
+		case in.Outcome != "completed" && in.Outcome != "refunded":
+			refuse(w, 400, "invalid_outcome", "completed or refunded")
+		default:
+			f.settled = true
+			state := "completed"
+			if in.Outcome == "refunded" {
+				state = "failed_refunded"
+			}
+			writeJSON(w, 200, Operation{Key: "op-1", State: state, Receipt: "rcpt-1", Charged: 3})
+		}
 	})
 	h("GET /control/clock", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()

@@ -439,7 +439,7 @@ var KnownReasons = []string{
 	"idempotency_key_required", "idempotency_in_progress", "idempotency_key_reused",
 	"unauthenticated", "principal_invalid", "principal_denied", "insufficient_funds",
 	"permit_invalid", "permit_exhausted", "permit_expired", "dispatch_failed",
-	"response_failed", "unknown_tool", "invalid_arguments", "idempotency_key_invalid",
+	"response_failed", "outcome_unknown", "unknown_tool", "invalid_arguments", "idempotency_key_invalid",
 	"batch_not_supported", "parse_error", "request_too_large", "internal_error",
 	// Transport reasons: refusals of requests that never reached a gateway's
 	// core, which a vendor's HTTP layer may spell its own way.

@@ -169,6 +169,8 @@ var Catchers = map[string][]Check{
 	"slot-lookup-by-bucket":  at(dispatchedOnce, "window-03"),
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06", "lost-06-keyed"),
+	// Issue 25: the operation a killed owner charged is never decided.
+	"uncertain-in-progress": at(`"B" is refused with "outcome_unknown"`, "lost-04"),
 	// Issue 10's multi-round calls.
 	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 	"key-reuse-replays": join(

@@ -40,6 +40,7 @@ var Harms = map[string][]judge.Harm{
 	"slot-lookup-by-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"running-slot-expires":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"stalled-permit-expired":      {judge.HarmWrongRefusal},
+	"uncertain-in-progress":       {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	"double-price":                {judge.HarmWrongAmount},
 	"refusal-fee":                 {judge.HarmWrongAmount},
 	"fresh-receipt-on-replay":     {judge.HarmLostOutcome},

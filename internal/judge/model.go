@@ -21,6 +21,10 @@ const (
 	ReasonDispatchFailed  = "dispatch_failed"
 	ReasonResponseFailed  = "response_failed"
 	ReasonCapabilities    = "client_capabilities_missing"
+	// ReasonOutcomeUnknown is a final answer that the operation may have run
+	// and its outcome was never stored: its owner stopped between its charge
+	// and its outcome, and only an operator can settle it.
+	ReasonOutcomeUnknown = "outcome_unknown"
 
 	// UpstreamRefuse is EnvUpstreamFail's Action for a JSON-RPC error
 	// before the tool runs.
@@ -698,6 +702,14 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	held := m.during(c, EnvHold, EnvLetGo, func(e EnvValue) bool { return e.Token == c.v.Token })
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
+	}
+	if uncertain && c.op.mustRefuse == "" {
+		// An earlier call of the operation may have charged it and run its
+		// tool, and no result of it came back before c began: the gateway
+		// may say it cannot tell. Never for an operation whose result came
+		// back first (it is owed again), nor one every earlier call of
+		// which was told nothing ran (nothing was charged to be unsure of).
+		a[ReasonOutcomeUnknown] = true
 	}
 	for _, d := range m.calls {
 		if d == c || !d.start.Before(c.end) || (d.fp == c.fp && d.v.Tool == c.v.Tool && d.scope == c.scope) {
@@ -1438,6 +1450,12 @@ func (m *model) decided() []Check {
 			continue
 		}
 		last := o.calls[len(o.calls)-1]
+		if last.refusal() && last.meaning() == ReasonOutcomeUnknown && m.allowed(last)[ReasonOutcomeUnknown] {
+			// Decided as far as the gateway can: it says the operation may
+			// have run and leaves it to an operator, rather than to a client
+			// retrying for ever.
+			continue
+		}
 		if last.refusal() && finalForCaller[last.meaning()] && m.allowed(last)[last.meaning()] {
 			// The caller may never learn the outcome, rightly: a revoked
 			// principal gets no stored result, a removed tool need not

@@ -132,6 +132,9 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 	case KindNewReceipt:
 		return h.newReceipt(who, i)
 	case KindRefused:
+		if final := c.Arg("or_final"); final != "" {
+			return h.refusedEither(who, c.Arg("reason"), final, i)
+		}
 		return h.refused(who, c.Arg("reason"), c.Arg("retryable") == "true", i)
 	case KindLostConnection:
 		last, found := h.last(who, i)
@@ -307,6 +310,23 @@ func (h view) refused(who, reason string, retryable bool, i int) (Recomputed, bo
 	// against it either.
 	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && (last.HTTPOnly || last.Retryable == retryable),
 		Expected: RefusalExpectation(reason, retryable), Observed: last.String(), Complete: true}, true
+}
+
+// refusedEither is refused for a step that admits two refusals: reason
+// marked retryable, or final not marked so.
+func (h view) refusedEither(who, reason, final string, i int) (Recomputed, bool) {
+	last, found := h.last(who, i)
+	if !found {
+		return Recomputed{}, false
+	}
+	ok := last.isRefusal() && ((last.MeansReason(reason) && (last.HTTPOnly || last.Retryable)) ||
+		(last.MeansReason(final) && (last.HTTPOnly || !last.Retryable)))
+	return Recomputed{OK: ok, Expected: RefusalEitherExpectation(reason, final), Observed: last.String(), Complete: true}, true
+}
+
+// RefusalEitherExpectation is what a check admitting two refusals expects.
+func RefusalEitherExpectation(reason, final string) string {
+	return RefusalExpectation(reason, true) + "; or " + RefusalExpectation(final, false)
 }
 
 // RefusalExpectation is what a refusal check expects, in words.

@@ -86,6 +86,9 @@ const (
 	// A takeover decided on a read of the record that the write does not
 	// re-check: the holder may have charged in between.
 	TakeoverTrustsRead = "takeover-trusts-read"
+	// UncertainInProgress: the reference gateway's own behaviour before
+	// outcome_unknown, kept as a switch since lost-04 holds gateways to it.
+	UncertainInProgress = "uncertain-in-progress"
 )
 
 // Bug describes one switch.
@@ -166,6 +169,7 @@ var All = []Bug{
 	{Name: WindowWholeSeconds, Description: "the previous-bucket join compares a slot's age in whole Unix seconds (both times truncated): an unkeyed retry less than a second before the window ends, of a call made at a fractional second, counts as a full window old and dispatches and charges again"},
 	{Name: FingerprintSortedLists, Description: "arrays in the arguments are taken for sets, sorted before the fingerprint and the derived key are taken: the same key with a list in another order replays the first arguments' result instead of idempotency_key_reused, and an unkeyed call with a list reordered is answered with the other operation's result instead of running"},
 	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (or even finished) in between is replaced, and the operation is dispatched and debited twice"},
+	{Name: UncertainInProgress, Description: "a charged operation whose owner has written nothing for the stale-lock threshold (killed between its charge and storing its outcome) is answered idempotency_in_progress, retryable, for ever instead of outcome_unknown: a client retries it endlessly, and nothing tells it (or an operator) that the operation needs settling"},
 }
 
 // Set is the switches a gateway runs with.

@@ -31,6 +31,8 @@ type Gateway interface {
 	ResetSettings()
 	IssueAPIKey(ctx context.Context, walletID string) (keyID, apiKey string, err error)
 	LockIdentityPrefix(walletID, tool string) string
+	Uncertain(ctx context.Context) ([]gateway.Uncertain, error)
+	Settle(ctx context.Context, key string, s gateway.Settlement) (gateway.Uncertain, store.Record, error)
 }
 
 // Config wires the control API.

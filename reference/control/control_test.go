@@ -25,11 +25,40 @@ import (
 	"github.com/mcpconform/mcpconform/reference/tools"
 )
 
-// fakeGateway stands in for *gateway.Gateway.
+// fakeGateway stands in for *gateway.Gateway; the settlement of uncertain
+// operations is the real gateway's (real), under the fake's settings.
 type fakeGateway struct {
 	st      store.Store
 	mu      sync.Mutex
 	s, init gateway.Settings
+	real    *gateway.Gateway
+}
+
+// noDispatch is the real gateway's dispatcher: settling runs no tool.
+type noDispatch struct{}
+
+func (noDispatch) Dispatch(context.Context, gateway.DispatchRequest) (json.RawMessage, error) {
+	return nil, fmt.Errorf("control tests dispatch nothing")
+}
+
+func (g *fakeGateway) synced() (*gateway.Gateway, error) {
+	return g.real, g.real.SetSettings(g.Settings())
+}
+
+func (g *fakeGateway) Uncertain(ctx context.Context) ([]gateway.Uncertain, error) {
+	real, err := g.synced()
+	if err != nil {
+		return nil, err
+	}
+	return real.Uncertain(ctx)
+}
+
+func (g *fakeGateway) Settle(ctx context.Context, key string, s gateway.Settlement) (gateway.Uncertain, store.Record, error) {
+	real, err := g.synced()
+	if err != nil {
+		return gateway.Uncertain{}, store.Record{}, err
+	}
+	return real.Settle(ctx, key, s)
 }
 
 func (g *fakeGateway) Settings() gateway.Settings { g.mu.Lock(); defer g.mu.Unlock(); return g.s }
@@ -83,6 +112,9 @@ func newEnv(t *testing.T) *env {
 	}
 	gw := &fakeGateway{st: st, s: gateway.DefaultSettings(), init: gateway.DefaultSettings()}
 	e := &env{st: st, clk: clock.New(), flt: faults.New(), gw: gw}
+	if gw.real, err = gateway.New(gateway.Options{Store: st, Clock: e.clk, Faults: e.flt, Dispatcher: noDispatch{}}); err != nil {
+		t.Fatal(err)
+	}
 	bs, _ := bugs.Parse([]string{bugs.ReplayDebits})
 	h, err := New(Config{Token: token, Store: st, Gateway: gw, Clock: e.clk, Faults: e.flt, StoreKind: "sqlite", Bugs: bs})
 	if err != nil {

@@ -36,6 +36,8 @@ func (a *api) routes() []route {
 		{"POST", "permits", a.createPermit},
 		{"GET", "dispatches", a.dispatches},
 		{"GET", "locks", a.locks},
+		{"GET", "operations", a.operations},
+		{"POST", "operations/{key}/settle", a.settle},
 		{"GET", "clock", a.getClock},
 		{"PUT", "clock", a.setClock},
 		{"DELETE", "clock", a.resetClock},

@@ -79,6 +79,22 @@ var routeTable = []routeCase{
 	{"GET", "/control/locks?tool=partner.notes.write&wallet_id={w}", "", 200},
 	{"GET", "/control/locks?wallet_id={w}", "", 200},
 	{"GET", "/control/locks", "", 400},
+	{"GET", "/control/operations?state=uncertain", "", 200},
+	{"GET", "/control/operations", "", 400},
+	{"GET", "/control/operations?state=completed", "", 400},
+	{"POST", "/control/operations/op-done/settle", `{"outcome":"completed","result":{"content":[{"type":"text","text":"done"}]}}`, 200},
+	{"POST", "/control/operations/op-done/settle", `{"outcome":"completed","result":{"content":[{"type":"text","text":"done"}]}}`, 409},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"maybe"}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"completed"}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"completed","result":{"content":"done"}}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"completed","result":[1]}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"refunded","result":{"content":[]}}`, 400},
+	{"POST", "/control/operations/op-back/settle", `{"outcome":"refunded"}`, 200},
+	{"POST", "/control/operations/op-nope/settle", `{"outcome":"refunded"}`, 404},
+	{"POST", "/control/operations/op-fresh/settle", `{"outcome":"refunded"}`, 409},
+	{"GET", "/control/operations?state=uncertain", "", 200},
+	{"GET", "/control/operations/op-back/settle", "", 405},
 	{"GET", "/control/clock", "", 200},
 	{"POST", "/control/clock/advance", `{"by":"130s"}`, 200},
 	{"POST", "/control/clock/advance", `{"by":"130"}`, 400},
@@ -202,6 +218,39 @@ func seedEffects(t *testing.T, e *env, wid string) {
 	}
 	if _, err := e.st.AcquireLock(ctx, wid+"|partner.notes.write|abc", "owner-1", now, time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	seedOperations(t, e, wid)
+}
+
+// seedOperations leaves what a killed gateway would: two operations charged
+// an hour ago and never finished (uncertain), and one reserved a moment ago
+// and not charged (not uncertain).
+func seedOperations(t *testing.T, e *env, wid string) {
+	t.Helper()
+	ctx := t.Context()
+	now := e.clk.Now()
+	for i, op := range []struct {
+		key     string
+		at      time.Duration
+		charged int64
+	}{{"op-back", -time.Hour, 5}, {"op-done", -time.Hour + time.Second, 5}, {"op-fresh", -time.Second, 0}} {
+		at := now.Add(op.at)
+		rec := store.Record{Key: op.key, Kind: store.KindClient, ClientKey: "client-" + op.key, WalletID: wid, APIKeyID: "k-seed",
+			Tool: "partner.notes.write", Fingerprint: "fp", State: store.StateInProgress, Owner: fmt.Sprintf("owner-%d", i),
+			PermitID: "pmt-" + op.key, CreatedAt: at, UpdatedAt: at}
+		p := store.Permit{ID: rec.PermitID, WalletID: wid, APIKeyID: rec.APIKeyID, Tool: rec.Tool, Budget: 5, ExpiresAt: now.Add(time.Hour),
+			Auto: true, RecordKey: rec.Key, CreatedAt: at}
+		if _, _, err := e.st.Reserve(ctx, store.ReserveRequest{Record: rec, Permit: &p}); err != nil {
+			t.Fatal(err)
+		}
+		if op.charged == 0 {
+			continue
+		}
+		debit := store.LedgerEntry{ID: "le-" + op.key, WalletID: wid, Kind: store.EntryDebit, Amount: op.charged, RecordKey: rec.Key,
+			Receipt: "rcpt-" + op.key, Tool: rec.Tool, At: at}
+		if err := e.st.Charge(ctx, store.ChargeRequest{Entry: debit, RecordKey: rec.Key, Owner: rec.Owner, PermitID: p.ID, Now: at}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

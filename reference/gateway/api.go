@@ -102,6 +102,12 @@ const (
 	ReasonPermitExpired    = "permit_expired"
 	ReasonDispatchFailed   = "dispatch_failed"
 	ReasonResponseFailed   = "response_failed"
+	// ReasonOutcomeUnknown answers a retry of an operation that was charged
+	// and whose owner has not been heard of for the stale-lock threshold: its
+	// tool may or may not have run, so the gateway can neither replay nor run
+	// it. Not retryable: only an operator's settlement (or the owner, should
+	// it come back) decides it.
+	ReasonOutcomeUnknown   = "outcome_unknown"
 	ReasonUnknownTool      = "unknown_tool"
 	ReasonInvalidArguments = "invalid_arguments"
 	ReasonBatch            = "batch_not_supported"
@@ -153,6 +159,7 @@ var Codes = withJSONRPCCodes(map[string]int64{
 	ReasonPermitExpired:    -31412,
 	ReasonDispatchFailed:   -31502,
 	ReasonResponseFailed:   -31500,
+	ReasonOutcomeUnknown:   -31504, // a REST gateway's 504: its upstream's outcome is not known
 })
 
 // SeedCodes are the codes of the seed gateway (the SEL-498 review), for a
@@ -173,6 +180,7 @@ var SeedCodes = withJSONRPCCodes(map[string]int64{
 	ReasonPermitExpired:    -32006,
 	ReasonDispatchFailed:   -32007,
 	ReasonResponseFailed:   -32008,
+	ReasonOutcomeUnknown:   -32009,
 })
 
 // Code tables a gateway may answer with, by the name --codes takes.

@@ -338,8 +338,11 @@ func (g *Gateway) existingOr(ctx context.Context, c *callState, p keyPlan, refus
 // charge then fails), and the call refused as if it had never been made.
 func (g *Gateway) neverRun(ctx context.Context, c *callState, rec store.Record, refusal *Refusal) error {
 	running := Refuse(ReasonInProgress, "the same operation is running: retry")
-	if rec.Charged || !g.stale(c, rec) {
+	if !g.stale(c, rec) || (rec.Charged && g.bugs.On(bugs.UncertainInProgress)) { // BUG uncertain-in-progress
 		return running
+	}
+	if rec.Charged {
+		return g.outcomeUnknown(ctx, rec)
 	}
 	err := g.store.Abandon(ctx, rec.Key, rec.Owner)
 	switch {
@@ -481,6 +484,9 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
+		if rec.Charged && g.stale(c, rec) && !g.bugs.On(bugs.UncertainInProgress) { // BUG uncertain-in-progress
+			return CallResponse{}, g.outcomeUnknown(ctx, rec)
+		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
 	case store.StateCompleted:
 		if g.bugs.On(bugs.FinishedKeyExpires) && time.Since(rec.UpdatedAt) > bugLease {
@@ -511,13 +517,33 @@ func (g *Gateway) stale(c *callState, rec store.Record) bool {
 	return c.set.StaleLock > 0 && !c.now.Before(rec.UpdatedAt.Add(c.set.StaleLock))
 }
 
+// outcomeUnknown answers a retry of a charged operation whose owner has
+// written nothing for the stale-lock threshold. The charge came before the
+// dispatch, so the tool may have run; running it again could do its work
+// twice, and in-progress would have the client retry for ever if the owner
+// was killed. So the answer is final until an operator settles the record
+// (control API, operations) or the owner, if only stalled, finishes it; the
+// receipt of its debit, when it can be read, says which charge is in
+// question.
+func (g *Gateway) outcomeUnknown(ctx context.Context, rec store.Record) error {
+	ref := Refuse(ReasonOutcomeUnknown, "the operation was charged and its tool may have run, but its outcome was never stored "+
+		"(its owner stopped before it finished): an operator must settle it")
+	if debit, err := g.chargeEntry(ctx, rec); err != nil {
+		g.log.Warn("read the receipt of an uncertain operation", "record", rec.Key, "err", err)
+	} else if debit.Receipt != "" {
+		ref.Data = map[string]any{"receipt": debit.Receipt}
+	}
+	g.log.Warn("tools/call answered outcome_unknown", "record", rec.Key, "owner", rec.Owner, "updated_at", rec.UpdatedAt)
+	return ref
+}
+
 // takeOver runs an operation whose reservation was abandoned before its
 // charge: its owner died (or stalled) after reserving, so nothing was
 // debited or dispatched, and without a takeover every retry would be
 // answered in-progress forever. The replacement is atomic and conditional
 // on the old owner, and the old owner's charge is conditional on still
 // owning the record, so at most one of them dispatches. A charged record is
-// never taken over: its tool may have run.
+// never taken over: its tool may have run (outcomeUnknown).
 func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) (CallResponse, error) {
 	rec := old
 	rec.Owner, rec.State, rec.Charged = uuid.NewString(), store.StateInProgress, false
@@ -875,6 +901,9 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
 		return CallResponse{}, g.refund(ctx, c, rec, receipt, charged, errors.New("fault dispatch.before"))
 	}
+	if settled, ok, err := g.settledMeanwhile(ctx, c, rec); ok || err != nil {
+		return settled, err
+	}
 	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if p := (*dispatchPanic)(nil); errors.As(err, &p) {
 		return CallResponse{}, g.crashed(ctx, c, rec, receipt, charged, p)
@@ -923,6 +952,39 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		return CallResponse{Drop: true}, nil
 	}
 	return CallResponse{Result: body}, nil
+}
+
+// settledMeanwhile checks, for a call that stalled after its charge for the
+// stale-lock threshold, that it still owns its record before it dispatches:
+// meanwhile its operation may have been answered outcome_unknown and an
+// operator, taking it for dead, may have settled it. Then the tool is not
+// run, and the call is answered as any retry of it is (the settled result,
+// or in progress while a retry runs a refunded one afresh). A call that has
+// not stalled that long cannot have been settled (a settlement needs its
+// record untouched that long, and it was charged after the call began), so
+// it pays no read.
+func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.Record) (CallResponse, bool, error) {
+	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock {
+		return CallResponse{}, false, nil
+	}
+	if (g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived) || g.bugs.On(bugs.TakeoverTrustsRead) {
+		// BUG keyed-takeover-unfenced, takeover-trusts-read: these let a
+		// charged record change hands, which nothing else does but a
+		// settlement; a gateway built with them (no fence on its debit, a
+		// takeover on a stale read) never asks again before its dispatch
+		// either, and this read would hide the double dispatch they do.
+		return CallResponse{}, false, nil
+	}
+	cur, err := g.store.Record(ctx, rec.Key)
+	if err != nil {
+		return CallResponse{}, true, g.storeErr("re-read a stalled record", err)
+	}
+	if cur.State == store.StateInProgress && cur.Owner == rec.Owner {
+		return CallResponse{}, false, nil
+	}
+	g.log.Warn("stalled call found its operation settled: not dispatched", "record", rec.Key, "state", cur.State)
+	resp, err := g.existing(ctx, c, cur)
+	return resp, true, err
 }
 
 // complete stores a dispatched call's outcome with its dispatch row. When

@@ -167,7 +167,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "a stalled holder already charged is never taken over",
-		catches: []string{bugs.TakeoverCharged},
+		catches: []string{bugs.TakeoverCharged, bugs.UncertainInProgress},
 		run: func(e *env) error {
 			key := "k-" + uuid.NewString()
 			return e.joinsHeld(req{key: key}, e.g.Settings().StaleLock+time.Second, req{key: key})
@@ -741,10 +741,6 @@ func (e *env) replays(a req, between func(), b req) error {
 		want("dispatches", n, 1), want("debits", l.debits, 1))
 }
 
-// joinsHeld holds call a at dispatch.before (reserved and debited, not yet
-// dispatched), moves the clock by d, and makes call b, which must be
-// answered in progress (a's tool may be running); then a finishes: one
-// dispatch and one debit in all.
 // replaysAcrossBoundary makes an unkeyed call before a window boundary,
 // with the clock frozen, and its retry after the clock advanced by: the
 // retry must replay it.
@@ -763,7 +759,17 @@ func (e *env) replaysAcrossBoundary(before, by time.Duration) error {
 	return first(err, want("receipt of the retry", b.ID, a.ID), want("dispatches", n, 1))
 }
 
+// joinsHeld holds call a at dispatch.before (reserved and debited, not yet
+// dispatched), moves the clock by d, and makes call b, which must never run
+// a second time: answered in progress (a's tool may be running), or, once a
+// has been silent for the stale-lock threshold, outcome_unknown (a may have
+// been killed after its tool ran). Then a finishes: one dispatch and one
+// debit in all.
 func (e *env) joinsHeld(a req, d time.Duration, b req) error {
+	wantB := gateway.ReasonInProgress
+	if st := e.g.Settings().StaleLock; st > 0 && d >= st {
+		wantB = gateway.ReasonOutcomeUnknown
+	}
 	f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
 	ch := e.async(a)
 	e.await(f, ch)
@@ -773,7 +779,7 @@ func (e *env) joinsHeld(a req, d time.Duration, b req) error {
 	ra, errA := ok(e.wait(ch))
 	n, err := e.dispatches(e.write)
 	l := e.ledger()
-	return first(errA, err, want("B's reason", reason(errB), gateway.ReasonInProgress),
+	return first(errA, err, want("B's reason", reason(errB), wantB),
 		want("dispatches", n, 1), want("debits", l.debits, 1), want("A replayed", ra.Replayed, false))
 }
 

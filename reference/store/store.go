@@ -64,6 +64,10 @@ var (
 	ErrInsufficientFunds = errors.New("insufficient funds")
 	ErrPermitExhausted   = errors.New("permit budget exhausted")
 	ErrPermitExpired     = errors.New("permit expired")
+	// ErrNotUncertain: a settlement found the record no longer (or not
+	// yet) uncertain: finished, not charged, owned by another attempt, or
+	// written since the staleness bound.
+	ErrNotUncertain = errors.New("record is not an uncertain operation")
 	// ErrBusy is a lock timeout (SQLite SQLITE_BUSY/SQLITE_LOCKED, PostgreSQL
 	// 55P03 lock_not_available or 40001 serialization_failure, 40P01 deadlock),
 	// detected by driver error code, never by message text. The gateway turns
@@ -413,6 +417,26 @@ func (o Outcome) Check() error {
 	return nil
 }
 
+// Settlement is an operator's decision on an uncertain operation: a record
+// in progress, charged, whose owner has written nothing since StaleBefore.
+// The store re-checks all of that in the transaction that writes Outcome (a
+// completed result, or failed_refunded with its refund), so an owner that
+// was only stalled and finished meanwhile wins, and the settlement is
+// refused with ErrNotUncertain.
+type Settlement struct {
+	Owner       string    // the attempt the operator saw own the record
+	StaleBefore time.Time // the record's UpdatedAt must be at or before this
+	Outcome     Outcome   // no Dispatch row: nobody saw the tool run
+}
+
+// Check refuses a settlement no store may write.
+func (s Settlement) Check() error {
+	if s.Outcome.Dispatch != nil {
+		return errors.New("settlement with a dispatch row")
+	}
+	return s.Outcome.Check()
+}
+
 // DispatchFilter selects dispatch log rows; zero fields match all.
 type DispatchFilter struct {
 	Tool     string
@@ -507,6 +531,14 @@ type Store interface {
 	// Abandon deletes an in-progress, uncharged record owned by owner (a call
 	// refused after reservation, e.g. insufficient funds), so a retry can run.
 	Abandon(ctx context.Context, key, owner string) error
+	// UncertainRecords lists the records in progress and charged whose
+	// UpdatedAt is at or before staleBefore: operations whose owner is
+	// presumed gone after its charge, ordered by UpdatedAt, then Key.
+	UncertainRecords(ctx context.Context, staleBefore time.Time) ([]Record, error)
+	// Settle writes an operator's settlement of an uncertain record
+	// (Settlement), with its refund if any; ErrNotFound without the record,
+	// ErrNotUncertain when it is not uncertain as the settlement says.
+	Settle(ctx context.Context, key string, s Settlement) error
 
 	// AddNote and CountNotes back the local partner.notes.* tools.
 	AddNote(ctx context.Context, walletID, text string, at time.Time) (int64, error)

@@ -243,6 +243,42 @@ type Lock struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 }
 
+// OperationUncertain is the state of an operation charged and in
+// progress whose owner has been silent for the stale-lock threshold: a
+// retry is answered outcome_unknown until it is settled.
+const OperationUncertain = "uncertain"
+
+// Operations is the answer of GET /control/operations?state=uncertain.
+type Operations struct {
+	Operations []Operation `json:"operations"`
+}
+
+// Operation is one keyed (or derived) operation as an operator settles it.
+// State is "uncertain" in a listing; after a settlement, "completed" or
+// "failed_refunded". Receipt and Charged are its debit's ("" and 0 for a
+// free tool).
+type Operation struct {
+	Key            string    `json:"key"`
+	State          string    `json:"state"`
+	Kind           string    `json:"kind"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	WalletID       string    `json:"wallet_id"`
+	KeyID          string    `json:"key_id"`
+	Tool           string    `json:"tool"`
+	Receipt        string    `json:"receipt"`
+	Charged        int64     `json:"charged"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// SettleRequest is POST /control/operations/{key}/settle: Outcome
+// "completed" with Result (the CallToolResult every retry then gets), or
+// "refunded" without one.
+type SettleRequest struct {
+	Outcome string          `json:"outcome"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
 // Clock is the gateway's clock.
 type Clock struct {
 	Now    time.Time `json:"now"`

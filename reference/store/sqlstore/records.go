@@ -649,3 +649,47 @@ func (c *Core) Abandon(ctx context.Context, key, owner string) error {
 	})
 	return c.d.Wrap("abandon record", err)
 }
+
+// UncertainQuery reads UncertainRecords' records ($1 in progress, $2 the
+// staleness bound).
+const UncertainQuery = `SELECT ` + RecordCols + ` FROM records
+	WHERE state = $1 AND charged AND updated_at <= $2 ORDER BY updated_at, key`
+
+// UncertainRecords lists the charged records in progress not written since
+// staleBefore.
+func (c *Core) UncertainRecords(ctx context.Context, staleBefore time.Time) ([]store.Record, error) {
+	rows, err := c.db.Read().Query(ctx, UncertainQuery, store.StateInProgress, Nanos(staleBefore))
+	out, err := Collect(rows, err, scanRecord)
+	return out, c.d.Wrap("uncertain records", err)
+}
+
+// Settle writes an operator's settlement. The record's row is held from the
+// check to the write, so neither its owner's Finish nor a second settlement
+// can slip in between.
+func (c *Core) Settle(ctx context.Context, key string, st store.Settlement) error {
+	if err := st.Check(); err != nil {
+		return fmt.Errorf("settle record: %w", err)
+	}
+	o := st.Outcome
+	err := c.db.Write(ctx, func(q Querier) error {
+		rec, err := c.lockedRecord(ctx, q, key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if rec.State != store.StateInProgress || !rec.Charged || rec.Owner != st.Owner || rec.UpdatedAt.After(st.StaleBefore) {
+			return store.ErrNotUncertain
+		}
+		if o.Refund != nil {
+			if err := c.refund(ctx, q, rec, *o.Refund, o.Now, true); err != nil {
+				return err
+			}
+		}
+		return ExecOne(ctx, q, store.ErrNotUncertain, `UPDATE records SET state = $1, receipt = $2, result = $3, updated_at = $4
+			WHERE key = $5 AND owner = $6 AND state = $7`,
+			o.State, o.Receipt, c.d.Verbatim(o.Result), Nanos(o.Now), key, st.Owner, store.StateInProgress)
+	})
+	return c.d.Wrap("settle record", err)
+}

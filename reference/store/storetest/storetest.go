@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"finish", false, testFinish},
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
+		{"settle", false, testSettle},
 		{"notes", false, testNotes},
 		{"dispatches", false, testDispatches},
 		{"concurrent credits", false, testConcurrentCredits},
