@@ -586,22 +586,27 @@ func (g *gen) epReuse() {
 		return
 	}
 	who := pick(g, g.free(true))
-	if len(g.keyed) == 0 || g.chance(0.3) {
+	// Half the time the arguments differ only one object deeper, from an
+	// operation with depth (made here when there is none): the difference
+	// a fingerprint of the top level alone misses.
+	deep := g.chance(0.5)
+	nested := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" })
+	if len(g.keyed) == 0 || (deep && nested < 0) || g.chance(0.3) {
 		op := g.newOp(pick(g, g.writeToolsOr()), true)
-		if g.chance(0.5) {
+		if deep || g.chance(0.5) {
 			g.sc.Ops[op].Nested = pick(g, []string{"deep", "inner"})
 		}
 		g.call(who, op)
 		g.maybeWait(0.4)
 	}
 	first := g.sc.Ops[pick(g, g.keyed)]
-	if i := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" }); i >= 0 && g.chance(0.5) {
+	if i := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" }); i >= 0 && deep {
 		first = g.sc.Ops[g.keyed[i]] // arguments with depth, to differ only there
 	}
 	g.tokens++
 	// Other arguments: at the top, or only one object deeper.
 	reuse := Op{Tool: first.Tool, Token: first.Token, Key: first.Key, KeyForm: first.KeyForm, Note: first.Note, Nested: "other", Pad: first.Pad}
-	if first.Nested == "" || g.chance(0.4) {
+	if first.Nested == "" || !deep {
 		reuse = Op{Tool: first.Tool, Token: g.tokens, Key: first.Key, KeyForm: first.KeyForm, Note: "other"}
 	}
 	g.sc.Ops = append(g.sc.Ops, reuse)
@@ -1002,7 +1007,9 @@ func (g *gen) epDrain() {
 		g.add(Action{Kind: KUpstream, Client: who, Op: refused, Variant: probe.FailRefuse})
 	}
 	left := g.balance("") - g.spent[""]
-	if g.chance(0.5) {
+	// Mostly all at once: racing for the last credits is where a balance
+	// checked apart from its debit (check, then act) overdraws.
+	if g.chance(0.7) {
 		n := int(min(max(left/p+1, 2), 8))
 		op := g.newOp(ToolWrite, g.chance(0.7))
 		g.markCalled(op, who)
