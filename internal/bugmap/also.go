@@ -21,7 +21,7 @@ var alsoFailing = map[string][]string{
 	"random-unkeyed-key":      {"args-03", "ledger-02", "window-05"},
 	"refund-missing":          {"upstream-01", "upstream-01-keyed", "upstream-03"},
 	"refusal-fee":             {"funds-01", "funds-01-unkeyed", "funds-02", "funds-03", "funds-03-unkeyed"},
-	"refusals-retryable":      {"args-02", "args-05", "funds-01", "funds-01-unkeyed", "funds-02", "funds-03", "funds-03-unkeyed", "iga-05", "iga-05-session", "iga-05-stateless", "ledger-02", "refuse-06", "refuse-08", "refuse-09"},
+	"refusals-retryable":      {"args-02", "args-05", "funds-01", "funds-01-unkeyed", "funds-02", "funds-03", "funds-03-unkeyed", "iga-05", "iga-05-session", "iga-05-stateless", "ledger-02", "lost-04", "refuse-06", "refuse-08", "refuse-09", "window-04"},
 	"replay-debits":           {"args-01", "args-03", "args-04", "cancel-03", "ledger-02", "retry-09", "retry-10", "twins-02", "twins-02-keyed", "twins-02-session", "twins-02-stateless", "twins-04", "twins-04-keyed", "twins-04-session", "twins-04-stateless", "upstream-02", "window-05"},
 	"replay-drops-structured": {"args-01", "args-03", "args-04", "ledger-02", "twins-02", "twins-02-keyed", "twins-02-session", "twins-02-stateless", "twins-04", "twins-04-keyed", "twins-04-session", "twins-04-stateless", "upstream-02", "window-05"},
 	"session-content-dropped": {"funds-02", "funds-03", "funds-03-unkeyed", "lock-05", "upstream-03"},
