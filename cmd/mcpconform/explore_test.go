@@ -199,6 +199,10 @@ var uncaughtByExplore = map[string][]string{
 		// refusal rarely falls on a call under one: the refund's lost
 		// budget never runs a permit dry.
 		"permit-refund-kept",
+		// Explore never holds a keyed retry between its read of a stale,
+		// uncharged reservation and its takeover (takeover.read), where
+		// the holder would charge: the one moment this switch acts on.
+		"takeover-trusts-read",
 		// In progress for an operation its owner charged and went silent
 		// on is an answer the model admits (it cannot know the gateway's
 		// stale-lock threshold), and explore releases every pause it arms:

@@ -145,7 +145,7 @@ type explorer struct {
 
 // DimsOf is what a session's target lets explore draw from.
 func DimsOf(s *runner.Session) Dims {
-	d := Dims{Caps: s.Env.Caps, Policy: s.Env.Policy, Default: s.Env.Profile.ProtocolVersion, Points: s.Env.FaultPoints}
+	d := Dims{Caps: s.Env.Caps, Policy: s.Env.Policy, Default: s.Env.Profile.ProtocolVersion}
 	for v, ok := range s.Env.Speaks {
 		if ok {
 			d.Wires = append(d.Wires, v)

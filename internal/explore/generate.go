@@ -21,14 +21,9 @@ type Dims struct {
 	// client speaks unless told otherwise.
 	Wires   []string
 	Default string
-	// Points are the fault points the target's control API lists; empty,
-	// every point is taken to be there (as the steps take it).
-	Points []string
 }
 
 func (d Dims) has(c string) bool { return d.Caps[c] }
-
-func (d Dims) hasPoint(p string) bool { return len(d.Points) == 0 || slices.Contains(d.Points, p) }
 
 // The protocol versions whose behaviour differs.
 const (
@@ -436,7 +431,7 @@ type ep struct {
 }
 
 // pauseWeights are epPause's variants' weights, in its order.
-var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3, 3}
+var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3}
 
 // episodes are the kinds of episode, in a fixed order, each pause variant
 // a kind of its own.
@@ -586,27 +581,22 @@ func (g *gen) epReuse() {
 		return
 	}
 	who := pick(g, g.free(true))
-	// Half the time the arguments differ only one object deeper, from an
-	// operation with depth (made here when there is none): the difference
-	// a fingerprint of the top level alone misses.
-	deep := g.chance(0.5)
-	nested := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" })
-	if len(g.keyed) == 0 || (deep && nested < 0) || g.chance(0.3) {
+	if len(g.keyed) == 0 || g.chance(0.3) {
 		op := g.newOp(pick(g, g.writeToolsOr()), true)
-		if deep || g.chance(0.5) {
+		if g.chance(0.5) {
 			g.sc.Ops[op].Nested = pick(g, []string{"deep", "inner"})
 		}
 		g.call(who, op)
 		g.maybeWait(0.4)
 	}
 	first := g.sc.Ops[pick(g, g.keyed)]
-	if i := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" }); i >= 0 && deep {
+	if i := slices.IndexFunc(g.keyed, func(o int) bool { return g.sc.Ops[o].Nested != "" }); i >= 0 && g.chance(0.5) {
 		first = g.sc.Ops[g.keyed[i]] // arguments with depth, to differ only there
 	}
 	g.tokens++
 	// Other arguments: at the top, or only one object deeper.
 	reuse := Op{Tool: first.Tool, Token: first.Token, Key: first.Key, KeyForm: first.KeyForm, Note: first.Note, Nested: "other", Pad: first.Pad}
-	if first.Nested == "" || !deep {
+	if first.Nested == "" || g.chance(0.4) {
 		reuse = Op{Tool: first.Tool, Token: g.tokens, Key: first.Key, KeyForm: first.KeyForm, Note: "other"}
 	}
 	g.sc.Ops = append(g.sc.Ops, reuse)
@@ -1007,9 +997,7 @@ func (g *gen) epDrain() {
 		g.add(Action{Kind: KUpstream, Client: who, Op: refused, Variant: probe.FailRefuse})
 	}
 	left := g.balance("") - g.spent[""]
-	// Mostly all at once: racing for the last credits is where a balance
-	// checked apart from its debit (check, then act) overdraws.
-	if g.chance(0.7) {
+	if g.chance(0.5) {
 		n := int(min(max(left/p+1, 2), 8))
 		op := g.newOp(ToolWrite, g.chance(0.7))
 		g.markCalled(op, who)
@@ -1165,23 +1153,6 @@ func (g *gen) epPause(which int) {
 			inner: func(op, _ int, _ string) []Action {
 				g.clock(Action{Variant: ClockPastPermit})
 				return nil
-			}},
-		// A keyed retry held between its read of the stale, uncharged
-		// reservation and its takeover's write, while the holder goes on
-		// (released first, it charges and runs): the write must re-check
-		// what the read found, or the operation runs twice.
-		{ok: clock && g.d.hasPoint("takeover.read") && len(g.firstURL(others)) > 0, points: []string{"reserve.done"},
-			inner: func(op, pause int, _ string) []Action {
-				if !stale() {
-					g.call(other(), op)
-					return nil
-				}
-				second := pick(g, g.firstURL(others))
-				others = slices.DeleteFunc(others, func(c string) bool { return c == second })
-				g2 := g.group()
-				g.add(Action{Kind: KPause, Client: second, Op: op, Point: "takeover.read", Group: g2, Needs: []int{pause}})
-				g.pending[second] = true
-				return []Action{{Kind: KRelease, Group: g2, Client: second, Op: op}}
 			}},
 	}
 	// The variant asked for, or, where the target or the scenario's state
