@@ -160,7 +160,12 @@ func TestExploreCatchesEveryBug(t *testing.T) {
 			// machine: which scenario catches a switch is the seed's, not
 			// the clock's.
 			cfg := explore.Config{Run: runner.Config{Binary: exe, Store: "sqlite", Concurrency: 64}, Seed: 1, Budget: 10 * time.Minute}
-			table, err := explore.SelfTest(context.Background(), cfg, mode, nil, func(c explore.Catch) {
+			// The switches listed as out of explore's reach are not explored
+			// here: nothing is asserted of them, and each would spend its
+			// whole budget (a minute and more) finding nothing. `selftest
+			// --explore` still explores them for docs/catches.md.
+			only := slices.DeleteFunc(slices.Clone(explore.SwitchesOf(mode)), func(b string) bool { return slices.Contains(uncaughtByExplore[mode], b) })
+			table, err := explore.SelfTest(context.Background(), cfg, mode, only, func(c explore.Catch) {
 				t.Logf("%-28s caught=%v %s (%s) scenario %d of %d, %.1fs %s", c.Bug, c.Caught, c.Harm, c.Kind, c.Run, c.Explored, c.Seconds, c.Why)
 			})
 			if err != nil {
