@@ -138,6 +138,7 @@ type Env struct {
 	mu      sync.Mutex
 	results []reports.Scenario
 	counted [][]countedCheck // per result, its probe-count checks
+	tokens  [][]string       // per result, every token it used
 	ledgers []*ledgerMark    // per result, its last ledger check (or nil)
 	finals  []*ledgerMark    // per result, its wallet's read once the scenario settled (or nil)
 	trusted bool
@@ -202,7 +203,7 @@ func (e *Env) TakeResults() []reports.Scenario {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := e.results
-	e.results, e.counted, e.ledgers, e.finals = nil, nil, nil, nil
+	e.results, e.counted, e.tokens, e.ledgers, e.finals = nil, nil, nil, nil, nil
 	return out
 }
 
@@ -213,10 +214,11 @@ func (e *Env) Results() []reports.Scenario {
 	return append([]reports.Scenario(nil), e.results...)
 }
 
-func (e *Env) addResult(s reports.Scenario, counted []countedCheck, ledger, final *ledgerMark) {
+func (e *Env) addResult(s reports.Scenario, counted []countedCheck, tokens []string, ledger, final *ledgerMark) {
 	e.mu.Lock()
 	e.results = append(e.results, s)
 	e.counted = append(e.counted, counted)
+	e.tokens = append(e.tokens, tokens)
 	e.ledgers = append(e.ledgers, ledger)
 	e.finals = append(e.finals, final)
 	e.mu.Unlock()
@@ -281,6 +283,13 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		}
 		late = late || moved
 		if probe {
+			// Every token's dispatches, not only the counted ones: the model
+			// judges a duplicate that came after the scenario ended.
+			moved, err := lateDispatches(ctx, obs, s, e.tokens[i])
+			if err != nil {
+				return failed, err
+			}
+			late = late || moved
 			after := fmt.Sprintf("once the %s had been quiet for %v after the last scenario", observerName(observer), quiet)
 			for _, c := range e.counted[i] {
 				check, isLate, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[1], judge.LateRun, after)
@@ -291,7 +300,6 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 					continue
 				}
 				late = true
-				historyOfLate(s, check)
 				s.Checks = append(s.Checks, check)
 			}
 		}
@@ -422,26 +430,25 @@ func (e *Env) rereadFinal(ctx context.Context, s *reports.Scenario, m *ledgerMar
 	return true, nil
 }
 
-// historyOfLate adds to a scenario's history the dispatches of a late
-// check's witness it does not have yet, so the history (and recheck) shows
-// the late ones.
-func historyOfLate(s *reports.Scenario, late judge.Check) {
-	if late.Witness == nil || len(late.Witness.Dispatches) == 0 {
-		return
+// lateDispatches adds to a scenario's history the dispatches of its tokens
+// it does not hold yet (those that came after it ended), so the model (and
+// recheck) judges them; it reports whether there were any.
+func lateDispatches(ctx context.Context, obs Observer, s *reports.Scenario, tokens []string) (bool, error) {
+	if len(tokens) == 0 {
+		return false, nil
 	}
-	token := late.Witness.Dispatches[0].Token
-	have := 0
-	for _, op := range s.History {
-		var v judge.EffectValue
-		if op.F == judge.FDispatch && json.Unmarshal(op.Value, &v) == nil && v.Token == token {
-			have++
-		}
+	ds, err := obs.Dispatches(ctx, tokens)
+	if err != nil {
+		return false, fmt.Errorf("read the dispatches of %s again: %w", s.ID, err)
 	}
-	for _, d := range late.Witness.Dispatches[min(have, len(late.Witness.Dispatches)):] {
-		s.History = append(s.History, judge.Op{Index: len(s.History), Process: "upstream", Type: "ok", F: judge.FDispatch,
-			Time: d.At, Value: mustJSON(judge.EffectValue{Token: d.Token})})
+	late := unrecorded(s.History, ds)
+	for _, d := range late {
+		op := dispatchOp(d)
+		op.Index = len(s.History)
+		s.History = append(s.History, op)
 		s.Dispatches = append(s.Dispatches, d)
 	}
+	return len(late) > 0, nil
 }
 
 // receiptsElsewhere finds receipts that answered operations of two

@@ -54,7 +54,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		r := a.ResultValue()
 		typ = judge.OK
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
-		v.Replayed, v.Charged = r.Replayed, r.Charged
+		v.Replayed, v.Charged, v.IsError = r.Replayed, r.Charged, r.IsError
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		v.Means = meanings(p, a)
@@ -99,26 +99,31 @@ func meanings(p *target.Profile, a *answer) []string {
 	return out
 }
 
-// recordEffects appends the effects to the history once: every probe
-// dispatch of this scenario's tokens and every debit and refund of its
-// wallet, each an event traced to its operation.
+// recordEffects appends the effects to the history: every dispatch of this
+// scenario's tokens the history does not hold yet, on every call (the one
+// the scenario ends with, after the observer was quiet, adds a dispatch
+// that came after a step read them: a late duplicate the model then
+// judges), and once every debit and refund of its wallet (later ones are
+// the final read's).
 func (w *world) recordEffects(ctx context.Context) error {
+	if obs, observer := w.env.observer(); obs != nil {
+		ds, err := obs.Dispatches(ctx, w.tokenList())
+		if err != nil {
+			return fmt.Errorf("read the %s for the history: %w", observerName(observer), err)
+		}
+		w.mu.Lock()
+		late := unrecorded(w.history, ds)
+		w.mu.Unlock()
+		for _, d := range late {
+			w.record(dispatchOp(d))
+		}
+	}
 	w.mu.Lock()
 	done := w.effectsRecorded
 	w.effectsRecorded = true
 	w.mu.Unlock()
 	if done {
 		return nil
-	}
-	if obs, observer := w.env.observer(); obs != nil {
-		ds, err := obs.Dispatches(ctx, w.tokenList())
-		if err != nil {
-			return fmt.Errorf("read the %s for the history: %w", observerName(observer), err)
-		}
-		for _, d := range ds {
-			w.record(judge.Op{Process: "upstream", Type: "ok", F: judge.FDispatch, Time: d.At,
-				Value: mustJSON(judge.EffectValue{Token: d.Token, Tool: d.Tool})})
-		}
 	}
 	if w.walletID == "" || !w.has(judge.CapLedger) {
 		return nil
@@ -136,6 +141,34 @@ func (w *world) recordEffects(ctx context.Context) error {
 			Value: mustJSON(judge.EffectValue{Amount: e.Amount, Receipt: e.Receipt, Kind: e.Kind, Tool: e.Tool})})
 	}
 	return nil
+}
+
+// dispatchOp is the history's event of a dispatch the observer saw.
+func dispatchOp(d judge.Dispatch) judge.Op {
+	return judge.Op{Process: "upstream", Type: judge.OK, F: judge.FDispatch, Time: d.At,
+		Value: mustJSON(judge.EffectValue{Token: d.Token, Tool: d.Tool})}
+}
+
+// unrecorded are the dispatches of ds the history does not hold: per
+// token, those past the count it holds. Counted, not matched by time: the
+// read tool's dispatches carry the time of the read, not of the effect.
+func unrecorded(history []judge.Op, ds []judge.Dispatch) []judge.Dispatch {
+	have := map[string]int{}
+	for _, op := range history {
+		var v judge.EffectValue
+		if op.F == judge.FDispatch && json.Unmarshal(op.Value, &v) == nil {
+			have[v.Token]++
+		}
+	}
+	var out []judge.Dispatch
+	for _, d := range ds {
+		if have[d.Token] > 0 {
+			have[d.Token]--
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // dispatchesIn are the history's dispatch events of some tokens.

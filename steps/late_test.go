@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cucumber/godog"
+	messages "github.com/cucumber/messages/go/v34"
+
 	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
@@ -94,7 +97,7 @@ func TestLateDispatchIsOneCheck(t *testing.T) {
 				t.Fatalf("observer %s, want %s", observer, tc.capability)
 			}
 			w.recount(context.Background(), obs, observer)
-			env.addResult(reports.Scenario{ID: "retry-01", Verdict: judge.Passed}, []countedCheck{counted}, nil, nil)
+			env.addResult(reports.Scenario{ID: "retry-01", Verdict: judge.Passed}, []countedCheck{counted}, []string{counted.token}, nil, nil)
 			failed, err := env.Recount(context.Background(), time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -167,5 +170,69 @@ func TestNoLateDispatchNoCheck(t *testing.T) {
 	w.recount(context.Background(), probeObserver{probe: probe}, judge.CapUpstream)
 	if len(w.evidence.Checks) != 0 {
 		t.Errorf("a count that held made checks: %+v", w.evidence.Checks)
+	}
+}
+
+// TestLateDuplicateIsJudged: a scenario that read its dispatches for the
+// history at a step (ledger-02's bank invariant) still has the model judge
+// a duplicate that came after that read: at its end, once the observer was
+// quiet, and at the end of the run, for every token it used, checked by a
+// step or not; seen by the probe or by the target's read tool alike.
+func TestLateDuplicateIsJudged(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		capability string
+		// when the duplicate comes: before the scenario's end ("scenario")
+		// or after it ("run"); "" for none.
+		late string
+		want []string // the verdicts at the scenario's end and at the run's
+	}{
+		{"probe, no duplicate", judge.CapUpstream, "", []string{judge.Passed, judge.Passed}},
+		{"probe, before the end", judge.CapUpstream, "scenario", []string{judge.Failed, judge.Failed}},
+		{"probe, after the end", judge.CapUpstream, "run", []string{judge.Passed, judge.Failed}},
+		{"effects, before the end", judge.CapEffects, "scenario", []string{judge.Failed, judge.Failed}},
+		{"effects, after the end", judge.CapEffects, "run", []string{judge.Passed, judge.Failed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x", At: t0}}}
+			env := &Env{Probe: probe, Caps: map[string]bool{tc.capability: true}}
+			if tc.capability == judge.CapEffects {
+				env.Effects = fakeEffects{probe}
+			}
+			w := newWorld(env, &godog.Scenario{Name: "a crowd", Tags: []*messages.PickleTag{{Name: "@twins-01"}}})
+			w.record(judge.Op{Process: "harness", Type: judge.OK, F: judge.FTarget,
+				Value: mustJSON(judge.Facts{Policy: judge.PolicyRefuse, Capabilities: []string{judge.CapWire, tc.capability}})})
+			w.noteTool("write", judge.RoleWrite, 0)
+			token := w.expand("$op1")
+			probe.ds[0].Token = token
+			v := judge.CallValue{Tool: "write", Key: "k1", Token: token, Role: judge.RoleWrite}
+			inv := w.record(judge.Op{Process: "A", Type: judge.Invoke, F: judge.FCall, Value: mustJSON(v)})
+			v.Call, v.Receipt, v.Digest = &inv, "r1", "d1"
+			if tc.capability == judge.CapUpstream {
+				v.Served = token
+			}
+			w.record(judge.Op{Process: "A", Type: judge.OK, F: judge.FCall, Value: mustJSON(v)})
+			// A step reads the dispatches for the history, as the bank
+			// invariant does.
+			if err := w.recordEffects(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			duplicate := judge.Dispatch{Token: token, At: t0.Add(time.Second)}
+			if tc.late == "scenario" {
+				probe.ds = append(probe.ds, duplicate)
+			}
+			w.finish(context.Background(), nil)
+			if tc.late == "run" {
+				probe.ds = append(probe.ds, duplicate)
+			}
+			if _, err := env.Recount(context.Background(), time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			got := []string{w.evidence.Verdict, env.Results()[0].Verdict}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("verdicts %v, want %v\n%s", got, tc.want, env.Results()[0].Reason)
+			}
+		})
 	}
 }

@@ -562,7 +562,7 @@ func (w *world) finish(ctx context.Context, err error) {
 	if r, ok := w.env.Effects.(exchangeRecorder); ok {
 		r.RecordTo(nil)
 	}
-	w.env.addResult(w.evidence, w.counted, w.lastLedger, w.finalMark)
+	w.env.addResult(w.evidence, w.counted, w.tokenList(), w.lastLedger, w.finalMark)
 }
 
 // exchangeRecorder is an Observer whose reads are exchanges with the

@@ -27,6 +27,7 @@ func (a *Answer) ResultValue() judge.CallValue {
 		h.Write([]byte{0})
 	}
 	v.Digest = hex.EncodeToString(h.Sum(nil))[:16]
+	v.IsError = a.ResultMember("isError") == "true"
 	_ = json.Unmarshal(a.resultField("resultType"), &v.ResultType)
 	v.InputRequired = v.ResultType == "input_required"
 	var content []json.RawMessage

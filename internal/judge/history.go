@@ -132,7 +132,10 @@ type CallValue struct {
 	// Replayed and Charged are what the receipt says beside its id, when
 	// it says it: whether this result is a replay, and the credits charged
 	// for the operation.
-	Replayed      *bool  `json:"replayed,omitempty"`
+	Replayed *bool `json:"replayed,omitempty"`
+	// IsError: the result is a tool error (isError true), which says the
+	// tool ran but not that its effect was made.
+	IsError       bool   `json:"is_error,omitempty"`
 	Charged       *int64 `json:"charged,omitempty"`
 	ResultType    string `json:"result_type,omitempty"`
 	NoContent     bool   `json:"no_content,omitempty"`

@@ -50,6 +50,9 @@ var notRun = map[string]bool{
 
 // Tool roles the model knows (the profile's, and the probe's own tools).
 const (
+	// RoleWrite is the tool whose effects the target's read tool counts
+	// (profile effects): a result of it is an effect the target made.
+	RoleWrite    = "write"
 	RoleReadOnly = "read_only"
 	RoleApproval = "approval"
 	RoleAsk      = "ask"    // a multi-round tool: asks for input first
@@ -209,11 +212,21 @@ func (o *mop) mayRun() bool {
 	return false
 }
 
-// proven says a result of the operation carries the probe's answer to its
-// own token: the probe saw its dispatch.
-func (o *mop) proven() bool {
+// proven says a result of the operation proves its dispatch. Behind the
+// probe, a result carrying the probe's answer to its own token: the probe
+// saw the dispatch. Where the target's read tool counts the write tool's
+// effects (byEffects), a result of that tool that is no tool error: the
+// result says the write was made, and no result carries a token to match,
+// so without this no count would ever be too low.
+func (o *mop) proven(byEffects bool) bool {
 	for _, c := range o.calls {
-		if c.result() && c.a.Served != "" && c.a.Served == o.token {
+		if !c.result() {
+			continue
+		}
+		if c.a.Served != "" && c.a.Served == o.token {
+			return true
+		}
+		if byEffects && c.v.Role == RoleWrite && !c.a.IsError {
 			return true
 		}
 	}
@@ -1194,7 +1207,7 @@ func (m *model) dispatchChecks() []Check {
 			if o.mayRun() {
 				most++
 			}
-			if o.proven() && !m.servedAgain(o, byToken[t][:k]) {
+			if o.proven(observer == CapEffects) && !m.servedAgain(o, byToken[t][:k]) {
 				least++
 			}
 			for _, c := range o.calls {

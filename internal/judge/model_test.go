@@ -758,3 +758,44 @@ func TestModelDispatchesByObserver(t *testing.T) {
 		})
 	}
 }
+
+// Through the target's read tool no result carries a token, so the write
+// tool's own result is what says its effect was made: a result with no
+// effect counted is a lost outcome, as it is behind the probe. A tool
+// error says the tool ran, not that it wrote, and another tool's result
+// says nothing of the write tool's effects.
+func TestModelEffectsAtLeastOnce(t *testing.T) {
+	effects := Facts{Policy: PolicyRefuse, Capabilities: []string{CapWire, CapEffects}}
+	for _, tc := range []struct {
+		name       string
+		call       CallValue
+		answer     CallValue
+		dispatches int
+		want       string
+	}{
+		{"written", write, CallValue{Receipt: "r1", Digest: "d1"}, 1, ""},
+		{"answered, never written", write, CallValue{Receipt: "r1", Digest: "d1"}, 0, "dispatches/lost-outcome"},
+		{"a tool error, never written", write, CallValue{Receipt: "r1", Digest: "d1", IsError: true}, 0, ""},
+		{"another tool, never written", CallValue{Tool: "other", Token: "op1", Key: "k1", Role: "write_other"}, CallValue{Receipt: "r1", Digest: "d1"}, 0, ""},
+		{"written twice", write, CallValue{Receipt: "r1", Digest: "d1"}, 2, "dispatches/double-dispatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(effects)
+			inv := h.call("A", tc.call)
+			tc.answer.Tool, tc.answer.Token = tc.call.Tool, tc.call.Token
+			h.answer("A", inv, OK, tc.answer)
+			for range tc.dispatches {
+				h.dispatch("op1")
+			}
+			var got []string
+			for _, v := range violations(Model(h.ops)) {
+				if strings.HasPrefix(v, KindDispatches+"/") {
+					got = append(got, v)
+				}
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("dispatch violations %q, want %q\n%s", got, tc.want, dump(Model(h.ops)))
+			}
+		})
+	}
+}
