@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,10 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 		// The retry's replay goes out unmarked: two results of one
 		// operation both claim the tool ran for them.
 		{"replay not marked", vendorgw.HTTPStyle{ReplayNotMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
+		// The same, where the first answer was lost: no result says which
+		// call the tool ran for, the probe's one dispatch before the
+		// retry does.
+		{"replay after a lost answer not marked", vendorgw.HTTPStyle{ReplayNotMarked: true}, "lost-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
 		// The first call is marked a replay: a client reads it as a
 		// result stored earlier, of some call it never made.
 		{"first call marked", vendorgw.HTTPStyle{FirstCallMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
@@ -104,6 +109,22 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("%s: no violated %s check with harm %s", tc.id, tc.kind, tc.harm)
+			}
+			// recheck and bundle verify judge it again from the history
+			// alone, and find the same.
+			for _, s := range out.Run.Scenarios {
+				if s.ID != tc.id {
+					continue
+				}
+				again, mismatch := judge.Recheck(s.Checks, s.History)
+				if mismatch {
+					t.Errorf("%s: recheck disagrees with the run", tc.id)
+				}
+				if !slices.ContainsFunc(again, func(c judge.Check) bool {
+					return c.Status() == judge.Violated && c.Kind == tc.kind && c.Harm == tc.harm
+				}) {
+					t.Errorf("%s: recheck finds no violated %s check", tc.id, tc.kind)
+				}
 			}
 			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
 				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
