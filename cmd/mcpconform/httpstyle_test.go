@@ -132,3 +132,37 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 		})
 	}
 }
+
+// A 409 whose JSON-RPC error leaves data.retryable out is still in progress:
+// the profile maps its status so, and the draft retries it. The gateway is
+// correct: every check of the scenarios that hold a duplicate to a
+// retryable in-progress answer holds, live and again from the history.
+func TestVendorGatewayHTTPStyleBusyUnflagged(t *testing.T) {
+	ids := []string{"twins-01", "twins-03-later"}
+	edits := append(httpStyle(vendorgw.HTTPStyle{BusyUnflagged: true}), func(c *runner.Config) { c.IDs = ids })
+	out := vendorRun(t, vendorgw.Idempotent, "", edits...)
+	// At level wire the ledger's checks are not observed: every check
+	// the run could make must hold.
+	for _, id := range ids {
+		if v := verdicts(out.Run)[id]; v != judge.Passed && v != judge.Incomplete {
+			t.Errorf("%s: %s, want passed (or incomplete, the ledger unseen)", id, v)
+		}
+	}
+	saw := false
+	for _, s := range out.Run.Scenarios {
+		for _, c := range s.Checks {
+			if c.Status() == judge.Violated {
+				t.Errorf("%s: violated %s: %s", s.ID, c.Kind, c.Actual)
+			}
+		}
+		for _, ex := range s.Exchanges {
+			saw = saw || (ex.Status == 409 && !strings.Contains(ex.ResponseBody, "retryable"))
+		}
+		if _, mismatch := judge.Recheck(s.Checks, s.History); mismatch {
+			t.Errorf("%s: recheck disagrees with the run", s.ID)
+		}
+	}
+	if !saw {
+		t.Error("no 409 without data.retryable: the variant is not exercised")
+	}
+}
