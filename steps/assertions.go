@@ -137,24 +137,28 @@ func (w *world) isReason(a *answer, reason string) bool {
 	return a.Status >= 400 && w.env.Profile.MatchesBody(reason, "", 0, a.Status, a.Body)
 }
 
-// retryableIs says whether a refusal's data.retryable is want. A refusal
-// made in HTTP alone (a status the profile maps, no JSON-RPC error) has
-// no such flag: its mapping names the refusal, whose retryability is the
-// reason's own (in progress is retried, the others are not), so the flag
-// is not held against it.
-func retryableIs(a *answer, want bool) bool {
+// retryableIs says whether a refusal is read as retryable exactly when
+// want. A refusal made in HTTP alone (a status the profile maps, no
+// JSON-RPC error) has no data.retryable flag: its mapping names the
+// refusal, whose retryability is the reason's own (in progress is retried,
+// the others are not), so the flag is not held against it. Nor is a
+// JSON-RPC refusal's missing flag where the mapping of its status says in
+// progress: it reads as retryable.
+func (w *world) retryableIs(a *answer, want bool) bool {
 	if !a.IsRefusal() {
 		return true
 	}
-	return a.Retryable() == want
+	return (a.Retryable() || statusRetryable(w.env.Profile, a)) == want
 }
 
 // checkRetryAfter holds, when the profile says the gateway sends
 // Retry-After on its in-progress answers (retry_after), that every one of
 // answers meaning in progress carries a readable one. Without that
 // promise there is no check: the IETF draft lets a gateway leave the
-// header out, and the harness then retries at its own pace.
-func (w *world) checkRetryAfter(who string, answers []*answer) {
+// header out, and the harness then retries at its own pace. which names the
+// answers (judge.RetryAfterLast, Step or Crowd), so recheck looks at the
+// same ones in the history.
+func (w *world) checkRetryAfter(who, which string, answers []*answer) {
 	if w.env.Profile == nil || !w.env.Profile.RetryAfter {
 		return
 	}
@@ -181,7 +185,7 @@ func (w *world) checkRetryAfter(who string, answers []*answer) {
 		actual = fmt.Sprintf("%d of %d in-progress answer(s) without a readable Retry-After: %s (Retry-After %q)",
 			without, inProgress, w.describe(first), first.Header.Get("Retry-After"))
 	}
-	_ = w.check(checkOf(judge.KindRetryAfter, judge.HarmWrongRefusal, "client", who), fmt.Sprintf("%s's in-progress answers carry Retry-After", who),
+	_ = w.check(checkOf(judge.KindRetryAfter, judge.HarmWrongRefusal, "client", who, "answers", which), fmt.Sprintf("%s's in-progress answers carry Retry-After", who),
 		judge.CapWire, without == 0,
 		"every in-progress answer with a Retry-After header, as the profile's retry_after says: a client told no time to wait retries at a guess, and one that gives up loses the outcome of an operation that runs", actual)
 }
@@ -194,11 +198,11 @@ func isRefused(ctx context.Context, who, reason string, retryable bool) error {
 	}
 	// A final refusal marked retryable is a defect too: a client that
 	// trusts data.retryable sends the refused call again, forever.
-	ok := w.isReason(a, reason) && retryableIs(a, retryable)
+	ok := w.isReason(a, reason) && w.retryableIs(a, retryable)
 	err = w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", retryable),
 		fmt.Sprintf("%s is refused with %s", who, reason), judge.CapWire, ok, judge.RefusalExpectation(reason, retryable), w.describe(a))
 	if ok && reason == judge.ReasonInProgress {
-		w.checkRetryAfter(who, []*answer{a})
+		w.checkRetryAfter(who, judge.RetryAfterLast, []*answer{a})
 	}
 	return err
 }
@@ -214,12 +218,12 @@ func isRefusedEither(ctx context.Context, who, reason, final string) error {
 	if err != nil {
 		return err
 	}
-	ok := (w.isReason(a, reason) && retryableIs(a, true)) || (w.isReason(a, final) && retryableIs(a, false))
+	ok := (w.isReason(a, reason) && w.retryableIs(a, true)) || (w.isReason(a, final) && w.retryableIs(a, false))
 	err = w.check(checkOf(judge.KindRefused, judge.HarmWrongRefusal, "client", who, "reason", reason, "retryable", true, "or_final", final),
 		fmt.Sprintf("%s is refused with retryable %s or final %s", who, reason, final), judge.CapWire, ok,
 		judge.RefusalEitherExpectation(reason, final), w.describe(a))
 	if ok && reason == judge.ReasonInProgress && w.isReason(a, reason) {
-		w.checkRetryAfter(who, []*answer{a})
+		w.checkRetryAfter(who, judge.RetryAfterLast, []*answer{a})
 	}
 	return err
 }

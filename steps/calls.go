@@ -198,7 +198,7 @@ func retryUntilDecidedVia(ctx context.Context, who string, wc *wire.Client) erro
 		c := w.clientFor(who)
 		last := c.answers[len(c.answers)-1]
 		if !w.isReason(last, judge.ReasonInProgress) {
-			w.checkRetryAfter(who, inProgress)
+			w.checkRetryAfter(who, judge.RetryAfterStep, inProgress)
 			return nil
 		}
 		inProgress = append(inProgress, last)
@@ -208,7 +208,7 @@ func retryUntilDecidedVia(ctx context.Context, who string, wc *wire.Client) erro
 		}
 		time.Sleep(wait)
 	}
-	w.checkRetryAfter(who, inProgress)
+	w.checkRetryAfter(who, judge.RetryAfterStep, inProgress)
 	// An operation never decided is an outcome the client cannot get: a
 	// violated check, with its harm, not a step that could not be driven.
 	c := w.clientFor(who)

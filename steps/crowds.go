@@ -180,7 +180,7 @@ func (w *world) releaseHeld(ctx context.Context, answered <-chan struct{}, other
 
 func oneOperation(ctx context.Context, reason string) error {
 	w := getWorld(ctx)
-	ok, actual, witness := judgeCrowd(w.crowd, w.describe, func(a *answer) bool { return w.isReason(a, reason) && retryableIs(a, true) })
+	ok, actual, witness := judgeCrowd(w.crowd, w.describe, func(a *answer) bool { return w.isReason(a, reason) && w.retryableIs(a, true) })
 	if !ok {
 		for _, a := range witness {
 			w.noteAnswer(a)
@@ -188,7 +188,7 @@ func oneOperation(ctx context.Context, reason string) error {
 	}
 	err := w.check(checkOf(judge.KindOneOperation, judge.HarmLostOutcome, "reason", reason), "exactly one operation ran", judge.CapWire, ok,
 		fmt.Sprintf("one receipt shared by every result, every other answer retryable %q", reason), actual)
-	w.checkRetryAfter("the crowd", w.crowd)
+	w.checkRetryAfter("the crowd", judge.RetryAfterCrowd, w.crowd)
 	return err
 }
 

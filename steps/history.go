@@ -58,9 +58,11 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 	case a.IsRefusal():
 		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
 		v.Means = meanings(p, a)
-		if !a.Retryable() {
+		v.StatusRetryable = statusRetryable(p, a)
+		if !v.ReadRetryable() {
 			typ = judge.Fail
 		}
+		v.RetryAfter = retryAfterOf(a, v)
 	case a.Status >= 400:
 		// A refusal made before any JSON-RPC (an HTTP status the profile
 		// maps): its meaning is all the model can read.
@@ -70,8 +72,30 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		if len(v.Means) > 0 && !slices.Contains(v.Means, judge.ReasonInProgress) {
 			typ = judge.Fail
 		}
+		v.RetryAfter = retryAfterOf(a, v)
 	}
 	return judge.Op{Process: c.name, Type: typ, F: judge.FCall, Value: mustJSON(v)}
+}
+
+// statusRetryable says a JSON-RPC refusal has no data.retryable and the
+// profile maps its HTTP status to in progress: the mapping says it is
+// retried, as it says for the same status answered in HTTP alone.
+func statusRetryable(p *target.Profile, a *answer) bool {
+	return p != nil && a.IsRefusal() && !a.HasRetryable() && p.StatusMeans(judge.ReasonInProgress, a.Status, a.Body)
+}
+
+// retryAfterOf is a refusal's Retry-After header as the history keeps it:
+// its value when it has one, "" for an in-progress refusal without one (the
+// retry-after check holds that against it), nil otherwise.
+func retryAfterOf(a *answer, v judge.CallValue) *string {
+	ra := ""
+	if a.Header != nil {
+		ra = a.Header.Get("Retry-After")
+	}
+	if ra == "" && !v.MeansReason(judge.ReasonInProgress) {
+		return nil
+	}
+	return &ra
 }
 
 // noteEnv records a change the harness made to the target or the probe.

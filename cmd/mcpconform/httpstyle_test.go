@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,10 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 		// The retry's replay goes out unmarked: two results of one
 		// operation both claim the tool ran for them.
 		{"replay not marked", vendorgw.HTTPStyle{ReplayNotMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
+		// The same, where the first answer was lost: no result says which
+		// call the tool ran for, the probe's one dispatch before the
+		// retry does.
+		{"replay after a lost answer not marked", vendorgw.HTTPStyle{ReplayNotMarked: true}, "lost-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
 		// The first call is marked a replay: a client reads it as a
 		// result stored earlier, of some call it never made.
 		{"first call marked", vendorgw.HTTPStyle{FirstCallMarked: true}, "retry-01", judge.KindAnswer, judge.HarmLostOutcome, "replay_marker"},
@@ -105,9 +110,59 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 			if !found {
 				t.Errorf("%s: no violated %s check with harm %s", tc.id, tc.kind, tc.harm)
 			}
+			// recheck and bundle verify judge it again from the history
+			// alone, and find the same.
+			for _, s := range out.Run.Scenarios {
+				if s.ID != tc.id {
+					continue
+				}
+				again, mismatch := judge.Recheck(s.Checks, s.History)
+				if mismatch {
+					t.Errorf("%s: recheck disagrees with the run", tc.id)
+				}
+				if !slices.ContainsFunc(again, func(c judge.Check) bool {
+					return c.Status() == judge.Violated && c.Kind == tc.kind && c.Harm == tc.harm
+				}) {
+					t.Errorf("%s: recheck finds no violated %s check", tc.id, tc.kind)
+				}
+			}
 			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
 				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
 			}
 		})
+	}
+}
+
+// A 409 whose JSON-RPC error leaves data.retryable out is still in progress:
+// the profile maps its status so, and the draft retries it. The gateway is
+// correct: every check of the scenarios that hold a duplicate to a
+// retryable in-progress answer holds, live and again from the history.
+func TestVendorGatewayHTTPStyleBusyUnflagged(t *testing.T) {
+	ids := []string{"twins-01", "twins-03-later"}
+	edits := append(httpStyle(vendorgw.HTTPStyle{BusyUnflagged: true}), func(c *runner.Config) { c.IDs = ids })
+	out := vendorRun(t, vendorgw.Idempotent, "", edits...)
+	// At level wire the ledger's checks are not observed: every check
+	// the run could make must hold.
+	for _, id := range ids {
+		if v := verdicts(out.Run)[id]; v != judge.Passed && v != judge.Incomplete {
+			t.Errorf("%s: %s, want passed (or incomplete, the ledger unseen)", id, v)
+		}
+	}
+	saw := false
+	for _, s := range out.Run.Scenarios {
+		for _, c := range s.Checks {
+			if c.Status() == judge.Violated {
+				t.Errorf("%s: violated %s: %s", s.ID, c.Kind, c.Actual)
+			}
+		}
+		for _, ex := range s.Exchanges {
+			saw = saw || (ex.Status == 409 && !strings.Contains(ex.ResponseBody, "retryable"))
+		}
+		if _, mismatch := judge.Recheck(s.Checks, s.History); mismatch {
+			t.Errorf("%s: recheck disagrees with the run", s.ID)
+		}
+	}
+	if !saw {
+		t.Error("no 409 without data.retryable: the variant is not exercised")
 	}
 }

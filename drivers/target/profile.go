@@ -988,9 +988,21 @@ func (p *Profile) MatchesBody(want, reason string, code, httpStatus int, body []
 				return true
 			}
 		default:
-			if httpStatus != 0 && r.HTTPStatus == httpStatus && (r.Body == "" || bytes.Contains(body, []byte(r.Body))) {
+			if p.StatusMeans(want, httpStatus, body) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// StatusMeans reports whether one of want's spellings is an HTTP status (and
+// body text) that httpStatus and body match: the refusal is want by the
+// status the gateway answered with, whatever its JSON-RPC error says.
+func (p *Profile) StatusMeans(want string, httpStatus int, body []byte) bool {
+	for _, r := range p.Reasons[want] {
+		if !r.IsCode && r.Reason == "" && httpStatus != 0 && r.HTTPStatus == httpStatus && (r.Body == "" || bytes.Contains(body, []byte(r.Body))) {
+			return true
 		}
 	}
 	return false

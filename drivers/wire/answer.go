@@ -142,6 +142,15 @@ func (a *Answer) Retryable() bool {
 	return ok && string(v) == "true"
 }
 
+// HasRetryable says the error's data has a retryable member at all.
+func (a *Answer) HasRetryable() bool {
+	if !a.HasError() {
+		return false
+	}
+	_, ok := MustParsePath("retryable").Lookup(a.Response.Error.Data)
+	return ok
+}
+
 // Result is the raw JSON-RPC result, nil on an error.
 func (a *Answer) Result() json.RawMessage {
 	if a == nil || a.Response == nil {

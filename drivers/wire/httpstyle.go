@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // DefaultReplayValue is a replay marker's value when its profile names
@@ -97,22 +98,11 @@ func (a *Answer) RetryAfter() (wait time.Duration, ok bool) {
 	return ParseRetryAfter(a.Header.Get("Retry-After"), time.Now())
 }
 
-// ParseRetryAfter reads a Retry-After value relative to now; a date in the
-// past is no wait at all, a negative or fractional number unreadable.
+// ParseRetryAfter reads a Retry-After value relative to now, as the judge
+// reads it (judge.RetryAfterDelay), at most maxRetryAfter.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-		d = time.Duration(n) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = max(t.Sub(now), 0)
-	} else {
-		return 0, false
-	}
-	return min(d, maxRetryAfter), true
+	d, ok := judge.RetryAfterDelay(v, now)
+	return min(d, maxRetryAfter), ok
 }
 
 // isHeaderToken is RFC 9110's token, the syntax of a header name.

@@ -91,8 +91,17 @@ type CallValue struct {
 	Status    int    `json:"status,omitempty"`
 	// HTTPOnly: a refusal made in HTTP alone (a status the profile maps,
 	// no JSON-RPC error), which has no data.retryable flag to judge.
-	HTTPOnly bool   `json:"http_only,omitempty"`
-	Error    string `json:"error,omitempty"`
+	HTTPOnly bool `json:"http_only,omitempty"`
+	// StatusRetryable: a JSON-RPC refusal without data.retryable whose HTTP
+	// status the profile maps to idempotency_in_progress (the IETF draft's
+	// 409): read as retryable, as that mapping says, like an HTTP-only one.
+	StatusRetryable bool `json:"status_retryable,omitempty"`
+	// RetryAfter is a refusal's Retry-After header, on every refusal that
+	// carries one and every in-progress one ("" when it carries none), so
+	// the retry-after check can be judged again; nil in a history written
+	// before it was recorded.
+	RetryAfter *string `json:"retry_after,omitempty"`
+	Error      string  `json:"error,omitempty"`
 	// Served is the token a result's structuredContent names: the probe
 	// answers each dispatch with its own token, so a result naming another
 	// operation's token is that operation's result served for this one.
@@ -141,6 +150,10 @@ type CallValue struct {
 	NoContent     bool   `json:"no_content,omitempty"`
 	InputRequired bool   `json:"input_required,omitempty"`
 }
+
+// ReadRetryable is whether a refusal is read as retryable: its
+// data.retryable, or, without one, what the profile's status mapping says.
+func (v CallValue) ReadRetryable() bool { return v.Retryable || v.StatusRetryable }
 
 // MeansReason reports whether a refusal means reason: one of its mapped meanings,
 // or its data.reason when the profile maps none.

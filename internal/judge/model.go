@@ -891,6 +891,13 @@ func (m *model) answer(c *mcall) []Check {
 		if *c.a.Replayed && !m.othersMayHaveRun(c) && !m.resultOfAnother(c) {
 			return bad(HarmLostOutcome, "a result not marked a replay (replayed: false, or without the profile's replay_marker): no other call of its operation could have run it, so the tool ran for this one")
 		}
+		// The check above needs the first result seen; when that answer
+		// was lost, the dispatches say it: the token's only dispatch was
+		// behind an earlier call before c began, so c ran nothing and its
+		// result can only be the stored one.
+		if d := m.ranBefore(c); !*c.a.Replayed && d != nil {
+			return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked a replay (replayed: true, or the profile's replay_marker): the tool ran for %s before this call began, and %s was dispatched that once only", d.name(), c.v.Token), append([]int{d.inv}, m.dispatchesOf(c.v.Token)...)...)
+		}
 	}
 	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {
 		// The probe answers every dispatch with its token, and this target
@@ -946,6 +953,66 @@ func (m *model) resultOfAnother(c *mcall) bool {
 		}
 	}
 	return false
+}
+
+// ranBefore is an earlier call of c's token the tool is known to have run
+// for before c began, when the token was dispatched once only, so c's
+// result can be no dispatch of its own; nil when the history cannot tell.
+// Known means seen by the harness, never taken from the gateway's word: the
+// harness dropped the call only once the probe saw the token dispatched,
+// the call was seen waiting at a point past its dispatch, or a fault armed
+// at dispatch.after failed it (response_failed, or its response dropped).
+func (m *model) ranBefore(c *mcall) *mcall {
+	if c.v.Token == "" || len(m.dispatchesOf(c.v.Token)) != 1 {
+		return nil
+	}
+	for _, d := range m.calls {
+		if d == c || d.v.Token != c.v.Token || d.v.Tool != c.v.Tool || !d.end.Before(c.start) {
+			continue
+		}
+		if d.v.Dropped || m.sawPastDispatch(d) {
+			return d
+		}
+	}
+	return nil
+}
+
+// sawPastDispatch says the harness saw call d past its dispatch: waiting
+// at a point its operation's outcome is stored by, or failed by a fault
+// armed there (the control API's faults at dispatch.after fail only calls
+// whose tool ran).
+func (m *model) sawPastDispatch(d *mcall) bool {
+	for _, e := range m.env {
+		if e.env.Kind == EnvWaiting && e.env.Client == d.proc && afterOutcome[e.env.Point] && e.t.After(d.start) && e.t.Before(d.end) {
+			return true
+		}
+	}
+	failedThere := func(action string) bool {
+		return m.during(d, EnvFault, EnvRelease, func(e EnvValue) bool {
+			return afterOutcome[e.Point] && e.Action == action && faultMeets(e, d)
+		})
+	}
+	switch {
+	case d.v.Cancelled:
+		return false
+	case d.unknown():
+		return failedThere("drop_response")
+	case d.refusal() && slices.Contains(d.meanings(), ReasonResponseFailed):
+		return failedThere("fail")
+	}
+	return false
+}
+
+// dispatchesOf are the indexes of the history's dispatch events of token.
+func (m *model) dispatchesOf(token string) []int {
+	var out []int
+	for i, op := range m.ops {
+		var v EffectValue
+		if op.F == FDispatch && json.Unmarshal(op.Value, &v) == nil && v.Token == token {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // othersMayHaveRun says another call that may be c's operation (of it, or

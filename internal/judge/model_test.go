@@ -49,6 +49,19 @@ func resultTypeOf(wire string) string {
 	return ""
 }
 
+// lost is a call whose answer never came (the connection dropped).
+func (h *hist) lost(process string, v CallValue) {
+	inv := h.call(process, v)
+	h.answer(process, inv, Info, CallValue{Tool: v.Tool, Token: v.Token})
+}
+
+// marked is a call answered with the probe's answer to its token under
+// receipt, its replay mark saying replayed.
+func (h *hist) marked(process string, v CallValue, receipt string, replayed bool) {
+	inv := h.call(process, v)
+	h.answer(process, inv, OK, CallValue{Tool: v.Tool, Token: v.Token, Receipt: receipt, Digest: "d-" + receipt, Served: v.Token, Replayed: boolP(replayed)})
+}
+
 func (h *hist) refused(process string, v CallValue, reason string, retryable bool) {
 	inv := h.call(process, v)
 	typ := Fail
@@ -322,6 +335,57 @@ func TestModel(t *testing.T) {
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(true)})
 			h.dispatch("op1")
 		}, []string{"answer/lost-outcome"}},
+		// The first answer is lost, so no result says which call the tool
+		// ran for; the dispatches do, when the harness saw the one there
+		// was behind a call that ended before the retry began.
+		{"a retry after a dropped call gets the stored result unmarked", func(h *hist) {
+			h.lost("A", with(write, func(v *CallValue) { v.Dropped = true }))
+			h.dispatch("op1")
+			h.marked("A", write, "r1", false)
+		}, []string{"answer/lost-outcome"}},
+		{"a retry after a dropped call gets the stored result marked", func(h *hist) {
+			h.lost("A", with(write, func(v *CallValue) { v.Dropped = true }))
+			h.dispatch("op1")
+			h.marked("A", write, "r1", true)
+		}, nil},
+		{"a retry after a dropped call runs again, unmarked: the dispatches say it, not the mark", func(h *hist) {
+			h.lost("A", with(write, func(v *CallValue) { v.Dropped = true }))
+			h.dispatch("op1")
+			h.marked("A", write, "r2", false)
+			h.dispatch("op1")
+		}, []string{"dispatches/double-dispatch"}},
+		{"a retry after a response failed at dispatch.after gets the stored result unmarked", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "fail", Tool: "write"})
+			h.refused("A", write, ReasonResponseFailed, true)
+			h.dispatch("op1")
+			h.marked("A", write, "r1", false)
+		}, []string{"answer/lost-outcome"}},
+		{"a retry after a response dropped at dispatch.after gets the stored result unmarked", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "drop_response", Tool: "write"})
+			h.lost("A", unkeyed(write))
+			h.dispatch("op1")
+			h.marked("A", unkeyed(write), "r1", false)
+		}, []string{"answer/lost-outcome"}},
+		{"a retry after a call seen waiting past its dispatch gets the stored result unmarked", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "pause", Tool: "write"})
+			inv := h.call("A", write)
+			h.env(EnvValue{Kind: EnvWaiting, Point: "dispatch.after", Client: "A"})
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.after"})
+			h.answer("A", inv, Info, CallValue{Tool: "write", Token: "op1"})
+			h.dispatch("op1")
+			h.marked("A", write, "r1", false)
+		}, []string{"answer/lost-outcome"}},
+		{"a retry after a call lost nobody saw reach its dispatch may be the one the tool ran for", func(h *hist) {
+			h.lost("A", write)
+			h.dispatch("op1")
+			h.marked("A", write, "r1", false)
+		}, nil},
+		{"a retry after a dropped call gets the stored result marked, under a receipt the ledger never debited", func(h *hist) {
+			h.lost("A", with(write, func(v *CallValue) { v.Dropped = true }))
+			h.dispatch("op1")
+			h.marked("A", write, "r2", true)
+			h.read(oneDebit)
+		}, []string{"ledger/lost-outcome"}},
 		{"a replay whose receipt says another charge, and a ledger that disagrees with the receipt", func(h *hist) {
 			inv := h.call("A", write)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1", Replayed: boolP(false), Charged: price(4)})

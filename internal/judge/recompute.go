@@ -3,8 +3,10 @@ package judge
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kinds of the checks Then steps make, each with the arguments it names.
@@ -33,8 +35,18 @@ const (
 	// KindDecided judges the same history.
 	KindRetried = "retried" // ops
 	// KindRetryAfter: every in-progress answer carried a Retry-After header,
-	// as the profile's retry_after says the gateway sends one.
-	KindRetryAfter = "retry-after" // client
+	// as the profile's retry_after says the gateway sends one. Its answers
+	// argument says which the step looked at: the client's last answer
+	// (RetryAfterLast), the client's answers of the step itself
+	// (RetryAfterStep), or the crowd's (RetryAfterCrowd).
+	KindRetryAfter = "retry-after" // client, answers
+)
+
+// Which answers a retry-after check looked at (its answers argument).
+const (
+	RetryAfterLast  = "last"
+	RetryAfterStep  = "step"
+	RetryAfterCrowd = "crowd"
 )
 
 // Late marks a check made again once effects settled: "scenario" after the
@@ -172,6 +184,8 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 			return r, false
 		}
 		return Recomputed{OK: last.isResult() && last.InputRequired, Expected: `a result with resultType "input_required"`, Observed: last.String(), Complete: true}, true
+	case KindRetryAfter:
+		return h.retryAfter(who, c.Arg("answers"), i)
 	case KindFinalShape:
 		last, found := h.last(who, i)
 		if !found {
@@ -252,12 +266,8 @@ func (a answer) shape() string {
 func (h view) outcomes(process string, i int) []answer {
 	var out []answer
 	for _, op := range h.ops {
-		if op.Process != process || op.Type == Invoke || (op.F != FCall && op.F != FRaw) || !atStep(op, i) {
-			continue
-		}
-		var v CallValue
-		if json.Unmarshal(op.Value, &v) == nil {
-			out = append(out, answer{v, op.Type})
+		if op.Process == process && atStep(op, i) {
+			out = append(out, h.outcome(op)...)
 		}
 	}
 	return out
@@ -308,7 +318,7 @@ func (h view) refused(who, reason string, retryable bool, i int) (Recomputed, bo
 	}
 	// A refusal in HTTP alone has no flag; the step does not hold one
 	// against it either.
-	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && (last.HTTPOnly || last.Retryable == retryable),
+	return Recomputed{OK: last.isRefusal() && last.MeansReason(reason) && (last.HTTPOnly || last.ReadRetryable() == retryable),
 		Expected: RefusalExpectation(reason, retryable), Observed: last.String(), Complete: true}, true
 }
 
@@ -319,8 +329,8 @@ func (h view) refusedEither(who, reason, final string, i int) (Recomputed, bool)
 	if !found {
 		return Recomputed{}, false
 	}
-	ok := last.isRefusal() && ((last.MeansReason(reason) && (last.HTTPOnly || last.Retryable)) ||
-		(last.MeansReason(final) && (last.HTTPOnly || !last.Retryable)))
+	ok := last.isRefusal() && ((last.MeansReason(reason) && (last.HTTPOnly || last.ReadRetryable())) ||
+		(last.MeansReason(final) && (last.HTTPOnly || !last.ReadRetryable())))
 	return Recomputed{OK: ok, Expected: RefusalEitherExpectation(reason, final), Observed: last.String(), Complete: true}, true
 }
 
@@ -398,7 +408,7 @@ func (h view) oneOperation(reason string, i int) (Recomputed, bool) {
 		switch {
 		case op.Type == OK && v.Receipt != "":
 			receipts[v.Receipt] = true
-		case v.Retryable && v.Status < 500 && (reason == "" || v.MeansReason(reason)):
+		case v.ReadRetryable() && v.Status < 500 && (reason == "" || v.MeansReason(reason)):
 		default:
 			others++
 		}
@@ -408,4 +418,87 @@ func (h view) oneOperation(reason string, i int) (Recomputed, bool) {
 	}
 	return Recomputed{OK: len(receipts) == 1 && others == 0, Expected: "one receipt shared by every result, every other answer retryable",
 		Observed: fmt.Sprintf("%d receipt(s), %d other answer(s) of %d", len(receipts), others, twins)}, true
+}
+
+// retryAfter: every in-progress answer of those the step looked at carries
+// a readable Retry-After. Unknown for a check written before its answers
+// were named, or answers recorded without their header.
+func (h view) retryAfter(who, which string, i int) (Recomputed, bool) {
+	var answers []answer
+	switch which {
+	case RetryAfterLast:
+		last, found := h.last(who, i)
+		if !found {
+			return Recomputed{}, false
+		}
+		answers = []answer{last}
+	case RetryAfterStep:
+		for _, op := range h.ops {
+			if op.Process == who && op.Step != nil && *op.Step == i {
+				answers = append(answers, h.outcome(op)...)
+			}
+		}
+	case RetryAfterCrowd:
+		for _, op := range h.ops {
+			if strings.HasPrefix(op.Process, "twin-") && atStep(op, i) {
+				answers = append(answers, h.outcome(op)...)
+			}
+		}
+	default:
+		return Recomputed{}, false
+	}
+	inProgress, without := 0, 0
+	observed := ""
+	for _, a := range answers {
+		if !a.isRefusal() || !a.MeansReason(ReasonInProgress) {
+			continue
+		}
+		if a.RetryAfter == nil {
+			return Recomputed{}, false
+		}
+		inProgress++
+		if _, ok := RetryAfterDelay(*a.RetryAfter, time.Time{}); !ok {
+			without++
+			if observed == "" {
+				observed = fmt.Sprintf("%s (Retry-After %q)", a.String(), *a.RetryAfter)
+			}
+		}
+	}
+	if inProgress == 0 {
+		return Recomputed{}, false
+	}
+	if without == 0 {
+		observed = fmt.Sprintf("%d in-progress answer(s), each with a Retry-After", inProgress)
+	} else {
+		observed = fmt.Sprintf("%d of %d in-progress answer(s) without a readable Retry-After: %s", without, inProgress, observed)
+	}
+	return Recomputed{OK: without == 0, Expected: "every in-progress answer with a readable Retry-After header, as the profile's retry_after says",
+		Observed: observed, Complete: true}, true
+}
+
+// outcome is op as an answer, none for an invoke or another event.
+func (h view) outcome(op Op) []answer {
+	var v CallValue
+	if op.Type == Invoke || (op.F != FCall && op.F != FRaw) || json.Unmarshal(op.Value, &v) != nil {
+		return nil
+	}
+	return []answer{{v, op.Type}}
+}
+
+// RetryAfterDelay reads a Retry-After value (RFC 9110 10.2.3:
+// delay-seconds or an HTTP-date) as a wait from now; a date in the past is
+// no wait at all, a negative or fractional number unreadable. Whether a
+// value is readable does not depend on now.
+func RetryAfterDelay(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -27,12 +27,70 @@ func TestRecomputeRefusedFlag(t *testing.T) {
 		{"HTTP 409 mapped to in progress", CallValue{Tool: "w", Status: 409, HTTPOnly: true, Means: []string{ReasonInProgress}}, Info, "true", true},
 		{"JSON-RPC in progress, retryable", CallValue{Tool: "w", Reason: ReasonInProgress, Retryable: true}, Info, "true", true},
 		{"JSON-RPC in progress, not retryable", CallValue{Tool: "w", Reason: ReasonInProgress}, Fail, "true", false},
+		{"JSON-RPC in progress without data.retryable, its 409 mapped to in progress", CallValue{Tool: "w", Status: 409, Reason: "acme_busy", Means: []string{ReasonInProgress}, StatusRetryable: true}, Info, "true", true},
+		{"JSON-RPC in progress without data.retryable, no status mapping", CallValue{Tool: "w", Status: 200, Reason: "acme_busy", Means: []string{ReasonInProgress}}, Fail, "true", false},
 		{"HTTP 409 mapped to something else", CallValue{Tool: "w", Status: 409, HTTPOnly: true, Means: []string{"idempotency_key_reused"}}, Fail, "true", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, known := Recompute(check(tc.retryable), outcome(tc.v, tc.typ))
 			if !known || r.OK != tc.want {
 				t.Errorf("Recompute = %+v, known %v; want OK %v", r, known, tc.want)
+			}
+		})
+	}
+}
+
+// A retry-after check redone from the history looks at the answers its
+// step looked at (the last one, those of its own step, or the crowd's) and
+// holds each in-progress one to a readable Retry-After, as the step does;
+// a history that did not record the header, or a check that does not name
+// its answers, cannot be redone.
+func TestRecomputeRetryAfter(t *testing.T) {
+	s0, s1 := 0, 1
+	ra := func(v string) *string { return &v }
+	busy := func(retryAfter *string) CallValue {
+		return CallValue{Tool: "w", Status: 409, HTTPOnly: true, Means: []string{ReasonInProgress}, RetryAfter: retryAfter}
+	}
+	outcome := func(process string, step *int, v CallValue, typ string) Op {
+		b, _ := json.Marshal(v)
+		return Op{Process: process, Type: typ, F: FCall, Value: b, Step: step}
+	}
+	result := CallValue{Tool: "w", Receipt: "r1"}
+	check := func(client, answers string, step int) Check {
+		args := map[string]string{"client": client}
+		if answers != "" {
+			args["answers"] = answers
+		}
+		return Check{StepIndex: step, Kind: KindRetryAfter, Args: args}
+	}
+	for _, tc := range []struct {
+		name  string
+		c     Check
+		ops   []Op
+		wantK bool
+		want  bool
+	}{
+		{"last answer with delay-seconds", check("A", RetryAfterLast, 0), []Op{outcome("A", &s0, busy(ra("2")), Info)}, true, true},
+		{"last answer with an HTTP-date", check("A", RetryAfterLast, 0), []Op{outcome("A", &s0, busy(ra("Wed, 21 Oct 2015 07:28:00 GMT")), Info)}, true, true},
+		{"last answer without one", check("A", RetryAfterLast, 0), []Op{outcome("A", &s0, busy(ra("")), Info)}, true, false},
+		{"last answer with an unreadable one", check("A", RetryAfterLast, 0), []Op{outcome("A", &s0, busy(ra("soon")), Info)}, true, false},
+		{"a history that did not record it", check("A", RetryAfterLast, 0), []Op{outcome("A", &s0, busy(nil), Info)}, false, false},
+		{"a check that names no answers", check("A", "", 0), []Op{outcome("A", &s0, busy(ra("1")), Info)}, false, false},
+		{"the step's retries: one without, then a result", check("A", RetryAfterStep, 1), []Op{
+			outcome("A", &s0, busy(ra("")), Info), // an earlier step's: not this check's
+			outcome("A", &s1, busy(ra("1")), Info), outcome("A", &s1, busy(ra("")), Info), outcome("A", &s1, result, OK)}, true, false},
+		{"the step's retries, each with one", check("A", RetryAfterStep, 1), []Op{
+			outcome("A", &s0, busy(ra("")), Info),
+			outcome("A", &s1, busy(ra("1")), Info), outcome("A", &s1, result, OK)}, true, true},
+		{"the crowd, one without", check("the crowd", RetryAfterCrowd, 1), []Op{
+			outcome("twin-00", &s0, result, OK), outcome("twin-01", &s0, busy(ra("0")), Info), outcome("twin-02", &s0, busy(ra("")), Info)}, true, false},
+		{"the crowd, each with one", check("the crowd", RetryAfterCrowd, 1), []Op{
+			outcome("twin-00", &s0, result, OK), outcome("twin-01", &s0, busy(ra("0")), Info)}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, known := Recompute(tc.c, tc.ops)
+			if known != tc.wantK || (known && r.OK != tc.want) {
+				t.Errorf("Recompute = %+v, known %v; want known %v, OK %v", r, known, tc.wantK, tc.want)
 			}
 		})
 	}

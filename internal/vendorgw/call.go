@@ -133,7 +133,13 @@ func (g *Gateway) idempotent(ctx context.Context, s scope, fp string, t Tool, ar
 		case r.fingerprint != fp && !g.o.Bugs.ReplayAnyArgs: // BUG ReplayAnyArgs: other arguments fall through to a replay
 			return nil, false, refuse(CodeKeyConflict, ReasonKeyConflict, false, "key %q was used with other arguments", s.key)
 		case r.result == nil:
-			return nil, false, refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)
+			busy := refuse(CodeBusy, ReasonBusy, !g.o.Bugs.BusyNotRetryable, "key %q: the first call is still running", s.key)
+			if g.o.HTTPStyle.On && g.o.HTTPStyle.BusyUnflagged {
+				busy.Data, _ = json.Marshal(struct {
+					Reason string `json:"reason"`
+				}{ReasonBusy})
+			}
+			return nil, false, busy
 		}
 		return r.result, true, nil
 	}

@@ -21,6 +21,9 @@ type HTTPStyle struct {
 	// RetryAfter is the Retry-After of a 409, in seconds; 0 sends "0"
 	// (retry at once), which keeps tests fast and is still a header.
 	RetryAfter int
+	// BusyUnflagged leaves data.retryable out of a 409's JSON-RPC error:
+	// no bug, its status says in progress, which the draft retries.
+	BusyUnflagged bool
 	// Bugs of this mode, each shown caught by a test of cmd/mcpconform.
 	ReplayNotMarked       bool // a replay goes out without Idempotent-Replayed
 	FirstCallMarked       bool // the call the tool ran for is marked a replay too
