@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/judge"
@@ -63,17 +64,28 @@ func (r *Reader) RecordTo(rec func(reports.Exchange)) {
 }
 
 // Count is how many effects the read tool shows for token.
+//
+// Every read carries a key of its own, placed where the profile puts keys:
+// the read is a tools/call through the target, and a metered gateway in
+// front of the server would replay an unkeyed read from its cache (a
+// derived key: the same arguments, the same answer, however many effects
+// came since) or refuse it (unkeyed_policy refuse). A fresh key makes each
+// read a new operation the tool runs.
 func (r *Reader) Count(ctx context.Context, token string) (int, error) {
 	args, err := r.fx.ReadArgs(token)
 	if err != nil {
 		return 0, err
 	}
-	a, err := r.client.CallTool(ctx, wire.Call{Tool: r.fx.Read.Tool, Arguments: args, Label: "effects read " + token, Lane: "effects"})
+	a, err := r.client.CallTool(ctx, wire.Call{Tool: r.fx.Read.Tool, Arguments: args, IdempotencyKey: ReadKey(),
+		Label: "effects read " + token, Lane: "effects"})
 	if err != nil {
 		return 0, fmt.Errorf("call read tool %s for %s: %w", r.fx.Read.Tool, token, err)
 	}
 	return countIn(a.Message, r.count, r.fx.Read.Tool)
 }
+
+// ReadKey is a fresh idempotency key for one read: never a replay.
+func ReadKey() string { return "effects-read-" + uuid.NewString() }
 
 // countIn reads the count at path of a read tool's response: a number, or
 // a list whose length counts. Anything else (an error answer, a tool
