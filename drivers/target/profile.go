@@ -452,6 +452,161 @@ var KnownReasons = []string{
 	"protocol_error",
 }
 
+// contractReasons are the answers of the retry contract itself (docs/wire.md's
+// table of reason codes): what each tells a client (retry, give up, a
+// receipt to keep) is its own, so an HTTP status must never stand for one
+// of them and anything else.
+var contractReasons = []string{
+	"idempotency_key_required", "idempotency_in_progress", "idempotency_key_reused",
+	"unauthenticated", "principal_invalid", "principal_denied", "insufficient_funds",
+	"permit_invalid", "permit_exhausted", "permit_expired", "dispatch_failed",
+	"response_failed", "outcome_unknown",
+}
+
+// retryableTransport are the transport refusals a client sends again.
+var retryableTransport = []string{"request_id_in_flight", "request_timeout", "session_limit_reached"}
+
+// Stable reasons of the HTTP mapping problems, at the end of each message
+// (errors.Is finds them in ParseProfile's error).
+var (
+	// ErrHTTPOverlap: one answer would match HTTP mappings of two meanings.
+	ErrHTTPOverlap = errors.New("reason_http_overlap")
+	// ErrHTTP5xx: a contract answer mapped to an HTTP 5xx.
+	ErrHTTP5xx = errors.New("reason_http_5xx")
+)
+
+// meaning is what an answer of reason name tells a client: a contract
+// answer its own; the other refusals of a request that never reached the
+// gateway's core only whether to send it again, so a gateway's HTTP stack
+// may answer a batch and malformed JSON with one bare 400.
+func meaning(name string) string {
+	switch {
+	case slices.Contains(contractReasons, name):
+		return name
+	case slices.Contains(retryableTransport, name):
+		return "a retryable refusal"
+	}
+	return "a final refusal"
+}
+
+// validateHTTPReasons refuses HTTP mappings no answer can be judged by: a
+// contract answer at a 5xx status (what a crash, or a proxy in front,
+// answers: a crash would pass for the refusal) and two mappings of
+// different meanings one answer matches both of (the same status, and no
+// body text, or one text inside the other): that answer would pass for
+// either, so a check expecting one could not fail on the other. Each
+// problem names the mapping's line and column in b.
+func (p *Profile) validateHTTPReasons(b []byte, bad func(string, ...any)) {
+	type mapping struct {
+		name string
+		i    int
+		r    Reason
+	}
+	var ms []mapping
+	for _, name := range slices.Sorted(maps.Keys(p.Reasons)) {
+		for i, r := range p.Reasons[name] {
+			if !r.IsCode && r.Reason == "" {
+				ms = append(ms, mapping{name, i, r})
+			}
+		}
+	}
+	at := func(m mapping) string {
+		return position(b, nil, valueAt(b, "reasons", m.name, m.i)+1)
+	}
+	spell := func(m mapping) string {
+		if m.r.Body != "" {
+			return fmt.Sprintf("reasons.%s[%d] {\"http\": %d, \"body\": %q}", m.name, m.i, m.r.HTTPStatus, m.r.Body)
+		}
+		return fmt.Sprintf("reasons.%s[%d] {\"http\": %d}", m.name, m.i, m.r.HTTPStatus)
+	}
+	for k, m := range ms {
+		if m.r.HTTPStatus >= 500 && slices.Contains(contractReasons, m.name) {
+			bad("%s: %s: a 5xx for an answer of the retry contract: any crash or proxy in front answers a 5xx, which would pass for %s; map the gateway's own reason or code instead (%w)",
+				at(m), spell(m), m.name, ErrHTTP5xx)
+		}
+		for _, o := range ms[:k] {
+			if o.r.HTTPStatus != m.r.HTTPStatus || meaning(o.name) == meaning(m.name) || !bodiesOverlap(o.r.Body, m.r.Body) {
+				continue
+			}
+			bad("%s: %s overlaps %s: one answer would match both, and pass for %s and for %s; give each a body text of its own (%w)",
+				at(m), spell(m), spell(o), meaning(m.name), meaning(o.name), ErrHTTPOverlap)
+		}
+	}
+}
+
+// bodiesOverlap: an answer holding one body text holds the other (no text
+// matches any body).
+func bodiesOverlap(a, b string) bool {
+	return strings.Contains(a, b) || strings.Contains(b, a)
+}
+
+// valueAt is the offset in b of the first byte of the value at path
+// (member names and element indexes), or of the document's end when b
+// has no such value: where a problem of that value is shown.
+func valueAt(b []byte, path ...any) int64 {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	start := func() int64 {
+		off := dec.InputOffset()
+		for off < int64(len(b)) && strings.IndexByte(" \t\r\n:,", b[off]) >= 0 {
+			off++
+		}
+		return off
+	}
+	var skip func() bool
+	skip = func() bool { // one value; false at a decoding error
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := t.(json.Delim); ok && (d == '{' || d == '[') {
+			for dec.More() {
+				if d == '{' {
+					if _, err := dec.Token(); err != nil {
+						return false
+					}
+				}
+				if !skip() {
+					return false
+				}
+			}
+			_, err := dec.Token()
+			return err == nil
+		}
+		return true
+	}
+	for _, seg := range path {
+		t, err := dec.Token()
+		if err != nil {
+			return int64(len(b))
+		}
+		found := false
+		switch d, _ := t.(json.Delim); {
+		case d == '{':
+			name, _ := seg.(string)
+			for !found && dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return int64(len(b))
+				}
+				if found = k == name; !found && !skip() {
+					return int64(len(b))
+				}
+			}
+		case d == '[':
+			idx, _ := seg.(int)
+			for i := 0; !found && dec.More(); i++ {
+				if found = i == idx; !found && !skip() {
+					return int64(len(b))
+				}
+			}
+		}
+		if !found {
+			return int64(len(b))
+		}
+	}
+	return start()
+}
+
 // controlCaps are the capabilities that only a control API can provide.
 var controlCaps = []string{
 	control.CapFixtures, control.CapLedger, control.CapDispatchLog, control.CapClock,
@@ -525,6 +680,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	checkMembers(doc, reflect.TypeFor[Profile](), "", bad)
 	given, _ := doc.(map[string]any)
 	p.validate(given, bad)
+	p.validateHTTPReasons(b, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
