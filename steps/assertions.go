@@ -306,7 +306,14 @@ func (w *world) countCheck(ctx context.Context, step, token string, n int, atMos
 		return w.unobserved(id, step, observer, expected)
 	}
 	got, err := obs.Count(ctx, token)
-	if err != nil {
+	switch {
+	case err != nil && observer == judge.CapEffects:
+		// The read tool is the target's: one that fails, or whose count
+		// never settles, leaves the count unknown. Neither a violation
+		// nor a harness failure: the check is not observed, its
+		// capability named.
+		return w.unobservedBecause(id, step, observer, expected, "the target's read tool gave no count: "+err.Error())
+	case err != nil:
 		return fmt.Errorf("read the %s: %w", observerName(observer), err)
 	}
 	if observer == judge.CapEffects {

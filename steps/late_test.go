@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -236,3 +237,57 @@ func TestLateDuplicateIsJudged(t *testing.T) {
 		})
 	}
 }
+
+// failingEffects is a read tool whose every read fails.
+type failingEffects struct{ err error }
+
+func (f failingEffects) Count(context.Context, string) (int, error) { return 0, f.err }
+func (f failingEffects) Dispatches(context.Context, []string) ([]judge.Dispatch, error) {
+	return nil, f.err
+}
+func (failingEffects) Quiet(context.Context, time.Duration) error { return nil }
+
+// TestCountCheckReadFails: a count the target's read tool cannot give (it
+// fails, or never settles) is a check not observed under effects, never a
+// violation or a harness error; the probe is the harness's own, so its
+// failure stays the harness's error.
+func TestCountCheckReadFails(t *testing.T) {
+	boom := errors.New("read tool list_messages for op1-x: the read tool's count never settled")
+	for _, tc := range []struct {
+		name    string
+		env     *Env
+		wantErr bool
+	}{
+		{"effects", &Env{Effects: failingEffects{boom}, Caps: map[string]bool{judge.CapEffects: true}}, false},
+		{"probe", &Env{Probe: &failingProbe{err: boom}, Caps: map[string]bool{judge.CapUpstream: true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{env: tc.env, entry: catalog.Entry{ID: "retry-01"}}
+			err := w.countCheck(context.Background(), "the probe saw op1-x dispatched 1 times", "op1-x", 1, false, "1 dispatch(es)")
+			if tc.wantErr {
+				if !errors.Is(err, boom) {
+					t.Errorf("err %v, want the probe's", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err %v, want the check not observed", err)
+			}
+			if len(w.evidence.Checks) != 1 {
+				t.Fatalf("%d checks, want 1", len(w.evidence.Checks))
+			}
+			c := w.evidence.Checks[0]
+			if c.Status() != judge.NotObserved || c.Capability != judge.CapEffects || !strings.Contains(c.Actual, boom.Error()) {
+				t.Errorf("check %s (%s): %q; want not observed under %s, saying why", c.Status(), c.Capability, c.Actual, judge.CapEffects)
+			}
+		})
+	}
+}
+
+// failingProbe is the harness's probe, its counts failing.
+type failingProbe struct {
+	fakeProbe
+	err error
+}
+
+func (p *failingProbe) Count(context.Context, string) (int, error) { return 0, p.err }

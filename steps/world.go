@@ -302,8 +302,13 @@ func (w *world) noteLedger(l *reports.Ledger) {
 // unobserved records a check the target gives no way to observe; the
 // scenario goes on, and cannot pass.
 func (w *world) unobserved(id what, step, capability, expected string) error {
+	return w.unobservedBecause(id, step, capability, expected, capabilityHint(capability))
+}
+
+// unobservedBecause is unobserved with why the check could not be made.
+func (w *world) unobservedBecause(id what, step, capability, expected, why string) error {
 	w.addCheck(judge.Check{Step: step, State: judge.NotObserved, Capability: capability, Expected: expected,
-		Actual: "not observed: " + capabilityHint(capability), Kind: id.kind, Args: id.args, Harm: id.harm})
+		Actual: "not observed: " + why, Kind: id.kind, Args: id.args, Harm: id.harm})
 	return nil
 }
 

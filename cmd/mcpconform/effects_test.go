@@ -25,16 +25,16 @@ var effectsIDs = []string{"retry-01", "retry-01-later", "retry-02", "twins-01", 
 // effectsRun runs the scenarios against internal/effectsrv through a
 // profile that declares no probe, only the read tool that shows the
 // messages written (effects), as an operator of such a server would.
-func effectsRun(t *testing.T, bugs effectsrv.Bugs, ids []string) runner.Outcome {
+func effectsRun(t *testing.T, o effectsrv.Options, ids []string) runner.Outcome {
 	t.Helper()
-	srv, err := effectsrv.Start(effectsrv.Options{Bugs: bugs})
+	srv, err := effectsrv.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, effectsProfile(nil)), Seed: 3, IDs: ids}
 	var predicted map[string]string
-	if bugs == (effectsrv.Bugs{}) {
+	if o.Bugs == (effectsrv.Bugs{}) {
 		// What doctor says a run will make of each scenario, held to the
 		// run: the read tool stands in for the probe in both alike.
 		d, err := runner.Doctor(context.Background(), cfg)
@@ -123,7 +123,7 @@ func TestEffectsServerDoctor(t *testing.T) {
 // ledger checks, which no read tool stands in for, stay not observed
 // (incomplete scenarios of the metered level, not failures).
 func TestEffectsServerCorrectPasses(t *testing.T) {
-	out := effectsRun(t, effectsrv.Bugs{}, effectsIDs)
+	out := effectsRun(t, effectsrv.Options{}, effectsIDs)
 	if out.Result != reports.RunPass || out.Code != runner.ExitOK || out.Run.Level != reports.LevelWire {
 		t.Errorf("run %s exit %d at level %s, want PASS exit 0 at wire: %v", out.Result, out.Code, out.Run.Level, out.Why)
 	}
@@ -147,25 +147,55 @@ func TestEffectsServerCorrectPasses(t *testing.T) {
 	}
 }
 
+// Behind a gateway that replays or refuses an unkeyed call, the read tool
+// still shows a correct server's effects: every read is a call of its own
+// (a fresh key), so the run passes as it does without the gateway.
+func TestEffectsReadsThroughGateway(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reads effectsrv.ReadPolicy
+	}{
+		{"unkeyed reads replayed", effectsrv.ReadsReplayed},
+		{"unkeyed reads refused", effectsrv.ReadsRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := effectsRun(t, effectsrv.Options{UnkeyedReads: tc.reads}, []string{"retry-01"})
+			if out.Result != reports.RunPass || out.Code != runner.ExitOK {
+				t.Errorf("run %s exit %d, want PASS exit 0: %v", out.Result, out.Code, out.Why)
+			}
+		})
+	}
+}
+
 // Each bug switch fails the scenario that shows it, with a violated check
 // whose harm is a double dispatch: the read tool shows the message twice.
 func TestEffectsServerBugsFail(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		bugs   effectsrv.Bugs
+		o      effectsrv.Options
 		failed string
 		late   string // the late argument of the check that catches it: "" when the step's own read does
 	}{
 		// A retry with the same key writes the message again.
-		{"retry writes again", effectsrv.Bugs{RetryWritesAgain: true}, "retry-01", ""},
+		{"retry writes again", effectsrv.Options{Bugs: effectsrv.Bugs{RetryWritesAgain: true}}, "retry-01", ""},
 		// The key forgotten after a second: the retry 2 s later writes again.
-		{"key forgotten", effectsrv.Bugs{KeyTTL: time.Second}, "retry-01-later", ""},
+		{"key forgotten", effectsrv.Options{Bugs: effectsrv.Bugs{KeyTTL: time.Second}}, "retry-01-later", ""},
 		// The replay is right, but the message is written again 300 ms
 		// later: only the re-read at the end of the run sees it.
-		{"late rewrite", effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}, "retry-01", judge.LateRun},
+		{"late rewrite", effectsrv.Options{Bugs: effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}}, "retry-01", judge.LateRun},
+		// The same, behind a gateway that replays an unkeyed read: an
+		// unkeyed re-read would get the first read's answer (one message)
+		// and miss the late one; each read's own key makes it run.
+		{"late rewrite, unkeyed reads replayed", effectsrv.Options{Bugs: effectsrv.Bugs{LateRewrite: 300 * time.Millisecond},
+			UnkeyedReads: effectsrv.ReadsReplayed}, "retry-01", judge.LateRun},
+		// Behind a gateway that refuses unkeyed calls, an unkeyed read
+		// would stop every scenario with a harness error, the double
+		// write unjudged.
+		{"retry writes again, unkeyed reads refused", effectsrv.Options{Bugs: effectsrv.Bugs{RetryWritesAgain: true},
+			UnkeyedReads: effectsrv.ReadsRefused}, "retry-01", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := effectsRun(t, tc.bugs, []string{tc.failed})
+			out := effectsRun(t, tc.o, []string{tc.failed})
 			if out.Result != reports.RunFail || out.Code != runner.ExitFailed {
 				t.Errorf("run %s exit %d, want FAIL exit 1", out.Result, out.Code)
 			}

@@ -28,6 +28,10 @@ func httpStyle(style vendorgw.HTTPStyle) []any {
 			r["idempotency_key_required"] = []any{map[string]any{"http": 400, "body": "acme_key_missing"}}
 			r["idempotency_key_reused"] = []any{map[string]any{"http": 422, "body": "acme_key_conflict"}}
 			r["idempotency_in_progress"] = []any{map[string]any{"http": 409, "body": "acme_busy"}}
+			// go-sdk's own 400s, told from the missing key's by their texts:
+			// a bare 400 would let a key_missing answer pass for either.
+			r["batch_not_supported"] = []any{map[string]any{"http": 400, "body": "batching is not supported"}}
+			r["parse_error"] = []any{map[string]any{"http": 400, "body": "malformed payload"}}
 			p["retry_after"] = true
 			p["replay_marker"] = map[string]any{"header": vendorgw.ReplayedHeader, "value": "true"}
 		},

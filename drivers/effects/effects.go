@@ -9,10 +9,12 @@ package effects
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/judge"
@@ -28,7 +30,23 @@ type Reader struct {
 	// record receives each read's exchange, for the running scenario's
 	// evidence; nil between scenarios.
 	record atomic.Pointer[func(reports.Exchange)]
+	// read is one call of the read tool (Reader.readOnce; a test's fake);
+	// gap spaces the reads of one count.
+	read func(ctx context.Context, token string) (int, error)
+	gap  time.Duration
 }
+
+// stableReads bounds the reads of one count: a count is taken once two
+// reads in a row agree.
+const stableReads = 5
+
+// readGap is the pause between two reads of one count: a read tool that
+// lags its writes by less shows the write on the second read.
+const readGap = 100 * time.Millisecond
+
+// ErrUnstable: the read tool never gave one count twice in a row, so no
+// count can be judged (an eventually consistent or flaky read).
+var ErrUnstable = errors.New("the read tool's count never settled")
 
 // New is a reader for the profile's effects, calling the read tool at url
 // with the profile's first API key.
@@ -43,7 +61,8 @@ func New(p *target.Profile, url string) (*Reader, error) {
 	c := p.Client(url)
 	c.Lane = "effects"
 	w, _ := p.Tool(target.RoleWrite)
-	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name}
+	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name, gap: readGap}
+	r.read = r.readOnce
 	c.Record = func(ex reports.Exchange) {
 		if f := r.record.Load(); f != nil {
 			(*f)(ex)
@@ -62,18 +81,58 @@ func (r *Reader) RecordTo(rec func(reports.Exchange)) {
 	r.record.Store(&rec)
 }
 
-// Count is how many effects the read tool shows for token.
+// Count is how many effects the read tool shows for token: read until two
+// reads in a row agree, at most stableReads times. A read tool backed by
+// an eventually consistent store can show a write a moment late, or a
+// flaky one flip between counts; one read of it would make a correct
+// target fail a count check (a write not yet shown reads as lost). A count
+// that never settles, or a read that fails, is an error the steps report
+// as a check not observed, never as a count.
 func (r *Reader) Count(ctx context.Context, token string) (int, error) {
+	seen := make([]int, 0, stableReads)
+	for i := range stableReads {
+		if i > 0 {
+			select {
+			case <-time.After(r.gap):
+			case <-ctx.Done():
+				return 0, fmt.Errorf("read tool %s for %s: %w", r.fx.Read.Tool, token, ctx.Err())
+			}
+		}
+		n, err := r.read(ctx, token)
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 && n == seen[i-1] {
+			return n, nil
+		}
+		seen = append(seen, n)
+	}
+	return 0, fmt.Errorf("read tool %s for %s: counts %v in %d reads %v apart: %w", r.fx.Read.Tool, token, seen, stableReads, r.gap, ErrUnstable)
+}
+
+// readOnce is one call of the read tool.
+//
+// Every read carries a key of its own, placed where the profile puts keys:
+// the read is a tools/call through the target, and a metered gateway in
+// front of the server would replay an unkeyed read from its cache (a
+// derived key: the same arguments, the same answer, however many effects
+// came since) or refuse it (unkeyed_policy refuse). A fresh key makes each
+// read a new operation the tool runs.
+func (r *Reader) readOnce(ctx context.Context, token string) (int, error) {
 	args, err := r.fx.ReadArgs(token)
 	if err != nil {
 		return 0, err
 	}
-	a, err := r.client.CallTool(ctx, wire.Call{Tool: r.fx.Read.Tool, Arguments: args, Label: "effects read " + token, Lane: "effects"})
+	a, err := r.client.CallTool(ctx, wire.Call{Tool: r.fx.Read.Tool, Arguments: args, IdempotencyKey: ReadKey(),
+		Label: "effects read " + token, Lane: "effects"})
 	if err != nil {
 		return 0, fmt.Errorf("call read tool %s for %s: %w", r.fx.Read.Tool, token, err)
 	}
 	return countIn(a.Message, r.count, r.fx.Read.Tool)
 }
+
+// ReadKey is a fresh idempotency key for one read: never a replay.
+func ReadKey() string { return "effects-read-" + uuid.NewString() }
 
 // countIn reads the count at path of a read tool's response: a number, or
 // a list whose length counts. Anything else (an error answer, a tool

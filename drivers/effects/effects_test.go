@@ -1,10 +1,13 @@
 package effects
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 )
 
@@ -36,6 +39,49 @@ func TestCountIn(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Errorf("countIn = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCountSettles: a count is taken once two reads in a row agree, so a
+// read tool that shows a write a moment late is read right; one that never
+// settles within the bound, or fails, gives an error (the steps make it a
+// check not observed), never a count.
+func TestCountSettles(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name  string
+		reads []any // each read's count, or its error
+		want  int
+		err   error
+		calls int
+	}{
+		{"steady", []any{1, 1}, 1, nil, 2},
+		{"none yet, steady", []any{0, 0}, 0, nil, 2},
+		{"shown late", []any{0, 1, 1}, 1, nil, 3},
+		{"a duplicate shown late", []any{1, 2, 2}, 2, nil, 3},
+		{"flapping", []any{0, 1, 0, 1, 0, 1}, 0, ErrUnstable, stableReads},
+		{"still rising", []any{1, 2, 3, 4, 5}, 0, ErrUnstable, stableReads},
+		{"read fails", []any{boom}, 0, boom, 1},
+		{"read fails after one", []any{1, boom}, 0, boom, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			r := &Reader{fx: target.Effects{Read: target.EffectsRead{Tool: "list_messages"}}, read: func(context.Context, string) (int, error) {
+				v := tc.reads[min(calls, len(tc.reads)-1)]
+				calls++
+				if err, ok := v.(error); ok {
+					return 0, err
+				}
+				return v.(int), nil
+			}}
+			got, err := r.Count(context.Background(), "tok")
+			if !errors.Is(err, tc.err) || (tc.err == nil && got != tc.want) {
+				t.Errorf("Count = %d, %v; want %d, %v", got, err, tc.want, tc.err)
+			}
+			if calls != tc.calls {
+				t.Errorf("%d reads, want %d", calls, tc.calls)
 			}
 		})
 	}

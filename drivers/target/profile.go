@@ -113,6 +113,14 @@ const (
 // "token" member fills TokenPlaceholder, the rest ExtraPlaceholder (or is
 // added beside the template's members). Arguments that are not an object
 // are sent as given: a scenario about malformed arguments means them.
+//
+// Nothing goes through map[string]any: the template keeps its member
+// order, every number its digits, every member its place even when two
+// share a name; the scenario's members added beside the template's come in
+// the scenario's order, as written. ExtraPlaceholder's text is the one
+// place members are sorted (by name, stably): it is one text per set of
+// arguments, so a retry that sends them in another order is the same
+// write, as a gateway's fingerprint must hold it.
 func (e *Effects) WriteArgs(args any) any {
 	raw, ok := args.(json.RawMessage)
 	if !ok {
@@ -122,65 +130,234 @@ func (e *Effects) WriteArgs(args any) any {
 		}
 		raw = b
 	}
-	var in map[string]any
-	if json.Unmarshal(raw, &in) != nil || in == nil {
-		return args
-	}
-	token, _ := in["token"].(string)
-	delete(in, "token")
-	extra := ""
-	if len(in) > 0 {
-		b, _ := json.Marshal(in) // map keys sorted: one text per set of arguments
-		extra = string(b)
-	}
-	var tmpl any
-	if json.Unmarshal(e.WriteArguments, &tmpl) != nil {
-		return args
-	}
-	hasExtra := bytes.Contains(e.WriteArguments, []byte(ExtraPlaceholder))
-	out := fill(tmpl, token, extra)
-	if obj, ok := out.(map[string]any); ok && !hasExtra {
-		for k, v := range in {
-			if _, taken := obj[k]; !taken {
-				obj[k] = v
-			}
-		}
-	}
-	b, err := json.Marshal(out)
+	in, err := members(raw)
 	if err != nil {
 		return args
 	}
-	return json.RawMessage(b)
+	token := ""
+	var rest []member
+	for _, m := range in {
+		if m.name == "token" {
+			if token == "" {
+				_ = json.Unmarshal(m.value, &token)
+			}
+			continue
+		}
+		rest = append(rest, m)
+	}
+	extra := ""
+	if len(rest) > 0 {
+		extra = string(canonical(object(rest)))
+	}
+	var beside []member
+	if !bytes.Contains(e.WriteArguments, []byte(ExtraPlaceholder)) {
+		beside = rest
+	}
+	out, err := fillTemplate(e.WriteArguments, token, extra, beside)
+	if err != nil {
+		return args
+	}
+	return json.RawMessage(out)
 }
 
 // ReadArgs are the read call's arguments for token.
 func (e *Effects) ReadArgs(token string) (json.RawMessage, error) {
-	var tmpl any
-	if err := json.Unmarshal(e.Read.Arguments, &tmpl); err != nil {
-		return nil, fmt.Errorf("effects.read.arguments: %w", err)
-	}
-	b, err := json.Marshal(fill(tmpl, token, ""))
+	b, err := fillTemplate(e.Read.Arguments, token, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("effects.read.arguments: %w", err)
 	}
 	return b, nil
 }
 
-// fill replaces the placeholders in every string of a decoded template.
-func fill(v any, token, extra string) any {
-	switch t := v.(type) {
-	case string:
-		return strings.ReplaceAll(strings.ReplaceAll(t, TokenPlaceholder, token), ExtraPlaceholder, extra)
-	case map[string]any:
-		for k, x := range t {
-			t[k] = fill(x, token, extra)
+// member is one member of a JSON object, its value as written (compacted).
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// members are the members of a JSON object in their order, duplicates
+// kept; an error for anything but an object.
+func members(raw []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	var out []member
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("member name: %w", err)
 		}
-	case []any:
-		for i, x := range t {
-			t[i] = fill(x, token, extra)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("member %v: %w", k, err)
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			return nil, fmt.Errorf("member %v: %w", k, err)
+		}
+		out = append(out, member{name: k.(string), value: c.Bytes()})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("object end: %w", err)
+	}
+	return out, nil
+}
+
+// canonical is a JSON value with the members of every object in it sorted
+// by name (stably: members sharing a name keep their order), everything
+// else as written: the same arguments in another member order, at any
+// depth, are one text, and no number loses a digit.
+func canonical(raw []byte) []byte {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) > 0 && t[0] == '{':
+		ms, err := members(t)
+		if err != nil {
+			return raw
+		}
+		for i := range ms {
+			ms[i].value = canonical(ms[i].value)
+		}
+		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
+		return object(ms)
+	case len(t) > 0 && t[0] == '[':
+		var elems []json.RawMessage
+		if json.Unmarshal(t, &elems) != nil {
+			return raw
+		}
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, e := range elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(canonical(e))
+		}
+		b.WriteByte(']')
+		return b.Bytes()
+	}
+	return raw
+}
+
+// object writes members as a compact JSON object, in their order.
+func object(ms []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(jsonString(m.name))
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// jsonString is s as a JSON string, without encoding/json's HTML escapes
+// (a template's "<" stays "<").
+func jsonString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// fillTemplate writes the template with the placeholders of its string
+// values replaced, token by token, so nothing of it but those strings
+// changes; beside are members appended to a top-level object whose own
+// members do not name them.
+func fillTemplate(tmpl []byte, token, extra string, beside []member) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(tmpl))
+	dec.UseNumber()
+	type level struct {
+		object bool
+		n      int // values (or members) written so far
+		key    bool
+	}
+	var stack []*level
+	var out bytes.Buffer
+	own := map[string]bool{} // the top-level object's member names
+	replace := strings.NewReplacer(TokenPlaceholder, token, ExtraPlaceholder, extra)
+	for {
+		t, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("template: %w", err)
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		isKey := top != nil && top.object && !top.key && t != json.Delim('}')
+		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
+			if d == '}' && len(stack) == 1 {
+				for _, m := range beside {
+					if own[m.name] {
+						continue // the template's member wins
+					}
+					if top.n > 0 {
+						out.WriteByte(',')
+					}
+					out.Write(jsonString(m.name))
+					out.WriteByte(':')
+					out.Write(m.value)
+					top.n++
+				}
+			}
+			out.WriteRune(rune(d))
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				stack[len(stack)-1].n++
+			}
+			continue
+		}
+		// The separator before this token: a comma between values or
+		// members, a colon between a member's name and its value.
+		if top != nil {
+			switch {
+			case top.object && top.key:
+				out.WriteByte(':')
+			case top.n > 0:
+				out.WriteByte(',')
+			}
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			out.WriteRune(rune(v))
+			if top != nil && top.object {
+				top.key = false
+			}
+			stack = append(stack, &level{object: v == '{'})
+			continue
+		case string:
+			if isKey {
+				out.Write(jsonString(v))
+				top.key = true
+				if len(stack) == 1 {
+					own[v] = true
+				}
+				continue
+			}
+			out.Write(jsonString(replace.Replace(v)))
+		case json.Number:
+			out.WriteString(v.String())
+		case bool:
+			out.WriteString(strconv.FormatBool(v))
+		case nil:
+			out.WriteString("null")
+		}
+		if top != nil {
+			top.key = false
+			top.n++
 		}
 	}
-	return v
+	return out.Bytes(), nil
 }
 
 // validateEffects checks the read-tool observer: both templates objects
@@ -452,6 +629,161 @@ var KnownReasons = []string{
 	"protocol_error",
 }
 
+// contractReasons are the answers of the retry contract itself (docs/wire.md's
+// table of reason codes): what each tells a client (retry, give up, a
+// receipt to keep) is its own, so an HTTP status must never stand for one
+// of them and anything else.
+var contractReasons = []string{
+	"idempotency_key_required", "idempotency_in_progress", "idempotency_key_reused",
+	"unauthenticated", "principal_invalid", "principal_denied", "insufficient_funds",
+	"permit_invalid", "permit_exhausted", "permit_expired", "dispatch_failed",
+	"response_failed", "outcome_unknown",
+}
+
+// retryableTransport are the transport refusals a client sends again.
+var retryableTransport = []string{"request_id_in_flight", "request_timeout", "session_limit_reached"}
+
+// Stable reasons of the HTTP mapping problems, at the end of each message
+// (errors.Is finds them in ParseProfile's error).
+var (
+	// ErrHTTPOverlap: one answer would match HTTP mappings of two meanings.
+	ErrHTTPOverlap = errors.New("reason_http_overlap")
+	// ErrHTTP5xx: a contract answer mapped to an HTTP 5xx.
+	ErrHTTP5xx = errors.New("reason_http_5xx")
+)
+
+// meaning is what an answer of reason name tells a client: a contract
+// answer its own; the other refusals of a request that never reached the
+// gateway's core only whether to send it again, so a gateway's HTTP stack
+// may answer a batch and malformed JSON with one bare 400.
+func meaning(name string) string {
+	switch {
+	case slices.Contains(contractReasons, name):
+		return name
+	case slices.Contains(retryableTransport, name):
+		return "a retryable refusal"
+	}
+	return "a final refusal"
+}
+
+// validateHTTPReasons refuses HTTP mappings no answer can be judged by: a
+// contract answer at a 5xx status (what a crash, or a proxy in front,
+// answers: a crash would pass for the refusal) and two mappings of
+// different meanings one answer matches both of (the same status, and no
+// body text, or one text inside the other): that answer would pass for
+// either, so a check expecting one could not fail on the other. Each
+// problem names the mapping's line and column in b.
+func (p *Profile) validateHTTPReasons(b []byte, bad func(string, ...any)) {
+	type mapping struct {
+		name string
+		i    int
+		r    Reason
+	}
+	var ms []mapping
+	for _, name := range slices.Sorted(maps.Keys(p.Reasons)) {
+		for i, r := range p.Reasons[name] {
+			if !r.IsCode && r.Reason == "" {
+				ms = append(ms, mapping{name, i, r})
+			}
+		}
+	}
+	at := func(m mapping) string {
+		return position(b, nil, valueAt(b, "reasons", m.name, m.i)+1)
+	}
+	spell := func(m mapping) string {
+		if m.r.Body != "" {
+			return fmt.Sprintf("reasons.%s[%d] {\"http\": %d, \"body\": %q}", m.name, m.i, m.r.HTTPStatus, m.r.Body)
+		}
+		return fmt.Sprintf("reasons.%s[%d] {\"http\": %d}", m.name, m.i, m.r.HTTPStatus)
+	}
+	for k, m := range ms {
+		if m.r.HTTPStatus >= 500 && slices.Contains(contractReasons, m.name) {
+			bad("%s: %s: a 5xx for an answer of the retry contract: any crash or proxy in front answers a 5xx, which would pass for %s; map the gateway's own reason or code instead (%w)",
+				at(m), spell(m), m.name, ErrHTTP5xx)
+		}
+		for _, o := range ms[:k] {
+			if o.r.HTTPStatus != m.r.HTTPStatus || meaning(o.name) == meaning(m.name) || !bodiesOverlap(o.r.Body, m.r.Body) {
+				continue
+			}
+			bad("%s: %s overlaps %s: one answer would match both, and pass for %s and for %s; give each a body text of its own (%w)",
+				at(m), spell(m), spell(o), meaning(m.name), meaning(o.name), ErrHTTPOverlap)
+		}
+	}
+}
+
+// bodiesOverlap: an answer holding one body text holds the other (no text
+// matches any body).
+func bodiesOverlap(a, b string) bool {
+	return strings.Contains(a, b) || strings.Contains(b, a)
+}
+
+// valueAt is the offset in b of the first byte of the value at path
+// (member names and element indexes), or of the document's end when b
+// has no such value: where a problem of that value is shown.
+func valueAt(b []byte, path ...any) int64 {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	start := func() int64 {
+		off := dec.InputOffset()
+		for off < int64(len(b)) && strings.IndexByte(" \t\r\n:,", b[off]) >= 0 {
+			off++
+		}
+		return off
+	}
+	var skip func() bool
+	skip = func() bool { // one value; false at a decoding error
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := t.(json.Delim); ok && (d == '{' || d == '[') {
+			for dec.More() {
+				if d == '{' {
+					if _, err := dec.Token(); err != nil {
+						return false
+					}
+				}
+				if !skip() {
+					return false
+				}
+			}
+			_, err := dec.Token()
+			return err == nil
+		}
+		return true
+	}
+	for _, seg := range path {
+		t, err := dec.Token()
+		if err != nil {
+			return int64(len(b))
+		}
+		found := false
+		switch d, _ := t.(json.Delim); {
+		case d == '{':
+			name, _ := seg.(string)
+			for !found && dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return int64(len(b))
+				}
+				if found = k == name; !found && !skip() {
+					return int64(len(b))
+				}
+			}
+		case d == '[':
+			idx, _ := seg.(int)
+			for i := 0; !found && dec.More(); i++ {
+				if found = i == idx; !found && !skip() {
+					return int64(len(b))
+				}
+			}
+		}
+		if !found {
+			return int64(len(b))
+		}
+	}
+	return start()
+}
+
 // controlCaps are the capabilities that only a control API can provide.
 var controlCaps = []string{
 	control.CapFixtures, control.CapLedger, control.CapDispatchLog, control.CapClock,
@@ -525,6 +857,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	checkMembers(doc, reflect.TypeFor[Profile](), "", bad)
 	given, _ := doc.(map[string]any)
 	p.validate(given, bad)
+	p.validateHTTPReasons(b, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

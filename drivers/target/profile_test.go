@@ -192,6 +192,8 @@ func TestLoadProfileErrors(t *testing.T) {
 		"bad-reason-empty.json":                     "reasons.idempotency_in_progress: empty list",
 		"bad-reason-http.json":                      "reasons.batch_not_supported[0]: http status 302: want 400..599",
 		"bad-reason-http-shape.json":                `want {"http": status} with an optional "body" and nothing else`,
+		"bad-reason-http-overlap.json":              `line 5, column 32: reasons.idempotency_key_reused[0] {"http": 400} overlaps reasons.idempotency_key_required[0] {"http": 400, "body": "key_missing"}`,
+		"bad-reason-http-5xx.json":                  `line 4, column 44: reasons.outcome_unknown[1] {"http": 504}: a 5xx for an answer of the retry contract`,
 		"bad-reason-code-range.json":                "code 4294967296: want a 32-bit integer",
 		"bad-placement.json":                        `key_placement "query"`,
 		"bad-receipt-path.json":                     "receipt_path",
@@ -435,6 +437,46 @@ func TestParseProfileErrorPosition(t *testing.T) {
 	}
 }
 
+// HTTP mappings an answer cannot be judged by are refused where they are
+// written, with a stable reason: a contract answer at a 5xx, and two
+// meanings one answer would match both of. One meaning at one status, the
+// same status told apart by body texts, and transport refusals sharing a
+// bare status (a gateway's HTTP stack answers a batch and malformed JSON
+// alike) are accepted.
+func TestHTTPReasonProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name, reasons string
+		want          error
+		at            string // the problem's position
+	}{
+		{"contract answer at 500", `{"outcome_unknown":[{"http":500}]}`, ErrHTTP5xx, "line 3, column 34"},
+		{"contract answer at 503 with a body", `{"idempotency_in_progress":["busy",{"http":503,"body":"busy"}]}`, ErrHTTP5xx, "line 3, column 49"},
+		{"bare status, two contract answers", `{"idempotency_key_required":[{"http":400}],"idempotency_key_reused":[{"http":400}]}`, ErrHTTPOverlap, "line 3, column 83"},
+		{"bare status beside a body text", `{"idempotency_key_required":[{"http":400,"body":"key_missing"}],"parse_error":[{"http":400}]}`, ErrHTTPOverlap, "line 3, column 93"},
+		{"one body text inside the other", `{"idempotency_in_progress":[{"http":409,"body":"busy"}],"idempotency_key_reused":[{"http":409,"body":"busy_key"}]}`, ErrHTTPOverlap, "line 3, column 96"},
+		{"retryable and final transport", `{"request_id_in_flight":[{"http":400}],"parse_error":[{"http":400}]}`, ErrHTTPOverlap, "line 3, column 39"},
+		{"body texts apart", `{"idempotency_key_required":[{"http":400,"body":"key_missing"}],"idempotency_key_reused":[{"http":400,"body":"key_conflict"}]}`, nil, ""},
+		{"one meaning twice", `{"idempotency_key_required":[{"http":400},{"http":400,"body":"x"}]}`, nil, ""},
+		{"final transport refusals share a status", `{"batch_not_supported":[{"http":400}],"parse_error":[{"http":400}]}`, nil, ""},
+		{"internal error at 500", `{"internal_error":[{"http":500}],"request_too_large":[{"http":413}]}`, nil, ""},
+		{"codes and reasons are not statuses", `{"outcome_unknown":[-31504,"unknown"],"idempotency_key_reused":[-31504]}`, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "{\"control_url\": \"http://h/c\",\n\n  \"reasons\": " + tc.reasons + "}"
+			_, err := ParseProfile([]byte(doc))
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.at+": reasons.") || !strings.HasSuffix(err.Error(), "("+tc.want.Error()+")") {
+				t.Errorf("error %v, want %v at %s", err, tc.want, tc.at)
+			}
+		})
+	}
+}
+
 // An HTTP status with a body text matches only an answer of that status
 // whose body holds the text: gateways of the IETF draft share a status
 // between refusals.
@@ -443,7 +485,7 @@ func TestMatchesBody(t *testing.T) {
 		"idempotency_in_progress":[{"http":409,"body":"acme_busy"}],
 		"idempotency_key_required":[{"http":400,"body":"key_missing"}],
 		"idempotency_key_invalid":[{"http":400,"body":"key_malformed"}],
-		"parse_error":[{"http":400}]}}`))
+		"request_too_large":[{"http":413}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +501,7 @@ func TestMatchesBody(t *testing.T) {
 		{"idempotency_key_required", 400, `key_missing`, true},
 		{"idempotency_key_required", 400, `key_malformed`, false},
 		{"idempotency_key_invalid", 400, `key_malformed`, true},
-		{"parse_error", 400, ``, true}, // no body text: the status alone
+		{"request_too_large", 413, ``, true}, // no body text: the status alone
 	} {
 		if got := p.MatchesBody(tt.want, "", 0, tt.status, []byte(tt.body)); got != tt.match {
 			t.Errorf("MatchesBody(%q, %d, %q) = %v, want %v", tt.want, tt.status, tt.body, got, tt.match)

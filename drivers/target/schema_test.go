@@ -33,6 +33,7 @@ var schemaCannotSay = map[string]string{
 	"bad-key-header-auth.json":          "key_header is auth.header",
 	"bad-effects-no-token.json":         "an effects template holds no {token}",
 	"bad-effects-read-is-write.json":    "effects.read.tool is tools.write",
+	"bad-reason-http-overlap.json":      "two HTTP mappings of different meanings match one answer",
 }
 
 func loadSchema(t *testing.T) *jsonschema.Resolved {

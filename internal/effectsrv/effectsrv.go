@@ -60,7 +60,28 @@ type Bugs struct {
 type Options struct {
 	Addr string // default 127.0.0.1:0
 	Bugs Bugs
+	// UnkeyedReads is what becomes of a read without a key (in its
+	// arguments at KeyArgument), as a metered gateway in front of the
+	// server would treat an unkeyed call: ReadsRun (the zero value),
+	// ReadsReplayed or ReadsRefused. Not a bug of the server: a gateway
+	// may do either, and the harness's reads must see the effects anyway.
+	UnkeyedReads ReadPolicy
 }
+
+// ReadPolicy is what becomes of an unkeyed read.
+type ReadPolicy int
+
+const (
+	// ReadsRun: an unkeyed read runs like any other.
+	ReadsRun ReadPolicy = iota
+	// ReadsReplayed: an unkeyed read is answered from the first read of
+	// the same arguments, as a gateway with derived keys (unkeyed_policy
+	// derived) replays an unkeyed call inside its window.
+	ReadsReplayed
+	// ReadsRefused: an unkeyed read is refused, as a gateway with
+	// unkeyed_policy refuse refuses every unkeyed call.
+	ReadsRefused
+)
 
 // Message is one effect of send_message.
 type Message struct {
@@ -83,6 +104,7 @@ type Server struct {
 	mu       sync.Mutex
 	messages []Message
 	keys     map[string]*record
+	reads    map[string]*mcp.CallToolResult // ReadsReplayed: the first answer of each unkeyed read
 	server   *mcp.Server
 	srv      *http.Server
 	ln       net.Listener
@@ -93,7 +115,7 @@ func Start(o Options) (*Server, error) {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	s := &Server{o: o, keys: map[string]*record{}}
+	s := &Server{o: o, keys: map[string]*record{}, reads: map[string]*mcp.CallToolResult{}}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "effectsrv", Version: "1.0"},
 		&mcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.server.AddTool(&mcp.Tool{
@@ -214,6 +236,7 @@ func (s *Server) write(channel, text string) Message {
 func (s *Server) list(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Contains string `json:"contains"`
+		Key      string `json:"idempotency_key"`
 	}
 	if len(req.Params.Arguments) > 0 {
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
@@ -221,19 +244,33 @@ func (s *Server) list(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if args.Key == "" {
+		switch s.o.UnkeyedReads {
+		case ReadsRefused:
+			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "%s needs %s in its arguments", ToolList, KeyArgument)
+		case ReadsReplayed:
+			if r := s.reads[args.Contains]; r != nil {
+				return r, nil
+			}
+		}
+	}
 	out := []Message{}
 	for _, m := range s.messages {
 		if strings.Contains(m.Text, args.Contains) {
 			out = append(out, m)
 		}
 	}
-	s.mu.Unlock()
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, errors.New("effectsrv: encode messages")
 	}
-	return &mcp.CallToolResult{
+	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
 		StructuredContent: map[string]any{"messages": out},
-	}, nil
+	}
+	if args.Key == "" && s.o.UnkeyedReads == ReadsReplayed {
+		s.reads[args.Contains] = res
+	}
+	return res, nil
 }
