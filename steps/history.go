@@ -56,7 +56,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
 		v.Replayed, v.Charged = r.Replayed, r.Charged
 	case a.IsRefusal():
-		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
+		v.Reason, v.Retryable, v.Receipt = a.ErrorReason(), a.Retryable(), a.ErrorReceipt()
 		v.Means = meanings(p, a)
 		if !a.Retryable() {
 			typ = judge.Fail
