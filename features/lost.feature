@@ -106,14 +106,14 @@ Feature: A lost response is not a lost operation
 
   @lost-04 @must @needs-upstream @needs-clock @needs-faults
   Scenario: A holder charged and stalled before its dispatch is not run again once it looks stale
-    Requirement: Past the stale-lock threshold, a retry of an operation whose holder was debited but has not dispatched is never run: it is answered outcome_unknown, not retryable (the holder may have been killed after its tool ran, so in-progress would have the client retry for ever); once the holder resumes and finishes, the retry replays its outcome: one dispatch and one debit in all.
+    Requirement: Past the stale-lock threshold, a retry of an operation whose holder was debited but has not dispatched is never run: while the holder is silent (it waits at a pause, writing nothing) it is answered outcome_unknown, not retryable, naming the debit (the holder may have been killed after its tool ran, so in-progress would have the client retry for ever); a gateway that renews a live holder's lease while it waits answers in progress, as long as its control API does not list the operation as uncertain; once the holder resumes and finishes, the retry replays its outcome: one dispatch and one debit in all.
     Source: issue "Benchmarks and reliability" (crash scenarios: "no second dispatch, no second debit, or an honest in-progress answer until it can decide"); issue 25 (a charged operation killed before its outcome was stored stayed in progress for ever); docs/wire.md (An operation in progress)
     Given a pause is armed at "dispatch.before" for "write"
     When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
     And "A" waits at "dispatch.before"
     And the gateway clock advances past the stale-lock threshold
     And "B" calls "write" with {"token":"$op1"} using key "$k1"
-    Then "B" is refused with "outcome_unknown"
+    Then "B" is refused as the age of the operation "A" holds implies
     When the pause at "dispatch.before" is released
     Then "A" gets a result
     When "B" retries its last call with a new JSON-RPC id

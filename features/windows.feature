@@ -52,14 +52,14 @@ Feature: Window boundaries do not split one operation
 
   @window-04 @must @unkeyed-derived @needs-upstream @needs-clock @needs-faults
   Scenario: An unkeyed operation still running is joined after its window has passed
-    Requirement: A charged unkeyed operation still in progress is joined whatever its age: a retry past the window is answered retryable in-progress (or, should the window be past the gateway's stale-lock threshold too, the final outcome_unknown), never dispatched or charged again; once the first call finishes, one dispatch and one debit in all.
+    Requirement: A charged unkeyed operation still in progress is joined whatever its age: a retry past the window is answered retryable in-progress while the operation is younger than the gateway's stale-lock threshold, and the final outcome_unknown once it is older (unless the gateway renewed its holder's lease; either where the threshold is unknown), never dispatched or charged again; once the first call finishes, one dispatch and one debit in all.
     Source: issue "Every check can fail, and the reference gateway survives an adversarial review" (Reference gateway bugs, 4: "an unkeyed operation still running is not joined once the window has passed"); docs/wire.md (An operation in progress)
     Given a pause is armed at "dispatch.before" for "write"
     When "A" starts calling "write" with {"token":"$op1"} without a key
     And "A" waits at "dispatch.before"
     And the gateway clock advances past the effective window
     And "B" calls "write" with {"token":"$op1"} without a key
-    Then "B" is refused with retryable "idempotency_in_progress" or final "outcome_unknown"
+    Then "B" is refused as the age of the operation "A" holds implies
     When the pause at "dispatch.before" is released
     Then "A" gets a result
     And the probe saw "$op1" dispatched 1 time

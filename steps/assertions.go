@@ -21,6 +21,7 @@ func registerAssertions(sc *godog.ScenarioContext) {
 		return isRefused(ctx, who, reason, true)
 	})
 	sc.Step(`^"([^"]*)" is refused with retryable "([^"]*)" or final "([^"]*)"$`, isRefusedEither)
+	sc.Step(`^"([^"]*)" is refused as the age of the operation "([^"]*)" holds implies$`, isRefusedAsHeld)
 	sc.Step(`^the last answer of "([^"]*)" replays its (first|second|third) answer$`, func(ctx context.Context, who, nth string) error {
 		return replays(ctx, who, who, ordinal(nth))
 	})

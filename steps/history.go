@@ -56,7 +56,7 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
 		v.Replayed, v.Charged, v.IsError = r.Replayed, r.Charged, r.IsError
 	case a.IsRefusal():
-		v.Reason, v.Retryable = a.ErrorReason(), a.Retryable()
+		v.Reason, v.Retryable, v.Receipt = a.ErrorReason(), a.Retryable(), a.ErrorReceipt()
 		v.Means = meanings(p, a)
 		v.StatusRetryable = statusRetryable(p, a)
 		if !v.ReadRetryable() {

@@ -209,9 +209,10 @@ var uncaughtByExplore = map[string][]string{
 		// the holder would charge: the one moment this switch acts on.
 		"takeover-trusts-read",
 		// In progress for an operation its owner charged and went silent
-		// on is an answer the model admits (it cannot know the gateway's
-		// stale-lock threshold), and explore releases every pause it arms:
-		// no owner stays silent for good. lost-04 wants outcome_unknown.
+		// on is an answer the model admits (it cannot tell silence from a
+		// renewed lease), and explore releases every pause it arms: no
+		// owner stays silent for good. lost-04 and window-04 want
+		// outcome_unknown.
 		"uncertain-in-progress",
 	},
 	"wire":        {"fingerprint-sorted-lists"},

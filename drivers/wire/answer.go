@@ -133,6 +133,15 @@ func (a *Answer) ErrorReason() string {
 	return MustParsePath("reason").LookupString(a.Response.Error.Data)
 }
 
+// ErrorReceipt is error.data.receipt: the charge a refusal names (the debit
+// an outcome_unknown is about), "" without one.
+func (a *Answer) ErrorReceipt() string {
+	if !a.HasError() {
+		return ""
+	}
+	return MustParsePath("receipt").LookupString(a.Response.Error.Data)
+}
+
 // Retryable is error.data.retryable; false without an error.
 func (a *Answer) Retryable() bool {
 	if !a.HasError() {

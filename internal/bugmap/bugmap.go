@@ -170,7 +170,13 @@ var Catchers = map[string][]Check{
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06", "lost-06-keyed"),
 	// Issue 25: the operation a killed owner charged is never decided.
-	"uncertain-in-progress": at(`"B" is refused with "outcome_unknown"`, "lost-04"),
+	"uncertain-in-progress": at(`"B" is refused as the age of the operation "A" holds implies`, "lost-04", "window-04"),
+	// A twin of a call held charged before its dispatch, within the
+	// stale-lock threshold, is answered outcome_unknown.
+	"uncertain-early": join(
+		at(`"B" is refused with retryable "idempotency_in_progress"`, append(wired("twins-03"), "twins-03-later")...),
+		at(`"C" is refused with retryable "idempotency_in_progress"`, "lock-03-keyed"),
+	),
 	// Issue 10's multi-round calls.
 	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 	"key-reuse-replays": join(
@@ -281,6 +287,13 @@ var Collateral = map[string][]string{
 	"lookup-before-reserve": append(wired("lost-01", "twins-01"), "cancel-01", "cancel-02", "cancel-03", "lost-01-two-urls", "lost-05", "lost-07",
 		"rounds-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03", "lock-01-keyed", "lock-03-keyed", "lost-06-keyed", "twins-02-keyed", "twins-04-keyed"),
 	"replay-debits": append(wired("twins-01", "twins-02", "twins-04"), "ledger-02", "twins-02-keyed", "twins-04-keyed"),
+	// Barrier twins are answered outcome_unknown as long as one arrives
+	// while the first is charged and not yet stored, which depends on
+	// timing; so is the retry of a call the client cancelled or dropped the
+	// connection of, racing that call (lost-01 is the model's catch: a
+	// dropped connection is no stale owner).
+	"uncertain-early": append(wired("twins-01", "twins-02", "twins-04", "lost-01"), "cancel-01", "cancel-02", "cancel-03", "lost-01-two-urls",
+		"twins-02-keyed", "twins-04-keyed"),
 	// On PostgreSQL A's claim held open at claim.held does not hold B, who
 	// took the stale lock without a fence: B is answered with a result of a
 	// second dispatch, not in progress. On SQLite A's open transaction holds

@@ -41,6 +41,7 @@ var Harms = map[string][]judge.Harm{
 	"running-slot-expires":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"stalled-permit-expired":      {judge.HarmWrongRefusal},
 	"uncertain-in-progress":       {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"uncertain-early":             {judge.HarmWrongRefusal},
 	"double-price":                {judge.HarmWrongAmount},
 	"refusal-fee":                 {judge.HarmWrongAmount},
 	"fresh-receipt-on-replay":     {judge.HarmLostOutcome},

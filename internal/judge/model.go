@@ -240,6 +240,7 @@ type model struct {
 	mops   []*mop
 	env    []envAt
 	reads  map[string]ledgerAt // the last final read of each wallet
+	every  []ledgerAt          // every read, in order
 	prices map[string]int64    // tool -> price, from the scenario's tools
 	raws   []rawAt             // the answers to raw bodies
 }
@@ -350,8 +351,23 @@ func newModel(ops []Op) *model {
 			m.reads[r.read.Wallet] = r
 		}
 	}
+	m.every = reads
 	m.group()
 	return m
+}
+
+// GatewayTime is the gateway clock at wall time t as a history's clock
+// events set it: a step that must know how old an operation is on the
+// gateway reads it as the model does.
+func GatewayTime(ops []Op, t time.Time) time.Time {
+	m := &model{}
+	for i, op := range ops {
+		var e EnvValue
+		if op.F == FEnv && json.Unmarshal(op.Value, &e) == nil {
+			m.env = append(m.env, envAt{i, op.Time, e})
+		}
+	}
+	return m.gatewayTime(t)
 }
 
 // gatewayTime is the gateway clock at wall time t, as the harness set it.
@@ -613,6 +629,8 @@ func describe(c *mcall) string {
 			s += fmt.Sprintf(" carrying the probe's answer for %s", c.a.Served)
 		}
 		return s
+	case c.refusal() && c.a.Receipt != "":
+		return fmt.Sprintf("refused %q retryable=%v naming receipt %q (HTTP %d)", c.meaning(), c.a.Retryable, c.a.Receipt, c.a.Status)
 	case c.refusal():
 		return fmt.Sprintf("refused %q retryable=%v (HTTP %d)", c.meaning(), c.a.Retryable, c.a.Status)
 	case c.a.Error != "":
@@ -698,30 +716,13 @@ func (m *model) allowed(c *mcall) map[string]bool {
 			break
 		}
 	}
-	uncertain := false
-	for _, d := range c.op.calls {
-		if d == c || !d.start.Before(c.start) {
-			continue
-		}
-		if d.result() && d.end.Before(c.start) {
-			uncertain = false
-			break
-		}
-		if !d.ranNothing() {
-			uncertain = true
-		}
-	}
+	_, uncertain := m.uncertainSince(c)
 	faulted := m.during(c, EnvFault, EnvRelease, func(e EnvValue) bool { return faultMeets(e, c) })
 	held := m.during(c, EnvHold, EnvLetGo, func(e EnvValue) bool { return e.Token == c.v.Token })
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
 	}
-	if uncertain && c.op.mustRefuse == "" {
-		// An earlier call of the operation may have charged it and run its
-		// tool, and no result of it came back before c began: the gateway
-		// may say it cannot tell. Never for an operation whose result came
-		// back first (it is owed again), nor one every earlier call of
-		// which was told nothing ran (nothing was charged to be unsure of).
+	if uncertain && m.whyNotUncertain(c) == "" {
 		a[ReasonOutcomeUnknown] = true
 	}
 	for _, d := range m.calls {
@@ -794,6 +795,106 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	return a
 }
 
+// uncertainSince says whether an earlier call of c's operation may have
+// charged it and run its tool with no result of it come back before c
+// began, and the start of the earliest such call: no write of the
+// operation's record can be older than that.
+func (m *model) uncertainSince(c *mcall) (since time.Time, uncertain bool) {
+	for _, d := range c.op.calls {
+		if d == c || !d.start.Before(c.start) {
+			continue
+		}
+		if d.result() && d.end.Before(c.start) {
+			return time.Time{}, false
+		}
+		if !d.ranNothing() {
+			if !uncertain {
+				since = d.start
+			}
+			uncertain = true
+		}
+	}
+	return since, uncertain
+}
+
+// staleLock is the smallest stale-lock threshold in force at some point
+// of c's call; known is false when neither the facts nor a setting say it
+// (a vendor's gateway), or when one says 0 (nothing is ever stale, or the
+// harness could not read it: both read as unknown, so the model never
+// refuses outcome_unknown on a threshold it does not know).
+func (m *model) staleLock(c *mcall) (s time.Duration, known bool) {
+	secs := m.facts.StaleLockSeconds
+	least := secs
+	for _, e := range m.env {
+		if !e.t.Before(c.end) {
+			break
+		}
+		if e.env.Kind != EnvSetting || e.env.StaleLockSeconds == nil {
+			continue
+		}
+		secs = *e.env.StaleLockSeconds
+		if e.t.Before(c.start) {
+			least = secs // the threshold c began under
+		} else {
+			least = min(least, secs) // changed while c ran
+		}
+	}
+	return time.Duration(least) * time.Second, least > 0
+}
+
+// whyNotUncertain says why c, a call of an operation that may have run
+// with no result come back (uncertainSince), may not be answered
+// outcome_unknown; "" when it may. docs/wire.md makes an operation
+// uncertain only once it was charged and then not written for the
+// stale-lock threshold: a call whose answer was merely lost, or a twin
+// still running, is in progress, and a reservation never charged is taken
+// over, not uncertain. The model cannot see the record's writes, so it
+// bounds the last one by the start of the operation's earliest call that
+// may have run: a gateway that renews a live owner's lease writes later
+// still, and answers in progress, which is allowed anyway. An answer meaning
+// outcome_unknown must name the debit in question in data.receipt (a
+// priced tool's: a free tool's charge writes no entry), and the wallet's
+// settled ledger must hold that debit, not refunded by the time c began (an
+// operator may refund it after, and a retry then runs afresh).
+func (m *model) whyNotUncertain(c *mcall) string {
+	if c.op.mustRefuse != "" {
+		return "the operation must be refused " + c.op.mustRefuse
+	}
+	since, uncertain := m.uncertainSince(c)
+	if !uncertain {
+		return "no earlier call of the operation may have run it with no result come back"
+	}
+	if s, known := m.staleLock(c); known {
+		if age := m.gatewayTime(c.end).Sub(m.gatewayTime(since)); age < s {
+			return fmt.Sprintf("the operation was last written at most %v before this call was answered (gateway clock; its first call began then), short of the stale-lock threshold of %v: its owner may still be running it",
+				age, s)
+		}
+	}
+	if !c.refusal() || !slices.Contains(c.meanings(), ReasonOutcomeUnknown) || c.a.HTTPOnly {
+		return ""
+	}
+	if c.a.Receipt == "" {
+		if c.op.priced && c.op.price > 0 {
+			return fmt.Sprintf("it names no debit in data.receipt, though its tool costs %d credits", c.op.price)
+		}
+		return ""
+	}
+	if at, ok := m.reads[c.v.Wallet]; ok && !slices.ContainsFunc(at.read.Entries, func(e EffectValue) bool {
+		return e.Kind == EntryDebit && e.Receipt == c.a.Receipt
+	}) {
+		return fmt.Sprintf("its data.receipt %q names no debit in the wallet's ledger: nothing was charged to be unsure of (a reservation never charged is taken over and run)", c.a.Receipt)
+	}
+	for _, r := range m.every {
+		if r.read.Wallet != c.v.Wallet || !m.ops[r.i].Time.Before(c.start) {
+			continue
+		}
+		if slices.ContainsFunc(r.read.Entries, func(e EffectValue) bool { return e.Kind == EntryRefund && e.Receipt == c.a.Receipt }) {
+			return fmt.Sprintf("its data.receipt %q names a debit a ledger read before the call shows refunded: the operation is decided, not run", c.a.Receipt)
+		}
+	}
+	return ""
+}
+
 // lowFunds says the wallet may hold less than c's price when c is made:
 // its balance is unknown, or its known balance less the price of every
 // operation of it that may have run before is below the price.
@@ -841,6 +942,9 @@ func (m *model) answer(c *mcall) []Check {
 			}
 		}
 		if meaning == "" {
+			if why := m.whyNotUncertain(c); slices.Contains(c.meanings(), ReasonOutcomeUnknown) && why != "" {
+				return bad(HarmWrongRefusal, "an answer allowed here: "+m.expectation(c, allowed)+"; not "+ReasonOutcomeUnknown+": "+why)
+			}
 			return bad(HarmWrongRefusal, "an answer allowed here: "+m.expectation(c, allowed))
 		}
 		if c.a.Retryable && !retryableReasons[meaning] && !m.upstreamRefused(c) {

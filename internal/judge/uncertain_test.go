@@ -3,71 +3,185 @@ package judge
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestModelOutcomeUnknown: outcome_unknown is an answer only for an
 // operation that may have run and is uncertain (an earlier call of it was
-// not told nothing ran, and no result of it came back first); it is final,
-// never retryable, and ends an explored operation as decided.
+// not told nothing ran, and no result of it came back first), whose record
+// may have gone unwritten for the stale-lock threshold, and whose answer
+// names a debit that stands; it is final, never retryable, and ends an
+// explored operation as decided.
 func TestModelOutcomeUnknown(t *testing.T) {
+	staleFacts := full
+	staleFacts.StaleLockSeconds = 60
+	charged := LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}}
+	refunded := LedgerRead{Baseline: 100, Balance: 100, Entries: []EffectValue{
+		{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryRefund, Amount: 3, Receipt: "r1"}}}
 	lost := func(h *hist, v CallValue) {
 		inv := h.call("A", v)
 		h.answer("A", inv, Info, CallValue{Token: v.Token, Error: "EOF"})
 	}
+	// unsure is a call answered outcome_unknown naming receipt ("" none).
+	unsure := func(h *hist, v CallValue, receipt string, retryable bool) {
+		inv := h.call("B", v)
+		h.answer("B", inv, Fail, CallValue{Tool: v.Tool, Token: v.Token, Reason: ReasonOutcomeUnknown, Receipt: receipt, Retryable: retryable, Status: 200})
+	}
+	// advance freezes the gateway clock d past the wall clock.
+	advance := func(h *hist, d time.Duration) {
+		now := h.now.Add(d)
+		h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+	}
+	stale := func(h *hist) { advance(h, 61*time.Second) }
 	for _, tc := range []struct {
 		name    string
+		facts   Facts // staleFacts (a threshold of 60 s) when zero
 		build   func(h *hist)
 		decided bool
 		want    string // kind/harm of each violation, comma-joined
 	}{
-		{"after a call whose answer was lost", func(h *hist) {
+		// Allowed.
+		{"past the threshold after a call whose answer was lost", Facts{}, func(h *hist) {
 			lost(h, write)
-			h.refused("B", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(charged)
 		}, false, ""},
-		{"after an in-progress answer, then again", func(h *hist) {
+		{"past the threshold after an in-progress answer, then again", Facts{}, func(h *hist) {
 			lost(h, write)
 			h.refused("B", write, ReasonInProgress, true)
-			h.refused("B", write, ReasonOutcomeUnknown, false)
-			h.refused("B", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
+			unsure(h, write, "r1", false)
+			h.read(charged)
 		}, false, ""},
-		{"unkeyed, after a call whose answer was lost", func(h *hist) {
+		{"unkeyed, past the threshold after a call whose answer was lost", Facts{}, func(h *hist) {
 			lost(h, unkeyed(write))
-			h.refused("B", unkeyed(write), ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, unkeyed(write), "r1", false)
+			h.read(charged)
 		}, false, ""},
-		{"then the owner finishes and the retry replays", func(h *hist) {
+		{"then the owner finishes and the retry replays", Facts{}, func(h *hist) {
 			lost(h, write)
-			h.refused("B", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
 			h.dispatch("op1")
 			h.result("B", write, "r1", "d1")
+			h.read(charged)
 		}, false, ""},
-		{"ends an explored operation decided", func(h *hist) {
+		{"ends an explored operation decided", Facts{}, func(h *hist) {
 			lost(h, write)
-			h.refused("B", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(charged)
 		}, true, ""},
-		{"marked retryable", func(h *hist) {
+		{"past a threshold lowered during the scenario", Facts{}, func(h *hist) {
 			lost(h, write)
-			h.refused("B", write, ReasonOutcomeUnknown, true)
+			h.env(EnvValue{Kind: EnvSetting, StaleLockSeconds: price(1)})
+			advance(h, 2*time.Second)
+			unsure(h, write, "r1", false)
+			h.read(charged)
+		}, false, ""},
+		// The model cannot know the threshold, so it cannot say the owner
+		// is still within it: the spec's answer may be this one.
+		{"at once, the threshold unknown", full, func(h *hist) {
+			lost(h, write)
+			unsure(h, write, "r1", false)
+			h.read(charged)
+		}, false, ""},
+		{"a free tool's, naming no receipt", Facts{}, func(h *hist) {
+			free := with(write, func(v *CallValue) { v.Price = price(0) })
+			lost(h, free)
+			stale(h)
+			unsure(h, free, "", false)
+		}, false, ""},
+		{"with no ledger read to look the receipt up in", Facts{}, func(h *hist) {
+			lost(h, write)
+			stale(h)
+			unsure(h, write, "r1", false)
+		}, false, ""},
+		// An operator may settle it refunded after the answer; a retry
+		// then runs it afresh.
+		{"its debit refunded after the answer", Facts{}, func(h *hist) {
+			lost(h, write)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(refunded)
+		}, false, ""},
+
+		// Refused.
+		{"at once after a dropped connection", Facts{}, func(h *hist) {
+			lost(h, with(write, func(v *CallValue) { v.Dropped = true }))
+			unsure(h, write, "r1", false)
+			h.read(charged)
 		}, false, "answer/wrong-refusal"},
-		{"for the first call of an operation", func(h *hist) {
-			h.refused("A", write, ReasonOutcomeUnknown, false)
+		{"for an overlapping twin still running", Facts{}, func(h *hist) {
+			inv := h.call("A", write)
+			unsure(h, write, "r1", false)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "op1"})
+			h.read(charged)
 		}, false, "answer/wrong-refusal"},
-		{"for an operation whose result came back", func(h *hist) {
+		{"short of a threshold raised during the scenario", Facts{}, func(h *hist) {
+			lost(h, write)
+			h.env(EnvValue{Kind: EnvSetting, StaleLockSeconds: price(600)})
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(charged)
+		}, false, "answer/wrong-refusal"},
+		{"for a stale reservation never charged", Facts{}, func(h *hist) {
+			lost(h, write)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(LedgerRead{Baseline: 100, Balance: 100})
+		}, false, "answer/wrong-refusal"},
+		{"naming no receipt for a priced tool", Facts{}, func(h *hist) {
+			lost(h, write)
+			stale(h)
+			unsure(h, write, "", false)
+			h.read(charged)
+		}, false, "answer/wrong-refusal"},
+		{"naming a debit refunded before the call", Facts{}, func(h *hist) {
+			lost(h, write)
+			h.read(refunded)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(refunded)
+		}, false, "answer/wrong-refusal"},
+		{"marked retryable", Facts{}, func(h *hist) {
+			lost(h, write)
+			stale(h)
+			unsure(h, write, "r1", true)
+			h.read(charged)
+		}, false, "answer/wrong-refusal"},
+		{"for the first call of an operation", Facts{}, func(h *hist) {
+			unsure(h, write, "r1", false)
+		}, false, "answer/wrong-refusal"},
+		{"for an operation whose result came back", Facts{}, func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")
-			h.refused("A", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
+			h.read(charged)
 		}, false, "answer/wrong-refusal"},
-		{"for an operation only ever told nothing ran", func(h *hist) {
+		{"for an operation only ever told nothing ran", Facts{}, func(h *hist) {
 			h.refused("A", write, ReasonFunds, false)
-			h.refused("A", write, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, write, "r1", false)
 		}, false, "answer/wrong-refusal"},
-		{"for an operation that must be refused", func(h *hist) {
+		{"for an operation that must be refused", Facts{}, func(h *hist) {
 			ro := with(unkeyed(write), func(v *CallValue) { v.Role = RoleReadOnly })
 			lost(h, ro)
-			h.refused("A", ro, ReasonOutcomeUnknown, false)
+			stale(h)
+			unsure(h, ro, "r1", false)
 		}, false, "answer/wrong-refusal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHist(full)
+			f := tc.facts
+			if f.Capabilities == nil {
+				f = staleFacts
+			}
+			h := newHist(f)
 			tc.build(h)
 			got := violations(Model(h.ops, Options{Decided: tc.decided}))
 			if strings.Join(got, ",") != tc.want {

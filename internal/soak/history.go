@@ -31,8 +31,8 @@ const (
 type Attempt struct {
 	Proc    int    `json:"proc"` // gateway process it went to
 	Kind    Kind   `json:"kind"`
-	Receipt string `json:"receipt,omitempty"`
-	Token   string `json:"token,omitempty"` // the probe token in the result
+	Receipt string `json:"receipt,omitempty"` // a result's, or the charge an error names (data.receipt)
+	Token   string `json:"token,omitempty"`   // the probe token in the result
 	IsError bool   `json:"is_error,omitempty"`
 	Reason  string `json:"reason,omitempty"` // data.reason of an error
 	// Retryable is the error's data.retryable: whether re-sending can help.

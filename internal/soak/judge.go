@@ -112,7 +112,7 @@ func (a Attempt) outcome(token string) (string, judge.CallValue) {
 		v.Receipt, v.Served = a.Receipt, a.Token
 		return judge.OK, v
 	case KindInProgress, KindError:
-		v.Reason, v.Retryable = a.Reason, a.Retryable
+		v.Reason, v.Retryable, v.Receipt = a.Reason, a.Retryable, a.Receipt
 		if a.Kind == KindError && a.Reason == "" {
 			// An answer that is neither a result nor a refusal with a
 			// reason: the model holds it to the contract as such.

@@ -69,7 +69,7 @@ func classify(ctx context.Context, proc int, a *wire.Answer, err error, how aban
 	case err != nil:
 		at.Kind, at.Detail = KindTransport, err.Error()
 	case a.HasError():
-		at.Reason, at.Retryable = a.ErrorReason(), a.Retryable()
+		at.Reason, at.Retryable, at.Receipt = a.ErrorReason(), a.Retryable(), a.ErrorReceipt()
 		at.Kind, at.Detail = KindError, fmt.Sprintf("http %d, code %d: %s", a.Status, a.ErrorCode(), a.ErrorMessage())
 		if at.Reason == reasonInProgress && at.Retryable {
 			at.Kind, at.Detail = KindInProgress, ""

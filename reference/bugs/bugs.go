@@ -89,6 +89,9 @@ const (
 	// UncertainInProgress: the reference gateway's own behaviour before
 	// outcome_unknown, kept as a switch since lost-04 holds gateways to it.
 	UncertainInProgress = "uncertain-in-progress"
+	// UncertainEarly: outcome_unknown without the stale-lock threshold, the
+	// answer's whole condition taken for charged and in progress.
+	UncertainEarly = "uncertain-early"
 )
 
 // Bug describes one switch.
@@ -170,6 +173,7 @@ var All = []Bug{
 	{Name: FingerprintSortedLists, Description: "arrays in the arguments are taken for sets, sorted before the fingerprint and the derived key are taken: the same key with a list in another order replays the first arguments' result instead of idempotency_key_reused, and an unkeyed call with a list reordered is answered with the other operation's result instead of running"},
 	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (or even finished) in between is replaced, and the operation is dispatched and debited twice"},
 	{Name: UncertainInProgress, Description: "a charged operation whose owner has written nothing for the stale-lock threshold (killed between its charge and storing its outcome) is answered idempotency_in_progress, retryable, for ever instead of outcome_unknown: a client retries it endlessly, and nothing tells it (or an operator) that the operation needs settling"},
+	{Name: UncertainEarly, Description: "a charged operation still in progress is answered outcome_unknown at once, not only once its owner has written nothing for the stale-lock threshold: a retry after a dropped connection, or a twin of a call still running, is told the outcome is lost and to call an operator, though the owner is about to store it"},
 }
 
 // Set is the switches a gateway runs with.

@@ -484,7 +484,8 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if !rec.Charged && g.stale(c, rec) {
 			return g.takeOver(ctx, c, rec)
 		}
-		if rec.Charged && g.stale(c, rec) && !g.bugs.On(bugs.UncertainInProgress) { // BUG uncertain-in-progress
+		early := rec.Charged && g.bugs.On(bugs.UncertainEarly)                                 // BUG uncertain-early
+		if (early || rec.Charged && g.stale(c, rec)) && !g.bugs.On(bugs.UncertainInProgress) { // BUG uncertain-in-progress
 			return CallResponse{}, g.outcomeUnknown(ctx, rec)
 		}
 		return CallResponse{}, Refuse(ReasonInProgress, "the same operation is running: retry")
