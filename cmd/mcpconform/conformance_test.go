@@ -20,6 +20,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(beMain) == "1" {
 		os.Exit(dispatch(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Every child this binary starts is the harness or the reference:
+	// set once here, since parallel tests cannot use t.Setenv.
+	if err := os.Setenv(beMain, "1"); err != nil {
+		panic(err)
+	}
 	os.Exit(m.Run())
 }
 

@@ -153,9 +153,11 @@ func TestExploreFindsShrinksAndWrites(t *testing.T) {
 // its default budget, by a violated check of the bug's harm, in every mode
 // it applies to: full, and the external modes bugmap lists it for.
 func TestExploreCatchesEveryBug(t *testing.T) {
+	t.Parallel()
 	exe := harnessBinary(t, "explores the reference once per bug switch")
 	for _, mode := range explore.Modes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			// The default scenarios, with time enough for each on a busy
 			// machine: which scenario catches a switch is the seed's, not
 			// the clock's.

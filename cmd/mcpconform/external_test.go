@@ -45,7 +45,6 @@ func harnessBinary(t *testing.T, why string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(beMain, "1")
 	return exe
 }
 
@@ -155,17 +154,25 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 // Each bug switch the wire and the probe can see is caught with the
 // reference seen as a vendor's gateway, in both unkeyed policies.
 func TestExternalSelfTestCatchesWireBugs(t *testing.T) {
+	t.Parallel()
 	exe := harnessBinary(t, "runs the suite once per bug switch")
 	for _, mode := range []string{bugmap.ModeWire, bugmap.ModeWirePrincipals, bugmap.ModeWireRefuse} {
-		table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode, nil,
-			func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range table {
-			if !row.OK {
-				t.Errorf("%s: bug %s: failures %v, want every one of %v and nothing else", mode, row.Bug, row.CaughtBy, row.Expected)
-			}
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			selfTestExternal(t, exe, mode)
+		})
+	}
+}
+
+func selfTestExternal(t *testing.T, exe, mode string) {
+	table, err := runner.SelfTestExternal(context.Background(), runner.Config{Binary: exe, Seed: 7, Concurrency: 64}, mode, nil,
+		func(c reports.Catch) { t.Logf("%s %-20s caught by %v", mode, c.Bug, c.CaughtBy) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range table {
+		if !row.OK {
+			t.Errorf("%s: bug %s: failures %v, want every one of %v and nothing else", mode, row.Bug, row.CaughtBy, row.Expected)
 		}
 	}
 }

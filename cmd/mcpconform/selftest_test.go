@@ -13,6 +13,7 @@ import (
 // suite to bugmap: the run fails, and its failures are exactly the scenarios
 // listed for that bug. A conformance suite is only worth the bugs it catches.
 func TestSelfTestCatchesEveryBug(t *testing.T) {
+	t.Parallel()
 	exe := harnessBinary(t, "self-test runs the suite once per bug switch")
 	table, err := runner.SelfTest(context.Background(), runner.Config{
 		Target: "reference", Store: "sqlite", Binary: exe, Seed: 7, Concurrency: 64,
