@@ -32,7 +32,11 @@ func effectsRun(t *testing.T, o effectsrv.Options, ids []string) runner.Outcome 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, effectsProfile(nil)), Seed: 3, IDs: ids}
+	prof := effectsProfile(nil)
+	if o.ParamsKey {
+		prof = effectsParamsProfile()
+	}
+	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, prof), Seed: 3, IDs: ids}
 	var predicted map[string]string
 	if o.Bugs == (effectsrv.Bugs{}) {
 		// What doctor says a run will make of each scenario, held to the
@@ -81,6 +85,16 @@ func effectsProfile(readArgs map[string]any) map[string]any {
 	}
 }
 
+// effectsParamsProfile is the profile of effectsrv with ParamsKey: the key
+// a member of the tools/call params (key_param's default, SEP-3182's
+// name), the rest as for the key in the arguments.
+func effectsParamsProfile() map[string]any {
+	p := effectsProfile(nil)
+	p["name"] = "effectsrv, key in params"
+	p["key_placement"] = "params"
+	return p
+}
+
 // doctor shows the read-tool observer: its capability, and one write whose
 // effect the read tool counts; a read that cannot see the write (its
 // arguments match no message) is a wiring failure, not a pass.
@@ -123,7 +137,32 @@ func TestEffectsServerDoctor(t *testing.T) {
 // ledger checks, which no read tool stands in for, stay not observed
 // (incomplete scenarios of the metered level, not failures).
 func TestEffectsServerCorrectPasses(t *testing.T) {
-	out := effectsRun(t, effectsrv.Options{}, effectsIDs)
+	for _, tc := range []struct {
+		name string
+		o    effectsrv.Options
+		wire string // the protocol the run negotiates
+	}{
+		{"key in arguments", effectsrv.Options{}, "2025-11-25"},
+		// Stateless, so the run speaks 2026-07-28, which the params
+		// bug's revision needs: its pass is on that wire.
+		{"key in params", effectsrv.Options{ParamsKey: true}, "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each run waits mostly on clocks and sockets
+			out := effectsRun(t, tc.o, effectsIDs)
+			wantEffectsPass(t, out)
+			if got := out.Run.Target.Protocol; got != tc.wire {
+				t.Errorf("the run spoke %q, want %q", got, tc.wire)
+			}
+		})
+	}
+}
+
+// wantEffectsPass holds a run of effectsIDs to PASS at wire, each of its
+// scenarios with a check held through the read tool and none through the
+// probe.
+func wantEffectsPass(t *testing.T, out runner.Outcome) {
+	t.Helper()
 	if out.Result != reports.RunPass || out.Code != runner.ExitOK || out.Run.Level != reports.LevelWire {
 		t.Errorf("run %s exit %d at level %s, want PASS exit 0 at wire: %v", out.Result, out.Code, out.Run.Level, out.Why)
 	}
@@ -193,6 +232,10 @@ func TestEffectsServerBugsFail(t *testing.T) {
 		// write unjudged.
 		{"retry writes again, unkeyed reads refused", effectsrv.Options{Bugs: effectsrv.Bugs{RetryWritesAgain: true},
 			UnkeyedReads: effectsrv.ReadsRefused}, "retry-01", ""},
+		// The key in params read on 2025-11-25 alone: the run speaks
+		// 2026-07-28 (the server is stateless), where the retry writes
+		// again.
+		{"params key ignored on 2026", effectsrv.Options{ParamsKey: true, Bugs: effectsrv.Bugs{ParamsKeyIgnoredOn2026: true}}, "retry-01", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := effectsRun(t, tc.o, []string{tc.failed})
@@ -233,31 +276,41 @@ func TestEffectsServerBugsFail(t *testing.T) {
 	}
 }
 
-// The worked example of docs/profile.md is the profile these tests run
-// effectsrv with (its name aside), so the guide shows one that works.
+// The worked examples of docs/profile.md are the profiles these tests run
+// effectsrv with (their names aside), so the guide shows ones that work.
 func TestEffectsGuideExample(t *testing.T) {
 	b, err := os.ReadFile("../../docs/profile.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := bytes.Cut(b, []byte("### A server whose write tool is the effect"))
-	_, rest, ok2 := bytes.Cut(rest, []byte("```json\n"))
-	example, _, ok3 := bytes.Cut(rest, []byte("```"))
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/profile.md has no json block under its read-tool observer section")
-	}
-	var doc, ours map[string]any
-	if err := json.Unmarshal(example, &doc); err != nil {
-		t.Fatalf("the guide's example: %v", err)
-	}
-	raw, _ := json.Marshal(effectsProfile(nil))
-	_ = json.Unmarshal(raw, &ours)
-	delete(doc, "name")
-	delete(ours, "name")
-	if diff := cmp.Diff(ours, doc); diff != "" {
-		t.Errorf("the guide's example differs from effectsrv's profile (-test +guide):\n%s", diff)
-	}
-	if _, err := target.ParseProfile(example); err != nil {
-		t.Errorf("the guide's example: %v", err)
+	for _, tc := range []struct {
+		heading string
+		profile map[string]any
+	}{
+		{"### A server whose write tool is the effect", effectsProfile(nil)},
+		{"#### The same server, the key a member of the tools/call params", effectsParamsProfile()},
+	} {
+		t.Run(tc.heading, func(t *testing.T) {
+			_, rest, ok := bytes.Cut(b, []byte(tc.heading))
+			_, rest, ok2 := bytes.Cut(rest, []byte("```json\n"))
+			example, _, ok3 := bytes.Cut(rest, []byte("```"))
+			if !ok || !ok2 || !ok3 {
+				t.Fatalf("docs/profile.md has no json block under %q", tc.heading)
+			}
+			var doc, ours map[string]any
+			if err := json.Unmarshal(example, &doc); err != nil {
+				t.Fatalf("the guide's example: %v", err)
+			}
+			raw, _ := json.Marshal(tc.profile)
+			_ = json.Unmarshal(raw, &ours)
+			delete(doc, "name")
+			delete(ours, "name")
+			if diff := cmp.Diff(ours, doc); diff != "" {
+				t.Errorf("the guide's example differs from effectsrv's profile (-test +guide):\n%s", diff)
+			}
+			if _, err := target.ParseProfile(example); err != nil {
+				t.Errorf("the guide's example: %v", err)
+			}
+		})
 	}
 }

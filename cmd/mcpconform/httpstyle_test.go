@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,5 +170,81 @@ func TestVendorGatewayHTTPStyleBusyUnflagged(t *testing.T) {
 	}
 	if !saw {
 		t.Error("no 409 without data.retryable: the variant is not exercised")
+	}
+}
+
+// The draft lets a missing key be answered 428 Precondition Required as
+// well as 400. A profile mapping idempotency_key_required to a bare
+// {"http": 428} passes profile check, and the refusal scenarios hold
+// against a gateway answering 428; the mapping is a check that can fail:
+// a 428 where the profile says 400, or a 400 where it says 428, is not
+// the refusal.
+func TestVendorGatewayHTTPStyleMissingKey428(t *testing.T) {
+	ids := []string{"refuse-02", "refuse-10"}
+	for _, tc := range []struct {
+		name    string
+		gateway int            // the gateway's status for a missing key
+		mapped  map[string]any // the profile's one mapping of idempotency_key_required
+		held    bool           // whether every refused check holds
+	}{
+		{"428 mapped 428", 428, map[string]any{"http": 428}, true},
+		// A bare 400 would overlap the go-sdk 400s the profile tells
+		// apart by their bodies (reason_http_overlap).
+		{"428 mapped 400", 428, map[string]any{"http": 400, "body": "acme_key_missing"}, false},
+		{"400 mapped 428", 400, map[string]any{"http": 428}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each run waits mostly on sockets
+			var prof string
+			edits := append(httpStyle(vendorgw.HTTPStyle{MissingKeyStatus: tc.gateway}),
+				func(p map[string]any) {
+					p["reasons"].(map[string]any)["idempotency_key_required"] = []any{tc.mapped}
+				},
+				func(c *runner.Config) { c.IDs, prof = ids, c.Profile })
+			out := vendorRun(t, vendorgw.Idempotent, "", edits...)
+			var stdout, stderr bytes.Buffer
+			if code := dispatch(context.Background(), []string{"profile", "check", prof}, &stdout, &stderr); code != 0 {
+				t.Errorf("profile check: exit %d, want 0\n%s%s", code, stdout.String(), stderr.String())
+			}
+			// At level wire the ledger's checks are not observed, so a
+			// correct run's scenarios are incomplete, never failed: what
+			// the mapping decides is the refused checks.
+			v := verdicts(out.Run)
+			for _, s := range out.Run.Scenarios {
+				refused, violated := 0, 0
+				for _, c := range s.Checks {
+					if c.Status() == judge.Violated {
+						violated++
+					}
+					if c.Kind == judge.KindRefused && c.Args["reason"] == "idempotency_key_required" {
+						refused++
+						if (c.Status() == judge.Held) != tc.held {
+							t.Errorf("%s: refused check %s, want held %v: %s", s.ID, c.Status(), tc.held, c.Actual)
+						}
+					}
+				}
+				if refused == 0 {
+					t.Errorf("%s: no idempotency_key_required check", s.ID)
+				}
+				if tc.held && (violated > 0 || v[s.ID] == judge.Failed) {
+					t.Errorf("%s: %s with %d violated checks, want none", s.ID, v[s.ID], violated)
+				}
+				if !tc.held && v[s.ID] != judge.Failed {
+					t.Errorf("%s: %s, want failed", s.ID, v[s.ID])
+				}
+			}
+			if len(out.Run.Scenarios) != len(ids) {
+				t.Errorf("%d scenarios ran, want %d", len(out.Run.Scenarios), len(ids))
+			}
+			saw := false
+			for _, s := range out.Run.Scenarios {
+				for _, ex := range s.Exchanges {
+					saw = saw || ex.Status == tc.gateway
+				}
+			}
+			if !saw {
+				t.Errorf("no answer of the run had HTTP %d: the gateway's missing-key status is not exercised", tc.gateway)
+			}
+		})
 	}
 }

@@ -5,6 +5,9 @@
 // arguments (profile key_placement "argument") and is idempotent by key;
 // its bug switches break that in the ways such servers do, so the
 // harness's read-tool observer (profile effects) is shown to catch them.
+// With Options.ParamsKey it takes the key as a member of the tools/call
+// params instead (key_placement "params"), as the closed MCP proposal
+// SEP-3182 had it.
 // It is a test fixture, not a gateway: no wallet, no meter, no auth beyond
 // taking any bearer key.
 package effectsrv
@@ -24,6 +27,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpconform/mcpconform/internal/vendorgw"
 )
 
 // Its tools, and how it spells refusals (data.reason is the contract).
@@ -32,6 +37,9 @@ const (
 	ToolList = "list_messages"
 	// KeyArgument is the member of send_message's arguments holding the key.
 	KeyArgument = "idempotency_key"
+	// KeyParam is the member of the tools/call params holding the key
+	// with Options.ParamsKey, as SEP-3182 named it.
+	KeyParam = "idempotencyKey"
 
 	ReasonKeyConflict = "msg_key_conflict" // same key, other message
 	ReasonKeyMissing  = "msg_key_missing"  // a write without a key
@@ -54,6 +62,11 @@ type Bugs struct {
 	// the message again that long after (a background redelivery), too
 	// late for the check made right after the retry.
 	LateRewrite time.Duration
+	// ParamsKeyIgnoredOn2026 (ParamsKey only): the params member is read
+	// on protocol 2025-11-25 alone, the revision the server's key support
+	// was written against; its 2026-07-28 path never looks for a key and
+	// writes every call as a new message, so a retry writes again.
+	ParamsKeyIgnoredOn2026 bool
 }
 
 // Options configure a server.
@@ -66,6 +79,11 @@ type Options struct {
 	// ReadsReplayed or ReadsRefused. Not a bug of the server: a gateway
 	// may do either, and the harness's reads must see the effects anyway.
 	UnkeyedReads ReadPolicy
+	// ParamsKey: both tools read the key from the tools/call params member
+	// KeyParam, never from their arguments, and the server is stateless,
+	// serving 2025-11-25 and 2026-07-28 alike (a run negotiates the
+	// later), as a server of the proposal's time would.
+	ParamsKey bool
 }
 
 // ReadPolicy is what becomes of an unkeyed read.
@@ -101,6 +119,7 @@ type record struct {
 // Server serves the two tools at /mcp.
 type Server struct {
 	o        Options
+	key      vendorgw.KeyAt // where both tools read the key
 	mu       sync.Mutex
 	messages []Message
 	keys     map[string]*record
@@ -115,15 +134,21 @@ func Start(o Options) (*Server, error) {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	s := &Server{o: o, keys: map[string]*record{}, reads: map[string]*mcp.CallToolResult{}}
+	s := &Server{o: o, keys: map[string]*record{}, reads: map[string]*mcp.CallToolResult{},
+		key: vendorgw.KeyAt{Placement: vendorgw.KeyInArgument, Name: KeyArgument}}
+	if o.ParamsKey {
+		s.key = vendorgw.KeyAt{Placement: vendorgw.KeyInParams, Name: KeyParam}
+	}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "effectsrv", Version: "1.0"},
 		&mcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sendProps := map[string]any{"channel": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"}}
+	if !o.ParamsKey {
+		sendProps[KeyArgument] = map[string]any{"type": "string"}
+	}
 	s.server.AddTool(&mcp.Tool{
 		Name:        ToolSend,
-		Description: "Send a message to a channel (the send is the effect). Idempotent by idempotency_key.",
-		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
-			"channel": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"},
-			KeyArgument: map[string]any{"type": "string"}}},
+		Description: "Send a message to a channel (the send is the effect). Idempotent by " + s.key.KeyName() + ".",
+		InputSchema: map[string]any{"type": "object", "properties": sendProps},
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, s.send)
 	s.server.AddTool(&mcp.Tool{
@@ -137,8 +162,11 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("effectsrv: listen %s: %w", o.Addr, err)
 	}
 	s.ln = ln
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{Stateless: o.ParamsKey, JSONResponse: o.ParamsKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if o.ParamsKey {
+		h = s.key.LiftParamsKey(h)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -186,10 +214,23 @@ func (s *Server) send(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args == nil {
 		return nil, refuse(CodeBadArgs, ReasonBadArgs, "arguments: want a JSON object")
 	}
-	key, _ := args[KeyArgument].(string)
-	delete(args, KeyArgument)
+	key, raw, err := s.takeKey(req)
+	if err != nil {
+		return nil, err
+	}
+	if s.o.ParamsKey && s.o.Bugs.ParamsKeyIgnoredOn2026 && req.Extra != nil && req.Extra.Header.Get("Mcp-Protocol-Version") == "2026-07-28" { // BUG ParamsKeyIgnoredOn2026
+		channel, _ := args["channel"].(string)
+		text, _ := args["text"].(string)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return sent(s.write(channel, text)), nil
+	}
 	if key == "" {
-		return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "send_message needs %s in its arguments", KeyArgument)
+		return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "%s needs %s", ToolSend, s.where())
+	}
+	args = nil
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, refuse(CodeBadArgs, ReasonBadArgs, "arguments: %v", err)
 	}
 	// The fingerprint leaves the key out, as the harness's record does:
 	// encoding/json sorts map keys, so one message has one fingerprint.
@@ -216,13 +257,40 @@ func (s *Server) send(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 			return r.result, nil
 		}
 	}
-	m := s.write(channel, text)
-	res := &mcp.CallToolResult{
+	res := sent(s.write(channel, text))
+	s.keys[key] = &record{fingerprint: string(fp), result: res, at: now}
+	return res, nil
+}
+
+// takeKey reads the call's one key where the server looks for it ("" for
+// none) and the arguments without it.
+func (s *Server) takeKey(req *mcp.CallToolRequest) (string, json.RawMessage, error) {
+	keys, args, err := s.key.Take(req)
+	switch {
+	case err != nil:
+		return "", nil, refuse(CodeBadArgs, ReasonBadArgs, "%s: %v", s.where(), err)
+	case len(keys) > 1:
+		return "", nil, refuse(CodeBadArgs, ReasonBadArgs, "%s: given %d times", s.where(), len(keys))
+	case len(keys) == 0:
+		return "", args, nil
+	}
+	return keys[0], args, nil
+}
+
+// where names the key's carrier in a refusal.
+func (s *Server) where() string {
+	if s.o.ParamsKey {
+		return "params." + KeyParam
+	}
+	return KeyArgument + " in its arguments"
+}
+
+// sent is send_message's answer for the message it wrote.
+func sent(m Message) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: "sent " + m.ID}},
 		StructuredContent: map[string]any{"message_id": m.ID},
 	}
-	s.keys[key] = &record{fingerprint: string(fp), result: res, at: now}
-	return res, nil
 }
 
 // write records one message, the effect; s.mu is held.
@@ -234,21 +302,24 @@ func (s *Server) write(channel, text string) Message {
 
 // list answers the messages whose text contains the argument.
 func (s *Server) list(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	key, raw, err := s.takeKey(req)
+	if err != nil {
+		return nil, err
+	}
 	var args struct {
 		Contains string `json:"contains"`
-		Key      string `json:"idempotency_key"`
 	}
-	if len(req.Params.Arguments) > 0 {
-		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
 			return nil, refuse(CodeBadArgs, ReasonBadArgs, "arguments: %v", err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if args.Key == "" {
+	if key == "" {
 		switch s.o.UnkeyedReads {
 		case ReadsRefused:
-			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "%s needs %s in its arguments", ToolList, KeyArgument)
+			return nil, refuse(CodeKeyMissing, ReasonKeyMissing, "%s needs %s", ToolList, s.where())
 		case ReadsReplayed:
 			if r := s.reads[args.Contains]; r != nil {
 				return r, nil
@@ -269,7 +340,7 @@ func (s *Server) list(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
 		StructuredContent: map[string]any{"messages": out},
 	}
-	if args.Key == "" && s.o.UnkeyedReads == ReadsReplayed {
+	if key == "" && s.o.UnkeyedReads == ReadsReplayed {
 		s.reads[args.Contains] = res
 	}
 	return res, nil

@@ -61,7 +61,7 @@ type record struct {
 
 func (g *Gateway) handle(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		keys, raw, keyErr := g.takeKey(req)
+		keys, raw, keyErr := g.o.Key.Take(req)
 		args, fp, err := canonical(raw)
 		if err != nil {
 			return nil, refuse(CodeBadArguments, ReasonBadArguments, false, "%v", err)

@@ -11,7 +11,7 @@ import (
 
 // HTTPStyle makes the gateway answer as the IETF
 // draft-ietf-httpapi-idempotency-key-header asks of an HTTP API: a missing
-// key is HTTP 400, a key reused with other arguments 422, a duplicate of a
+// key is HTTP 400 (or 428, MissingKeyStatus), a key reused with other arguments 422, a duplicate of a
 // running operation 409 with a Retry-After header, and every replayed
 // result carries "Idempotent-Replayed: true". The JSON-RPC error stays in
 // the body (a JSON-RPC client still reads data.reason), so a profile maps
@@ -21,6 +21,9 @@ type HTTPStyle struct {
 	// RetryAfter is the Retry-After of a 409, in seconds; 0 sends "0"
 	// (retry at once), which keeps tests fast and is still a header.
 	RetryAfter int
+	// MissingKeyStatus answers a missing key: 0 or 400 is 400 Bad
+	// Request, 428 Precondition Required, the draft allowing either.
+	MissingKeyStatus int
 	// BusyUnflagged leaves data.retryable out of a 409's JSON-RPC error:
 	// no bug, its status says in progress, which the draft retries.
 	BusyUnflagged bool
@@ -75,9 +78,12 @@ func (r *replays) take(tag string) bool {
 
 // statusOf is the HTTP status of a refusal reason in this mode; 0 keeps
 // go-sdk's 200.
-func statusOf(reason string) int {
+func (hs HTTPStyle) statusOf(reason string) int {
 	switch reason {
 	case ReasonKeyMissing:
+		if hs.MissingKeyStatus != 0 {
+			return hs.MissingKeyStatus
+		}
 		return http.StatusBadRequest
 	case ReasonKeyConflict:
 		return http.StatusUnprocessableEntity
@@ -108,7 +114,7 @@ func (g *Gateway) httpStyle(next http.Handler) http.Handler {
 		status := buf.status
 		reason, isResult := answerOf(buf.body.Bytes())
 		hs := g.o.HTTPStyle
-		if s := statusOf(reason); s != 0 && status == http.StatusOK {
+		if s := hs.statusOf(reason); s != 0 && status == http.StatusOK {
 			status = s
 			if s == http.StatusConflict && !hs.BusyWithoutRetryAfter { // BUG BusyWithoutRetryAfter
 				w.Header().Set("Retry-After", strconv.Itoa(hs.RetryAfter))

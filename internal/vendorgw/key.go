@@ -29,7 +29,8 @@ type KeyAt struct {
 	Name string
 }
 
-func (k KeyAt) check() error {
+// Check says whether the placement and name are ones a server can read.
+func (k KeyAt) Check() error {
 	switch k.Placement {
 	case "", KeyInHeader, KeyInParams:
 	case KeyInArgument:
@@ -43,6 +44,10 @@ func (k KeyAt) check() error {
 	}
 	return nil
 }
+
+// KeyName is the header, params member or argument path the key is read
+// at, its default when Name is empty.
+func (k KeyAt) KeyName() string { return k.name() }
 
 func (k KeyAt) name() string {
 	switch {
@@ -72,9 +77,11 @@ func (k KeyAt) where() string {
 // members it does not know, and hands the handler the request's headers.
 const liftedHeader = "X-Acme-Lifted-Key"
 
-// liftParamsKey copies the params key of a tools/call into liftedHeader,
-// once per occurrence, after removing any copy a client sent.
-func (k KeyAt) liftParamsKey(next http.Handler) http.Handler {
+// LiftParamsKey copies the params key of a tools/call into liftedHeader,
+// once per occurrence, after removing any copy a client sent. A server
+// reading the key from params (KeyInParams) serves through it, so that
+// Take finds the key go-sdk's decoding drops.
+func (k KeyAt) LiftParamsKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(liftedHeader)
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -101,13 +108,12 @@ func (k KeyAt) liftParamsKey(next http.Handler) http.Handler {
 	})
 }
 
-// takeKey reads the call's key where the gateway looks for it, and the
+// Take reads the call's key where the server looks for it, and the
 // arguments the tool gets: with the key inside them, without it (as they
 // were, on an error). keys is empty for an unkeyed call; more than one is
 // malformed.
-func (g *Gateway) takeKey(req *mcp.CallToolRequest) (keys []string, args json.RawMessage, err error) {
+func (k KeyAt) Take(req *mcp.CallToolRequest) (keys []string, args json.RawMessage, err error) {
 	args = req.Params.Arguments
-	k := g.o.Key
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header

@@ -171,7 +171,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	mux := http.NewServeMux()
 	var next http.Handler = bind(h)
 	if o.Key.Placement == KeyInParams {
-		next = o.Key.liftParamsKey(next)
+		next = o.Key.LiftParamsKey(next)
 	}
 	if o.HTTPStyle.On {
 		next = g.httpStyle(next)
@@ -207,11 +207,14 @@ func (o *Options) check() error {
 		}
 		seen[t.Name] = true
 	}
-	if err := o.Key.check(); err != nil {
+	if err := o.Key.Check(); err != nil {
 		return err
 	}
 	if o.HTTPStyle.RetryAfter < 0 {
 		return fmt.Errorf("HTTP style: Retry-After %d: want seconds >= 0", o.HTTPStyle.RetryAfter)
+	}
+	if m := o.HTTPStyle.MissingKeyStatus; m != 0 && m != http.StatusBadRequest && m != http.StatusPreconditionRequired {
+		return fmt.Errorf("HTTP style: missing-key status %d: want 400 or 428, as the draft allows", m)
 	}
 	if o.Mode != Naive && o.Mode != Idempotent {
 		return fmt.Errorf("unknown mode %d", o.Mode)
