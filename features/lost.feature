@@ -9,7 +9,7 @@ Feature: A lost response is not a lost operation
 
   @must @needs-upstream
   Scenario Outline: The client drops the connection while the tool runs<on>
-    Requirement: A retry after a lost response gets the original receipt; the tool was dispatched once and charged once, on every MCP version the gateway serves and whichever of the gateway's processes the retry reaches.
+    Requirement: A retry after a lost response gets the original receipt, marked a replay; the tool was dispatched once and charged once, on every MCP version the gateway serves and whichever of the gateway's processes the retry reaches.
     Source: review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: "A retry after a lost response therefore dispatched and charged a second time"; "The lock is an idempotency row in the DB, not process memory, so it holds across workers"); MCP specification 2026-07-28 (stateless requests)
     Given the clients speak <protocol>
     And the probe stalls "$op1"
@@ -17,6 +17,7 @@ Feature: A lost response is not a lost operation
     And the probe releases "$op1"
     And "A" retries its last call <via> until it is not in progress
     Then "A" gets a result
+    And the last answer of "A" is marked a replay
     And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
@@ -43,7 +44,7 @@ Feature: A lost response is not a lost operation
 
   @must @needs-upstream @needs-faults
   Scenario Outline: The gateway drops the response after dispatching <a> call<on>
-    Requirement: The connection is dropped after the gateway dispatched; the retry gets the original receipt and no second debit, keyed or unkeyed, on every MCP version the gateway serves.
+    Requirement: The connection is dropped after the gateway dispatched; the retry gets the original receipt, marked a replay, and no second debit, keyed or unkeyed, on every MCP version the gateway serves.
     Source: issue "Conformance harness" (lost response); review of SEL-498 "make unkeyed /mcp tools/call safe to retry" (Problem: "A retry after a lost response therefore dispatched and charged a second time"); MCP specification 2026-07-28 (stateless requests)
     Given the clients speak <protocol>
     And the gateway will drop the response after dispatching "write"
@@ -51,6 +52,7 @@ Feature: A lost response is not a lost operation
     Then "A" lost the connection without an answer
     When "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
+    And the last answer of "A" is marked a replay
     And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
@@ -77,7 +79,7 @@ Feature: A lost response is not a lost operation
 
   @should @needs-upstream @needs-faults
   Scenario Outline: A response that fails after dispatch is replayed on retry<on>
-    Requirement: The tool ran and its outcome is stored; the client got an error; the retry replays the stored outcome, on every MCP version the gateway serves.
+    Requirement: The tool ran and its outcome is stored; the client got an error; the retry replays the stored outcome, marked a replay, on every MCP version the gateway serves.
     Source: issue "Reference gateway" (fault points: fail after dispatch before the response); MCP specification 2026-07-28 (stateless requests)
     Given the clients speak <protocol>
     And a failure is armed at "dispatch.after" for "write"
@@ -85,6 +87,7 @@ Feature: A lost response is not a lost operation
     Then "A" is refused with retryable "response_failed"
     When "A" retries its last call with a new JSON-RPC id
     Then "A" gets a result
+    And the last answer of "A" is marked a replay
     And the last answer of "A" carries the receipt the ledger debited
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds

@@ -28,6 +28,7 @@ func registerAssertions(sc *godog.ScenarioContext) {
 	sc.Step(`^the last answer of "([^"]*)" replays the (first|second|third) answer of "([^"]*)"$`, func(ctx context.Context, who, nth, other string) error {
 		return replays(ctx, who, other, ordinal(nth))
 	})
+	sc.Step(`^the last answer of "([^"]*)" is marked a replay$`, markedReplay)
 	sc.Step(`^the probe saw "([^"]*)" dispatched (\d+) times?$`, probeSaw)
 	sc.Step(`^the probe saw "([^"]*)" dispatched at most (\d+) times?$`, probeSawAtMost)
 	sc.Step(`^the probe saw (\d+) dispatch(?:es)? in all$`, probeSawAll)
@@ -267,6 +268,26 @@ func replays(ctx context.Context, who, other string, n int) error {
 		}
 	}
 	return w.check(id, step, judge.CapWire, true, fmt.Sprintf("receipt %q with the same content", orig.Receipt()), fmt.Sprintf("receipt %q with the same content", a.Receipt()))
+}
+
+// markedReplay holds a retry whose first answer was lost after the tool
+// ran (the harness saw it run) to saying it is a replay, where the target
+// marks replays at all: the model's rule, at the step of the scenarios
+// made to show it. The receipt alone cannot tell the client whether this
+// call ran the tool again.
+func markedReplay(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	step := fmt.Sprintf("the last answer of %s is marked a replay", who)
+	id := checkOf(judge.KindMarkedReplay, judge.HarmLostOutcome, "client", who)
+	if !a.IsResult() {
+		return w.check(id, step, judge.CapWire, false, "a result marked a replay", w.describe(a))
+	}
+	ok, expected, actual := judge.MarkedReplay(a.ResultValue().Replayed)
+	return w.check(id, step, judge.CapWire, ok, expected, actual)
 }
 
 func jsonEqual(a, b json.RawMessage) bool {

@@ -137,9 +137,17 @@ func (w *world) recordEffects(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		late := unrecorded(w.history, ds)
+		ended, past := w.ended, w.stepIdx+1
 		w.mu.Unlock()
 		for _, d := range late {
-			w.record(dispatchOp(d))
+			op := dispatchOp(d)
+			if ended {
+				// Past every step: a step's check recomputed from the
+				// history sees what it saw, not this late one (the
+				// model's to judge).
+				op.Step = &past
+			}
+			w.record(op)
 		}
 	}
 	w.mu.Lock()

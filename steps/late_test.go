@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -233,6 +234,19 @@ func TestLateDuplicateIsJudged(t *testing.T) {
 			got := []string{w.evidence.Verdict, env.Results()[0].Verdict}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("verdicts %v, want %v\n%s", got, tc.want, env.Results()[0].Reason)
+			}
+			// A duplicate found once the steps were over is placed past
+			// every step (or at none, at the run's end): no step's check,
+			// recomputed, sees it.
+			if h := env.Results()[0].History; tc.late != "" {
+				last := h[len(h)-1]
+				if last.F != judge.FDispatch || (last.Step != nil && *last.Step <= w.stepIdx) {
+					at := "none"
+					if last.Step != nil {
+						at = fmt.Sprint(*last.Step)
+					}
+					t.Errorf("the last event (%s) is recorded at step %s, the last step being %d", last.F, at, w.stepIdx)
+				}
 			}
 		})
 	}

@@ -64,8 +64,11 @@ type world struct {
 	clockMoved, settingsMoved, faultsArmed bool
 	notApplicableWhy                       string // why the scenario does not apply to the target
 	effectsRecorded                        bool
-	stepErr                                error // the first step error or skip
-	stepIdx                                int   // index of the step running, in the pickle's order
+	// ended is set once the scenario's steps are over: what is recorded
+	// then (a late dispatch) belongs to no step, and no step's check saw it.
+	ended   bool
+	stepErr error // the first step error or skip
+	stepIdx int   // index of the step running, in the pickle's order
 	// seen is what the running step looked at since its last check: the
 	// witness the next check carries.
 	seen judge.Witness
@@ -558,6 +561,9 @@ func (w *world) finish(ctx context.Context, err error) {
 			w.evidence.Dispatches = append(w.evidence.Dispatches, ds...)
 		}
 	}
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
 	_ = w.recordEffects(ctx)
 	w.finalRead(ctx)
 	w.evidence.History = w.history

@@ -177,6 +177,20 @@ var Catchers = map[string][]Check{
 		at(`"B" is refused with retryable "idempotency_in_progress"`, append(wired("twins-03"), "twins-03-later")...),
 		at(`"C" is refused with retryable "idempotency_in_progress"`, "lock-03-keyed"),
 	),
+	// Issue 26: a replay dispatched again 300 ms after its answer. Every
+	// scenario whose retry surely replays counts the token once; the count
+	// is read again once the probe settled and at the run's end, so the
+	// late dispatch fails the same step whenever it lands.
+	"replay-revalidates": join(
+		at(dispatchedOnce, "args-01", "args-03", "args-04", "cancel-01", "cancel-02", "ledger-01", "ledger-01-keyed", "lost-04",
+			"retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "upstream-02", "window-01", "window-02", "window-03", "window-05"),
+		at(dispatchedOnce, wired("lost-01", "lost-02", "lost-03")...),
+		at(dispatchedOnce, "lost-01-two-urls", "lost-02-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls", "twins-03-later"),
+	),
+	// Issue 26: the retry of an answer lost after the tool ran, replayed
+	// as if it were the first. On two URLs the retry reaches the other
+	// process, which never saw the answer lost, and marks it.
+	"replay-unmarked-undelivered": at(`the last answer of "A" is marked a replay`, append(wired("lost-01", "lost-02", "lost-03"), "lost-02-keyed")...),
 	// Issue 10's multi-round calls.
 	"rounds-charged": at(`the wallet balance changed by -3`, "rounds-01", "rounds-03"),
 	"key-reuse-replays": join(
@@ -294,6 +308,10 @@ var Collateral = map[string][]string{
 	// dropped connection is no stale owner).
 	"uncertain-early": append(wired("twins-01", "twins-02", "twins-04", "lost-01"), "cancel-01", "cancel-02", "cancel-03", "lost-01-two-urls",
 		"twins-02-keyed", "twins-04-keyed"),
+	// Twins whose duplicates were all answered in progress saw no replay;
+	// cancel-03's retry may come while its call still runs; the workload's
+	// seed decides whether any of its retries replays.
+	"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-03", "ledger-02", "twins-02-keyed", "twins-04-keyed"),
 	// On PostgreSQL A's claim held open at claim.held does not hold B, who
 	// took the stale lock without a fence: B is answered with a result of a
 	// second dispatch, not in progress. On SQLite A's open transaction holds

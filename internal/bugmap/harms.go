@@ -46,6 +46,8 @@ var Harms = map[string][]judge.Harm{
 	"refusal-fee":                 {judge.HarmWrongAmount},
 	"fresh-receipt-on-replay":     {judge.HarmLostOutcome},
 	"late-debit":                  {judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"replay-revalidates":          {judge.HarmDoubleDispatch},
+	"replay-unmarked-undelivered": {judge.HarmLostOutcome},
 	"removed-tool-runs":           {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	"foreign-content":             {judge.HarmLostOutcome, judge.HarmCrossScope},
 	"key-scope-billing":           {judge.HarmWrongAmount},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ const (
 	KindNewReceipt     = "new-receipt"     // client
 	KindRefused        = "refused"         // client, reason, retryable
 	KindReplays        = "replays"         // client, of, nth (0-based)
+	KindMarkedReplay   = "marked-replay"   // client
 	KindOwnOperation   = "own-operation"   // client, of, nth
 	KindProbeCount     = "probe-count"     // token, n, at_most; late: scenario|run once recounted
 	KindProbeTotal     = "probe-total"     // n
@@ -100,7 +102,11 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 		}
 		return Recomputed{OK: got == n, Expected: fmt.Sprintf("%d dispatch(es) in all", n), Observed: fmt.Sprintf("%d dispatch(es)", got), Complete: true}, true
 	case KindAtMostOnce:
-		ok, twice := AtMostOnce(ops)
+		// The dispatches the check saw: those recorded by its step or
+		// before. One the re-reads at the scenario's or the run's end
+		// added came later: the model's to judge, as a late ledger entry
+		// is the bank invariant's.
+		ok, twice := AtMostOnce(seenBy(ops, i))
 		return Recomputed{OK: ok, Expected: "every token dispatched at most once", Observed: "dispatched more than once: [" + strings.Join(twice, ", ") + "]", Complete: true}, true
 	case KindLedgerHas, KindBalance:
 		read, found := h.ledgerRead(i)
@@ -141,6 +147,16 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 			return r, false
 		}
 		return Recomputed{OK: last.isResult() && last.Receipt != "", Expected: "a result with a receipt", Observed: last.String(), Complete: true}, true
+	case KindMarkedReplay:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		if !last.isResult() {
+			return Recomputed{OK: false, Expected: "a result marked a replay", Observed: last.String(), Complete: true}, true
+		}
+		ok, exp, act := MarkedReplay(last.Replayed)
+		return Recomputed{OK: ok, Expected: exp, Observed: act, Complete: true}, true
 	case KindNewReceipt:
 		return h.newReceipt(who, i)
 	case KindRefused:
@@ -212,6 +228,21 @@ func FinalShape(result bool, v CallValue, wire string) (ok bool, expected string
 
 // view answers the questions a recomputed check asks of one history.
 type view struct{ ops []Op }
+
+// seenBy are the ops recorded at or before step i; every op of a file
+// written before steps were recorded, which cannot tell.
+func seenBy(ops []Op, i int) []Op {
+	if !slices.ContainsFunc(ops, func(op Op) bool { return op.Step != nil }) {
+		return ops
+	}
+	var out []Op
+	for _, op := range ops {
+		if atStep(op, i) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
 
 // atStep reports whether op was recorded at or before step i; an op of a
 // file written before steps were recorded is never placed.
@@ -501,4 +532,21 @@ func RetryAfterDelay(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// MarkedReplay judges the replay marker of a result that can only be a
+// replay (the harness saw its operation's one dispatch before the call
+// began): replayed is what the result says, from its receipt's replayed
+// member or the profile's replay_marker, nil when the target says neither.
+// A target that marks no result is not judged on it, as the model does not
+// judge it (docs/judge.md).
+func MarkedReplay(replayed *bool) (ok bool, expected, actual string) {
+	expected = "a result marked a replay (replayed: true, or the profile's replay_marker): the tool ran before this call, once"
+	switch {
+	case replayed == nil:
+		return true, expected, "no replay marker: the target marks neither replays nor first answers, so there is none to hold"
+	case *replayed:
+		return true, expected, "marked a replay"
+	}
+	return false, expected, "marked a first answer (replayed: false, or no replay_marker): the client cannot tell the tool ran before its retry"
 }

@@ -95,3 +95,67 @@ func TestRecomputeRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// The at-most-once check redone from the history sees the dispatches its
+// step saw: a duplicate the re-read at the scenario's end (placed past
+// every step) or at the run's end (placed at none) added came after it,
+// and is the model's to judge; a history that places no event cannot tell,
+// so every dispatch counts.
+func TestRecomputeAtMostOnceSeesItsStep(t *testing.T) {
+	at := func(i int) *int { return &i }
+	dispatch := func(step *int) Op {
+		b, _ := json.Marshal(EffectValue{Token: "op1"})
+		return Op{Process: "upstream", Type: OK, F: FDispatch, Value: b, Step: step}
+	}
+	check := Check{StepIndex: 2, Kind: KindAtMostOnce}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want bool
+	}{
+		{"once, by the step", []Op{dispatch(at(1))}, true},
+		{"twice, by the step", []Op{dispatch(at(1)), dispatch(at(2))}, false},
+		{"once by the step, again at the scenario's end", []Op{dispatch(at(1)), dispatch(at(3))}, true},
+		{"once by the step, again at the run's end", []Op{dispatch(at(1)), dispatch(nil)}, true},
+		{"a history that places nothing", []Op{dispatch(nil), dispatch(nil)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, known := Recompute(check, tc.ops)
+			if !known || r.OK != tc.want {
+				t.Errorf("Recompute = %+v, known %v; want OK %v", r, known, tc.want)
+			}
+		})
+	}
+}
+
+// The replay-marker check redone from the history: a result that says it
+// is a replay holds, one that says it is a first answer fails, one from a
+// target that marks neither is not held to a marker it never writes, and
+// a refusal is no replay.
+func TestRecomputeMarkedReplay(t *testing.T) {
+	yes, no := true, false
+	step := 0
+	outcome := func(v CallValue, typ string) []Op {
+		b, _ := json.Marshal(v)
+		return []Op{{Process: "A", Type: typ, F: FCall, Value: b, Step: &step}}
+	}
+	check := Check{StepIndex: 0, Kind: KindMarkedReplay, Args: map[string]string{"client": "A"}}
+	for _, tc := range []struct {
+		name string
+		v    CallValue
+		typ  string
+		want bool
+	}{
+		{"marked a replay", CallValue{Tool: "w", Receipt: "r1", Replayed: &yes}, OK, true},
+		{"marked a first answer", CallValue{Tool: "w", Receipt: "r1", Replayed: &no}, OK, false},
+		{"no marker at all", CallValue{Tool: "w", Receipt: "r1"}, OK, true},
+		{"a refusal", CallValue{Tool: "w", Reason: ReasonInProgress, Retryable: true}, Info, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, known := Recompute(check, outcome(tc.v, tc.typ))
+			if !known || r.OK != tc.want {
+				t.Errorf("Recompute = %+v, known %v; want OK %v", r, known, tc.want)
+			}
+		})
+	}
+}

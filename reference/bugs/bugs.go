@@ -92,6 +92,12 @@ const (
 	// UncertainEarly: outcome_unknown without the stale-lock threshold, the
 	// answer's whole condition taken for charged and in progress.
 	UncertainEarly = "uncertain-early"
+	// ReplayRevalidates: a duplicate dispatch that comes only after the
+	// answer, seen by the re-read of dispatches at a scenario's or run's end.
+	ReplayRevalidates = "replay-revalidates"
+	// ReplayUnmarkedUndelivered: a replay's marker, seen only where the
+	// harness knows the first answer was lost after the tool ran.
+	ReplayUnmarkedUndelivered = "replay-unmarked-undelivered"
 )
 
 // Bug describes one switch.
@@ -174,6 +180,8 @@ var All = []Bug{
 	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (or even finished) in between is replaced, and the operation is dispatched and debited twice"},
 	{Name: UncertainInProgress, Description: "a charged operation whose owner has written nothing for the stale-lock threshold (killed between its charge and storing its outcome) is answered idempotency_in_progress, retryable, for ever instead of outcome_unknown: a client retries it endlessly, and nothing tells it (or an operator) that the operation needs settling"},
 	{Name: UncertainEarly, Description: "a charged operation still in progress is answered outcome_unknown at once, not only once its owner has written nothing for the stale-lock threshold: a retry after a dropped connection, or a twin of a call still running, is told the outcome is lost and to call an operator, though the owner is about to store it"},
+	{Name: ReplayRevalidates, Description: "stale-while-revalidate: a replay serves the stored result at once, then sends the operation to the upstream again in the background 300 ms later (its answer discarded, no ledger entry): the tool runs twice, after the checks made right after the answer"},
+	{Name: ReplayUnmarkedUndelivered, Description: "a replay is marked (replayed: true) only once the gateway saw the stored result delivered: an outcome whose response was dropped or failed after the tool ran is served to the retry as a first answer (replayed: false), under its original receipt, so the client cannot tell the tool ran once, before its retry"},
 }
 
 // Set is the switches a gateway runs with.

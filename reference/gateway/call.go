@@ -652,8 +652,19 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 			return CallResponse{}, fmt.Errorf("gateway: replay receipt: %w", err)
 		}
 	}
+	if g.bugs.On(bugs.ReplayUnmarkedUndelivered) && g.firstDelivery(rec.Key) {
+		// BUG replay-unmarked-undelivered: the first answer never reached
+		// the client, so this one is sent as if it were the first.
+		rc.Replayed = false
+		if body, err = withReceipt(body, rc); err != nil {
+			return CallResponse{}, fmt.Errorf("gateway: replay receipt: %w", err)
+		}
+	}
 	if g.bugs.On(bugs.ReplayDropsStructured) {
 		body = withoutMember(body, "structuredContent") // BUG replay-drops-structured
+	}
+	if g.bugs.On(bugs.ReplayRevalidates) {
+		g.revalidate(rec, c.r.Arguments) // BUG replay-revalidates
 	}
 	g.log.Info("tools/call replayed", "tool", rec.Tool, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", rec.Receipt)
 	return CallResponse{Result: body}, nil
@@ -946,10 +957,15 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		g.lateDebit(rec, receipt, charged) // BUG late-debit
 	}
 
+	if clientGone(c.r.ClientDone) {
+		g.undelivered(rec.Key) // BUG replay-unmarked-undelivered: no one to write the answer to
+	}
 	switch g.hit(ctx, faults.DispatchAfter, c) {
 	case faults.Fail:
+		g.undelivered(rec.Key) // BUG replay-unmarked-undelivered
 		return CallResponse{}, Refuse(ReasonResponseFailed, "the tool ran and its outcome is stored, but the response failed: retry to get it")
 	case faults.DropResponse:
+		g.undelivered(rec.Key) // BUG replay-unmarked-undelivered
 		return CallResponse{Drop: true}, nil
 	}
 	return CallResponse{Result: body}, nil
@@ -1170,6 +1186,61 @@ func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
 		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
 		if err != nil {
 			g.log.Warn("late debit", "record", rec.Key, "err", err)
+		}
+	}()
+}
+
+// undelivered is the replay-unmarked-undelivered bug's note that a
+// stored outcome's response was never written (dropped, or failed after
+// the tool ran); a no-op with the switch off.
+func (g *Gateway) undelivered(key string) {
+	if !g.bugs.On(bugs.ReplayUnmarkedUndelivered) {
+		return
+	}
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.unsent == nil {
+		g.unsent = map[string]bool{}
+	}
+	g.unsent[key] = true
+}
+
+// firstDelivery says the record's outcome was never delivered before, and
+// notes it delivered now: the replay about to be written is, as the bug
+// sees it, its first delivery.
+func (g *Gateway) firstDelivery(key string) bool {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	first := g.unsent[key]
+	delete(g.unsent, key)
+	return first
+}
+
+// revalidateAfter is how long the replay-revalidates bug waits before its
+// background dispatch: longer than a scenario's settle period (the
+// harness's default 50 ms), so the dispatch lands after the checks made
+// right after the answer, and well under the run's final quiet period (1
+// s), so the re-read at the run's end always sees it.
+const revalidateAfter = 300 * time.Millisecond
+
+// revalidate is the replay-revalidates bug: stale-while-revalidate, the
+// replay already served, the operation is sent to its tool again in the
+// background to refresh the stored result; the answer is discarded, and
+// neither a dispatch row nor a ledger entry is written. The tool is read
+// again, as a refresh resolves its route anew: a removed one is not sent.
+func (g *Gateway) revalidate(rec store.Record, args json.RawMessage) {
+	g.late.Add(1)
+	go func() {
+		defer g.late.Done()
+		time.Sleep(revalidateAfter)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		tool, err := g.store.Tool(ctx, rec.Tool)
+		if err != nil || tool.Removed {
+			return
+		}
+		if _, err := g.dispatch(ctx, DispatchRequest{Tool: tool, Arguments: args, WalletID: rec.WalletID, RecordKey: rec.Key}); err != nil {
+			g.log.Warn("replay revalidation", "record", rec.Key, "err", err)
 		}
 	}()
 }

@@ -215,6 +215,34 @@ var effects = []effect{
 		on:  "debits 2; balance 94",
 	},
 	{
+		bug:  bugs.ReplayRevalidates,
+		name: "a replay runs nothing, also well after its answer",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			_, err := ok(run(e.call(req{key: key})))
+			e.must(err)
+			retry := answer(e.call(req{key: key}))
+			e.g.WaitLateForTest()
+			return fmt.Sprintf("retry: %s; runs %d; debits %d", retry, e.disp.count(e.write), e.ledger().debits)
+		},
+		off: "retry: replayed; runs 1; debits 1",
+		on:  "retry: replayed; runs 2; debits 1",
+	},
+	{
+		bug:  bugs.ReplayUnmarkedUndelivered,
+		name: "the retry of a call whose response failed after the tool ran is marked a replay",
+		observe: func(e *env) string {
+			key := "k-" + uuid.NewString()
+			e.arm(faults.DispatchAfter, faults.Fail, e.write)
+			first := answer(e.call(req{key: key}))
+			retry := answer(e.call(req{key: key}))
+			again := answer(e.call(req{key: key}))
+			return fmt.Sprintf("first: %s; retry: %s; again: %s; runs %d; debits %d", first, retry, again, e.disp.count(e.write), e.ledger().debits)
+		},
+		off: "first: " + gateway.ReasonResponseFailed + "; retry: replayed; again: replayed; runs 1; debits 1",
+		on:  "first: " + gateway.ReasonResponseFailed + "; retry: ran; again: replayed; runs 1; debits 1",
+	},
+	{
 		bug:  bugs.RemovedToolRuns,
 		name: "a removed tool starts no work: a refunded call's retry and a new key are refused",
 		observe: func(e *env) string {

@@ -20,7 +20,8 @@ func (g *Gateway) IdentityForTest(c Caller, tool string, args json.RawMessage) s
 	return g.derivedPlan(cs).identity
 }
 
-// WaitLateForTest waits for the late-debit bug's background debits.
+// WaitLateForTest waits for the late-debit bug's background debits and the
+// replay-revalidates bug's background dispatches.
 func (g *Gateway) WaitLateForTest() { g.late.Wait() }
 
 // The bug switches' real-time lease is short in tests, which wait it out.

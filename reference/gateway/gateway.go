@@ -46,11 +46,12 @@ type Gateway struct {
 	storeKind string
 	log       *slog.Logger
 
-	late    sync.WaitGroup // the late-debit bug's background debits
+	late    sync.WaitGroup // the late-debit bug's background debits, the replay-revalidates bug's dispatches
 	callsMu sync.Mutex
 	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
 	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
 	asked   map[string][]byte // record key -> input-required result, for the rounds-store-question bug
+	unsent  map[string]bool   // record keys whose outcome's response was never written, for the replay-unmarked-undelivered bug
 	// instance names this gateway's keyspace for the keyed-records-per-process bug.
 	instance string
 
