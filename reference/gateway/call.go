@@ -965,8 +965,8 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 // record untouched that long, and it was charged after the call began), so
 // it pays no read.
 func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.Record) (CallResponse, bool, error) {
-	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock {
-		return CallResponse{}, false, nil
+	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock || g.bugs.On(bugs.SettleOverwritten) {
+		return CallResponse{}, false, nil // BUG settle-overwritten: no re-read
 	}
 	if (g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived) || g.bugs.On(bugs.TakeoverTrustsRead) {
 		// BUG keyed-takeover-unfenced, takeover-trusts-read: these let a
@@ -995,7 +995,7 @@ func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.
 func (g *Gateway) complete(ctx context.Context, rec store.Record, receipt string, body json.RawMessage, d store.Dispatch) error {
 	err := g.durable(ctx, func(ctx context.Context) error {
 		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
-			Dispatch: &d, Now: g.clock.Now()})
+			Dispatch: &d, Now: g.clock.Now(), Overwrite: g.bugs.On(bugs.SettleOverwritten)}) // BUG settle-overwritten
 	})
 	if err != nil {
 		g.logDispatch(ctx, rec, d)

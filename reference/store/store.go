@@ -394,6 +394,9 @@ type Outcome struct {
 	// RefundKeepsPermitSpend leaves the permit's spend as it was when the
 	// refund is written: only the permit-refund-kept bug switch sets it.
 	RefundKeepsPermitSpend bool
+	// Overwrite writes the outcome whatever the record's state (its owner
+	// still required): only the settle-overwritten bug switch sets it.
+	Overwrite bool
 	// Dispatch, with State completed, is the dispatch log row of the call
 	// that produced Result, written in the same transaction: one commit
 	// fewer on every first call, and the log never says a stored outcome's

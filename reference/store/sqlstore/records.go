@@ -580,7 +580,7 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 	if err := o.Check(); err != nil {
 		return fmt.Errorf("finish record: %w", err)
 	}
-	if o.Refund == nil && c.fast != nil {
+	if o.Refund == nil && c.fast != nil && !o.Overwrite {
 		ok, err := c.fast.Finish(ctx, key, owner, o)
 		if err == nil && !ok {
 			err = store.ErrNotOwner
@@ -599,9 +599,13 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 			}
 		}
 		// Conditional on the owner and the state: no read of the record.
+		state := store.StateInProgress
+		if o.Overwrite {
+			state = "" // BUG settle-overwritten: whatever it is now
+		}
 		if err := ExecOne(ctx, q, store.ErrNotOwner, `UPDATE records SET state = $1, receipt = $2, result = $3, updated_at = $4
-			WHERE key = $5 AND owner = $6 AND state = $7`,
-			o.State, o.Receipt, c.d.Verbatim(o.Result), Nanos(o.Now), key, owner, store.StateInProgress); err != nil {
+			WHERE key = $5 AND owner = $6 AND (state = $7 OR $7 = '')`,
+			o.State, o.Receipt, c.d.Verbatim(o.Result), Nanos(o.Now), key, owner, state); err != nil {
 			return err
 		}
 		if o.Dispatch != nil {
