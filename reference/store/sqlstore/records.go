@@ -667,6 +667,17 @@ func (c *Core) UncertainRecords(ctx context.Context, staleBefore time.Time) ([]s
 	return out, c.d.Wrap("uncertain records", err)
 }
 
+// Resume stamps a stalled owner's record as written now, conditional on
+// its owner and its state: one statement, ordered with a settlement's
+// locked check by the row itself.
+func (c *Core) Resume(ctx context.Context, key, owner string, now time.Time) error {
+	err := c.db.Write(ctx, func(q Querier) error {
+		return ExecOne(ctx, q, store.ErrNotOwner, `UPDATE records SET updated_at = $1 WHERE key = $2 AND owner = $3 AND state = $4`,
+			Nanos(now), key, owner, store.StateInProgress)
+	})
+	return c.d.Wrap("resume record", err)
+}
+
 // Settle writes an operator's settlement. The record's row is held from the
 // check to the write, so neither its owner's Finish nor a second settlement
 // can slip in between.
