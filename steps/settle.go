@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/cucumber/godog"
 
@@ -87,8 +88,12 @@ func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation
 		return nil, "", err
 	}
 	ops, err := c.UncertainOperations(ctx)
-	if err != nil {
+	if st := control.StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
 		return nil, "", w.notApplicable(fmt.Sprintf("uncertain operations are listed through the control API (GET /control/operations?state=uncertain), which the target does not serve (%v)", err))
+	}
+	if err != nil {
+		// Served, and failing: the gateway's fault, not a missing feature.
+		return nil, "", fmt.Errorf("list uncertain operations: %w", err)
 	}
 	for i, op := range ops {
 		if op.WalletID == w.walletID && (receipt == "" || op.Receipt == receipt) {
