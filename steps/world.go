@@ -51,6 +51,7 @@ type world struct {
 	holdToken    string            // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
+	settled      *settlement   // the operator's settlement, once a step made one
 	dims         dimensions    // the crossed dimensions it set (dimensions.go)
 	history      []judge.Op
 	evidence     reports.Scenario
@@ -454,6 +455,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerFixtures(sc)
 	registerCalls(sc)
 	registerControl(sc)
+	registerSettle(sc)
 	registerAssertions(sc)
 	registerCrowds(sc)
 	registerCancel(sc)

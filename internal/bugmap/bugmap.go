@@ -171,6 +171,15 @@ var Catchers = map[string][]Check{
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06", "lost-06-keyed"),
 	// Issue 25: the operation a killed owner charged is never decided.
 	"uncertain-in-progress": at(`"B" is refused as the age of the operation "A" holds implies`, "lost-04", "window-04"),
+	// Issue 25: a settlement decides an uncertain operation for good. The
+	// woken holder writes over it (settle-01: its dispatch served as a
+	// replay, no fresh run; settle-02: its own result, no replay mark),
+	// or the refund is never written.
+	"settle-overwritten": join(
+		at(`the ledger has 2 debits and 1 refund`, "settle-01"),
+		at(`the last answer of "B" replays the settled result`, "settle-02"),
+	),
+	"settle-refund-unwritten": at(`the ledger has 1 debit and 1 refund`, "settle-01"),
 	// A twin of a call held charged before its dispatch, within the
 	// stale-lock threshold, is answered outcome_unknown.
 	"uncertain-early": join(

@@ -41,6 +41,8 @@ var Harms = map[string][]judge.Harm{
 	"running-slot-expires":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"stalled-permit-expired":      {judge.HarmWrongRefusal},
 	"uncertain-in-progress":       {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"settle-overwritten":          {judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"settle-refund-unwritten":     {judge.HarmWrongAmount, judge.HarmDoubleCharge},
 	"uncertain-early":             {judge.HarmWrongRefusal},
 	"double-price":                {judge.HarmWrongAmount},
 	"refusal-fee":                 {judge.HarmWrongAmount},

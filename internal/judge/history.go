@@ -256,6 +256,18 @@ const (
 	// EnvPermit: an explicit permit (Permit, its id) was granted with a
 	// budget of Budget credits.
 	EnvPermit = "permit"
+	// EnvSettle: an operator settled the uncertain operation of Token (in
+	// Wallet) through the control API: Outcome "completed" (Receipt is the
+	// settled result's; every later call of it replays that result) or
+	// "refunded" (its debit, Receipt, given back; a later call runs it
+	// afresh).
+	EnvSettle = "settle"
+)
+
+// Settlement outcomes of EnvSettle (docs/control-api.md, Operations).
+const (
+	SettleCompleted = "completed"
+	SettleRefunded  = "refunded"
 )
 
 // EnvValue is the value of a FEnv event.
@@ -280,6 +292,7 @@ type EnvValue struct {
 	Elsewhere        string     `json:"elsewhere,omitempty"` // EnvReceiptElsewhere's scenario
 	Permit           string     `json:"permit,omitempty"`    // EnvPermit's permit id
 	Budget           *int64     `json:"budget,omitempty"`    // EnvPermit's budget
+	Outcome          string     `json:"outcome,omitempty"`   // EnvSettle's outcome
 }
 
 // Dispatch is one call the upstream probe received.

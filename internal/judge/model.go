@@ -800,6 +800,9 @@ func (m *model) allowed(c *mcall) map[string]bool {
 // began, and the start of the earliest such call: no write of the
 // operation's record can be older than that.
 func (m *model) uncertainSince(c *mcall) (since time.Time, uncertain bool) {
+	if s, ok := m.settled(c); ok && s.Outcome == SettleCompleted {
+		return time.Time{}, false // decided: every call of it replays the settlement
+	}
 	for _, d := range c.op.calls {
 		if d == c || !d.start.Before(c.start) {
 			continue
@@ -860,6 +863,9 @@ func (m *model) whyNotUncertain(c *mcall) string {
 	if c.op.mustRefuse != "" {
 		return "the operation must be refused " + c.op.mustRefuse
 	}
+	if s, ok := m.settled(c); ok {
+		return fmt.Sprintf("an operator settled the operation %s (control API) before this call: it is decided", s.Outcome)
+	}
 	since, uncertain := m.uncertainSince(c)
 	if !uncertain {
 		return "no earlier call of the operation may have run it with no result come back"
@@ -893,6 +899,19 @@ func (m *model) whyNotUncertain(c *mcall) string {
 		}
 	}
 	return ""
+}
+
+// settled is the last settlement of c's operation (EnvSettle of its token
+// and wallet) made before c began.
+func (m *model) settled(c *mcall) (EnvValue, bool) {
+	var last EnvValue
+	found := false
+	for _, e := range m.env {
+		if e.env.Kind == EnvSettle && e.t.Before(c.start) && e.env.Token != "" && e.env.Token == c.v.Token && e.env.Wallet == c.v.Wallet {
+			last, found = e.env, true
+		}
+	}
+	return last, found
 }
 
 // lowFunds says the wallet may hold less than c's price when c is made:
@@ -968,6 +987,18 @@ func (m *model) answer(c *mcall) []Check {
 		return bad(HarmCrossScope, fmt.Sprintf("a refusal meaning %s: principal %q was revoked before the call", ReasonPrincipalDenied, c.v.Principal))
 	case o.mustRefuse != "":
 		return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s: %s", o.mustRefuse, m.mustRefuseWhy(c)))
+	}
+	if s, ok := m.settled(c); ok && s.Outcome == SettleCompleted {
+		// The operator's result stands for the tool's: every call after
+		// the settlement replays it, under the debit's receipt; none runs
+		// the tool, and none carries the probe's answer.
+		switch {
+		case s.Receipt != "" && c.a.Receipt != s.Receipt:
+			return bad(HarmLostOutcome, fmt.Sprintf("the settled result replayed: receipt %q, as the operator settled it", s.Receipt))
+		case c.a.Replayed != nil && !*c.a.Replayed:
+			return bad(HarmLostOutcome, "the settled result marked a replay (replayed: true, or the profile's replay_marker): the operator settled the operation before this call")
+		}
+		return nil
 	}
 	if r := o.reuseOf; r != nil && (r.ran() || r.running(c.start)) {
 		if r.outcome != nil && sameResult(r.outcome, c) {

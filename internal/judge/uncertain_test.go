@@ -190,3 +190,104 @@ func TestModelOutcomeUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestModelSettled: once an operator settles an uncertain operation, its
+// later calls are answered as the settlement says: settled completed, the
+// settled result replayed under the debit's receipt (never outcome_unknown,
+// never a result of its own); settled refunded, never outcome_unknown, and
+// the next call may run it afresh under a new debit.
+func TestModelSettled(t *testing.T) {
+	facts := full
+	facts.StaleLockSeconds = 60
+	charged := LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}}
+	refunded := LedgerRead{Baseline: 100, Balance: 100, Entries: []EffectValue{
+		{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryRefund, Amount: 3, Receipt: "r1"}}}
+	rerun := LedgerRead{Baseline: 100, Balance: 97, Entries: append(append([]EffectValue(nil), refunded.Entries...),
+		EffectValue{Kind: EntryDebit, Amount: 3, Receipt: "r2"})}
+	// uncertain: a call whose answer was lost, the clock past the
+	// threshold, a retry answered outcome_unknown naming r1.
+	uncertain := func(h *hist) {
+		h.lost("A", write)
+		now := h.now.Add(61 * time.Second)
+		h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+		inv := h.call("B", write)
+		h.answer("B", inv, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
+	}
+	settle := func(h *hist, outcome string) {
+		h.env(EnvValue{Kind: EnvSettle, Outcome: outcome, Token: "op1", Wallet: write.Wallet, Receipt: "r1"})
+	}
+	// settledReplay is a result of the operator's (no probe answer).
+	settledReplay := func(h *hist, receipt string, replayed bool) {
+		inv := h.call("B", write)
+		h.answer("B", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: receipt, Digest: "settled", Replayed: boolP(replayed)})
+	}
+	for _, tc := range []struct {
+		name  string
+		build func(h *hist)
+		want  string
+	}{
+		{"completed: the settled result replayed", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleCompleted)
+			settledReplay(h, "r1", true)
+			settledReplay(h, "r1", true)
+			h.read(charged)
+		}, ""},
+		{"refunded: the next call runs it afresh", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleRefunded)
+			h.dispatch("op1")
+			h.marked("B", write, "r2", false)
+			h.read(rerun)
+		}, ""},
+		{"completed: outcome_unknown after it", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleCompleted)
+			inv := h.call("B", write)
+			h.answer("B", inv, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
+			h.read(charged)
+		}, "answer/wrong-refusal"},
+		{"refunded: outcome_unknown after it", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleRefunded)
+			inv := h.call("B", write)
+			h.answer("B", inv, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
+			h.read(refunded)
+		}, "answer/wrong-refusal"},
+		{"completed: in progress after it", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleCompleted)
+			h.refused("B", write, ReasonInProgress, true)
+			h.read(charged)
+		}, "answer/wrong-refusal"},
+		{"completed: a result under another receipt (the woken owner's over it)", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleCompleted)
+			settledReplay(h, "r9", true)
+			h.read(charged)
+		}, "answer/lost-outcome,ledger/lost-outcome"},
+		{"completed: the settled result not marked a replay", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleCompleted)
+			settledReplay(h, "r1", false)
+			h.read(charged)
+		}, "answer/lost-outcome"},
+		{"refunded: its refund never written", func(h *hist) {
+			uncertain(h)
+			settle(h, SettleRefunded)
+			h.dispatch("op1")
+			h.marked("B", write, "r2", false)
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{
+				{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r2"}}})
+		}, "ledger/double-charge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(facts)
+			tc.build(h)
+			got := violations(Model(h.ops))
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("violations %q, want %q\n%s", got, tc.want, dump(Model(h.ops)))
+			}
+		})
+	}
+}

@@ -89,6 +89,13 @@ const (
 	// UncertainInProgress: the reference gateway's own behaviour before
 	// outcome_unknown, kept as a switch since lost-04 holds gateways to it.
 	UncertainInProgress = "uncertain-in-progress"
+	// SettleOverwritten: a holder that wakes after an operator settled its
+	// uncertain operation does not re-read it before dispatching, and its
+	// outcome is stored over the settlement.
+	SettleOverwritten = "settle-overwritten"
+	// SettleRefundUnwritten: settling refunded ends the record
+	// failed_refunded but writes no refund entry.
+	SettleRefundUnwritten = "settle-refund-unwritten"
 	// UncertainEarly: outcome_unknown without the stale-lock threshold, the
 	// answer's whole condition taken for charged and in progress.
 	UncertainEarly = "uncertain-early"
@@ -178,6 +185,8 @@ var All = []Bug{
 	{Name: WindowWholeSeconds, Description: "the previous-bucket join compares a slot's age in whole Unix seconds (both times truncated): an unkeyed retry less than a second before the window ends, of a call made at a fractional second, counts as a full window old and dispatches and charges again"},
 	{Name: FingerprintSortedLists, Description: "arrays in the arguments are taken for sets, sorted before the fingerprint and the derived key are taken: the same key with a list in another order replays the first arguments' result instead of idempotency_key_reused, and an unkeyed call with a list reordered is answered with the other operation's result instead of running"},
 	{Name: TakeoverTrustsRead, Description: "a retry that read a stale reservation as uncharged takes it over on that read: its write checks only that the old owner still owns it, so a holder that charged (or even finished) in between is replaced, and the operation is dispatched and debited twice"},
+	{Name: SettleOverwritten, Description: "a holder that stalled after its charge and wakes after an operator settled its uncertain operation dispatches without re-reading its record, and stores its own outcome over the settlement: the tool runs for an operation settled refunded (the refund stands, the result is served free) or settled completed (retries then replay the holder's result, not the settled one)"},
+	{Name: SettleRefundUnwritten, Description: "settling an uncertain operation refunded ends its record failed_refunded but writes no refund entry: the debit stays kept, and the retry that runs it afresh is charged again"},
 	{Name: UncertainInProgress, Description: "a charged operation whose owner has written nothing for the stale-lock threshold (killed between its charge and storing its outcome) is answered idempotency_in_progress, retryable, for ever instead of outcome_unknown: a client retries it endlessly, and nothing tells it (or an operator) that the operation needs settling"},
 	{Name: UncertainEarly, Description: "a charged operation still in progress is answered outcome_unknown at once, not only once its owner has written nothing for the stale-lock threshold: a retry after a dropped connection, or a twin of a call still running, is told the outcome is lost and to call an operator, though the owner is about to store it"},
 	{Name: ReplayRevalidates, Description: "stale-while-revalidate: a replay serves the stored result at once, then sends the operation to the upstream again in the background 300 ms later (its answer discarded, no ledger entry): the tool runs twice, after the checks made right after the answer"},

@@ -971,18 +971,20 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	return CallResponse{Result: body}, nil
 }
 
-// settledMeanwhile checks, for a call that stalled after its charge for the
-// stale-lock threshold, that it still owns its record before it dispatches:
-// meanwhile its operation may have been answered outcome_unknown and an
-// operator, taking it for dead, may have settled it. Then the tool is not
-// run, and the call is answered as any retry of it is (the settled result,
-// or in progress while a retry runs a refunded one afresh). A call that has
-// not stalled that long cannot have been settled (a settlement needs its
-// record untouched that long, and it was charged after the call began), so
-// it pays no read.
+// settledMeanwhile fences, before its dispatch, a call that stalled after
+// its charge for the stale-lock threshold: meanwhile its operation may have
+// been answered outcome_unknown and an operator, taking it for dead, may
+// have settled it. The fence (store Resume) writes the record afresh only
+// while it is still the call's own in progress, so either the settlement
+// came first, and the tool is not run and the call is answered as any retry
+// of it is (the settled result; in progress for one settled refunded, whose
+// retry runs it afresh), or the fence did, and a settlement after it is
+// refused not_uncertain. A call that has not stalled that long cannot have
+// been settled (a settlement needs its record untouched that long, and it
+// was charged after the call began), so it pays no write.
 func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.Record) (CallResponse, bool, error) {
-	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock {
-		return CallResponse{}, false, nil
+	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock || g.bugs.On(bugs.SettleOverwritten) {
+		return CallResponse{}, false, nil // BUG settle-overwritten: no re-read
 	}
 	if (g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived) || g.bugs.On(bugs.TakeoverTrustsRead) {
 		// BUG keyed-takeover-unfenced, takeover-trusts-read: these let a
@@ -992,12 +994,19 @@ func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.
 		// either, and this read would hide the double dispatch they do.
 		return CallResponse{}, false, nil
 	}
+	// A conditional write, not a read: once it lands the record is fresh,
+	// so a settlement after it is refused (not_uncertain), and no operator
+	// can settle the operation between this fence and the dispatch.
+	err := g.durable(ctx, func(ctx context.Context) error { return g.store.Resume(ctx, rec.Key, rec.Owner, g.clock.Now()) })
+	switch {
+	case err == nil:
+		return CallResponse{}, false, nil
+	case !errors.Is(err, store.ErrNotOwner):
+		return CallResponse{}, true, g.storeErr("resume a stalled record", err)
+	}
 	cur, err := g.store.Record(ctx, rec.Key)
 	if err != nil {
 		return CallResponse{}, true, g.storeErr("re-read a stalled record", err)
-	}
-	if cur.State == store.StateInProgress && cur.Owner == rec.Owner {
-		return CallResponse{}, false, nil
 	}
 	g.log.Warn("stalled call found its operation settled: not dispatched", "record", rec.Key, "state", cur.State)
 	resp, err := g.existing(ctx, c, cur)
@@ -1011,7 +1020,7 @@ func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.
 func (g *Gateway) complete(ctx context.Context, rec store.Record, receipt string, body json.RawMessage, d store.Dispatch) error {
 	err := g.durable(ctx, func(ctx context.Context) error {
 		return g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body,
-			Dispatch: &d, Now: g.clock.Now()})
+			Dispatch: &d, Now: g.clock.Now(), Overwrite: g.bugs.On(bugs.SettleOverwritten)}) // BUG settle-overwritten
 	})
 	if err != nil {
 		g.logDispatch(ctx, rec, d)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
@@ -88,7 +89,7 @@ func (g *Gateway) Settle(ctx context.Context, key string, s Settlement) (Uncerta
 		st.Outcome = store.Outcome{State: store.StateCompleted, Receipt: u.Receipt, Result: body, Now: now}
 	case SettleRefunded:
 		st.Outcome = store.Outcome{State: store.StateFailedRefunded, Receipt: u.Receipt, Now: now}
-		if u.Charged > 0 {
+		if u.Charged > 0 && !g.bugs.On(bugs.SettleRefundUnwritten) { // BUG settle-refund-unwritten
 			st.Outcome.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: debit.WalletID, Kind: store.EntryRefund,
 				Amount: u.Charged, RecordKey: rec.Key, Receipt: u.Receipt, Tool: rec.Tool, At: now}
 		}

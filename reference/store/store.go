@@ -394,6 +394,9 @@ type Outcome struct {
 	// RefundKeepsPermitSpend leaves the permit's spend as it was when the
 	// refund is written: only the permit-refund-kept bug switch sets it.
 	RefundKeepsPermitSpend bool
+	// Overwrite writes the outcome whatever the record's state (its owner
+	// still required): only the settle-overwritten bug switch sets it.
+	Overwrite bool
 	// Dispatch, with State completed, is the dispatch log row of the call
 	// that produced Result, written in the same transaction: one commit
 	// fewer on every first call, and the log never says a stored outcome's
@@ -539,6 +542,13 @@ type Store interface {
 	// (Settlement), with its refund if any; ErrNotFound without the record,
 	// ErrNotUncertain when it is not uncertain as the settlement says.
 	Settle(ctx context.Context, key string, s Settlement) error
+	// Resume writes now as the UpdatedAt of key's record while owner still
+	// holds it in progress, ErrNotOwner otherwise (an operator settled it
+	// meanwhile): a stalled owner's fence before its dispatch. A settlement
+	// needs the record unwritten since its StaleBefore, so one that comes
+	// after this write is refused ErrNotUncertain, and a settlement and a
+	// resumed owner never both act on the operation.
+	Resume(ctx context.Context, key, owner string, now time.Time) error
 
 	// AddNote and CountNotes back the local partner.notes.* tools.
 	AddNote(ctx context.Context, walletID, text string, at time.Time) (int64, error)

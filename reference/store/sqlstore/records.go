@@ -580,7 +580,7 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 	if err := o.Check(); err != nil {
 		return fmt.Errorf("finish record: %w", err)
 	}
-	if o.Refund == nil && c.fast != nil {
+	if o.Refund == nil && c.fast != nil && !o.Overwrite {
 		ok, err := c.fast.Finish(ctx, key, owner, o)
 		if err == nil && !ok {
 			err = store.ErrNotOwner
@@ -599,9 +599,13 @@ func (c *Core) Finish(ctx context.Context, key, owner string, o store.Outcome) e
 			}
 		}
 		// Conditional on the owner and the state: no read of the record.
+		state := store.StateInProgress
+		if o.Overwrite {
+			state = "" // BUG settle-overwritten: whatever it is now
+		}
 		if err := ExecOne(ctx, q, store.ErrNotOwner, `UPDATE records SET state = $1, receipt = $2, result = $3, updated_at = $4
-			WHERE key = $5 AND owner = $6 AND state = $7`,
-			o.State, o.Receipt, c.d.Verbatim(o.Result), Nanos(o.Now), key, owner, store.StateInProgress); err != nil {
+			WHERE key = $5 AND owner = $6 AND (state = $7 OR $7 = '')`,
+			o.State, o.Receipt, c.d.Verbatim(o.Result), Nanos(o.Now), key, owner, state); err != nil {
 			return err
 		}
 		if o.Dispatch != nil {
@@ -661,6 +665,17 @@ func (c *Core) UncertainRecords(ctx context.Context, staleBefore time.Time) ([]s
 	rows, err := c.db.Read().Query(ctx, UncertainQuery, store.StateInProgress, Nanos(staleBefore))
 	out, err := Collect(rows, err, scanRecord)
 	return out, c.d.Wrap("uncertain records", err)
+}
+
+// Resume stamps a stalled owner's record as written now, conditional on
+// its owner and its state: one statement, ordered with a settlement's
+// locked check by the row itself.
+func (c *Core) Resume(ctx context.Context, key, owner string, now time.Time) error {
+	err := c.db.Write(ctx, func(q Querier) error {
+		return ExecOne(ctx, q, store.ErrNotOwner, `UPDATE records SET updated_at = $1 WHERE key = $2 AND owner = $3 AND state = $4`,
+			Nanos(now), key, owner, store.StateInProgress)
+	})
+	return c.d.Wrap("resume record", err)
 }
 
 // Settle writes an operator's settlement. The record's row is held from the

@@ -95,3 +95,31 @@ func testSettle(t *testing.T, s store.Store) {
 	wantErr(t, "settle twice", s.Settle(ctx(t), completed.Key, done), store.ErrNotUncertain)
 	diff(t, "uncertain after settling", []string(nil), list(now))
 }
+
+// testResume: a stalled owner's fence (Resume) and a settlement exclude each
+// other: after the fence the record is fresh, and a settlement with a bound
+// before it is refused; after a settlement the fence finds the record no
+// longer the owner's in progress.
+func testResume(t *testing.T, s store.Store) {
+	fx := newFixture(t, s, 10)
+	fenced, _ := fx.reserve(t, s)
+	must(t, s.Charge(ctx(t), fx.charge(fenced, 5)))
+	settled, _ := fx.reserve(t, s)
+	sc := fx.charge(settled, 5)
+	must(t, s.Charge(ctx(t), sc))
+	now := t0.Add(time.Hour)
+
+	wantErr(t, "resume by another owner", s.Resume(ctx(t), fenced.Key, id(), now), store.ErrNotOwner)
+	must(t, s.Resume(ctx(t), fenced.Key, fenced.Owner, now))
+	done := store.Outcome{State: store.StateCompleted, Receipt: "rcpt-settled", Result: result, Now: now.Add(time.Second)}
+	wantErr(t, "settle after the fence", s.Settle(ctx(t), fenced.Key, store.Settlement{Owner: fenced.Owner, StaleBefore: t0, Outcome: done}), store.ErrNotUncertain)
+
+	done.Receipt = sc.Entry.Receipt
+	must(t, s.Settle(ctx(t), settled.Key, store.Settlement{Owner: settled.Owner, StaleBefore: t0, Outcome: done}))
+	wantErr(t, "resume after the settlement", s.Resume(ctx(t), settled.Key, settled.Owner, now.Add(2*time.Second)), store.ErrNotOwner)
+	rec, err := s.Record(ctx(t), settled.Key)
+	must(t, err)
+	if rec.State != store.StateCompleted || rec.Receipt != sc.Entry.Receipt {
+		t.Errorf("settled record after a resume: state %s receipt %q, want completed %q", rec.State, rec.Receipt, sc.Entry.Receipt)
+	}
+}

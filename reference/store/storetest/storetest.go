@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"refund and replace", false, testRefundAndReplace},
 		{"abandon", false, testAbandon},
 		{"settle", false, testSettle},
+		{"resume", false, testResume},
 		{"notes", false, testNotes},
 		{"dispatches", false, testDispatches},
 		{"concurrent credits", false, testConcurrentCredits},

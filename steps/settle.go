@@ -1,0 +1,187 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/cucumber/godog"
+
+	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/internal/judge"
+)
+
+// Kinds of the settlement steps' checks. Neither is recomputed from the
+// history: the listing is the control API's, which the history does not
+// hold, and the settled result's content is the step's own argument.
+const (
+	kindListedUncertain = "listed-uncertain" // client
+	kindSettledReplay   = "settled-replay"   // client
+)
+
+// settlement is the operator's decision a scenario made, for the steps
+// after it.
+type settlement struct {
+	outcome string
+	receipt string
+	result  json.RawMessage // the settled CallToolResult, for completed
+}
+
+func registerSettle(sc *godog.ScenarioContext) {
+	sc.Step(`^the operator lists the operation of "([^"]*)" as uncertain$`, listsUncertain)
+	sc.Step(`^the operator settles the operation of "([^"]*)" as refunded$`, func(ctx context.Context, who string) error {
+		return settleOperation(ctx, who, control.SettleRequest{Outcome: judge.SettleRefunded})
+	})
+	sc.Step(`^the operator settles the operation of "([^"]*)" as completed with (\{.*\})$`, func(ctx context.Context, who, result string) error {
+		w := getWorld(ctx)
+		raw := json.RawMessage(w.expand(result))
+		if !json.Valid(raw) {
+			return fmt.Errorf("settled result %s: not JSON", result)
+		}
+		return settleOperation(ctx, who, control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw})
+	})
+	sc.Step(`^the last answer of "([^"]*)" replays the settled result$`, replaysSettled)
+}
+
+// lastOperation is who's last call as the history holds it (its token and
+// wallet name the operation for the model) and the receipt its last answer
+// named (a result's, or an outcome_unknown refusal's data.receipt).
+func (w *world) lastOperation(who string) (call judge.CallValue, receipt string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	found := false
+	for _, op := range w.history {
+		if op.F != judge.FCall || op.Process != who {
+			continue
+		}
+		var v judge.CallValue
+		if json.Unmarshal(op.Value, &v) != nil {
+			continue
+		}
+		if op.Type == judge.Invoke {
+			call, receipt, found = v, "", true
+		} else {
+			receipt = v.Receipt
+		}
+	}
+	if !found {
+		return call, "", fmt.Errorf("%s has made no call", who)
+	}
+	return call, receipt, nil
+}
+
+// uncertainOf finds who's operation in the gateway's uncertain listing:
+// the scenario wallet's operation whose debit is the receipt who's last
+// answer named. A target whose control API lists none is not one the
+// scenario is for: not applicable, naming the endpoint.
+func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation, string, error) {
+	c := w.env.Control()
+	if c == nil {
+		return nil, "", w.notApplicable("uncertain operations are listed and settled through the control API (GET /control/operations?state=uncertain), and the target has none")
+	}
+	if _, err := w.lastAnswer(who); err != nil {
+		return nil, "", err
+	}
+	_, receipt, err := w.lastOperation(who)
+	if err != nil {
+		return nil, "", err
+	}
+	ops, err := c.UncertainOperations(ctx)
+	if st := control.StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
+		return nil, "", w.notApplicable(fmt.Sprintf("uncertain operations are listed through the control API (GET /control/operations?state=uncertain), which the target does not serve (%v)", err))
+	}
+	if err != nil {
+		// Served, and failing: the gateway's fault, not a missing feature.
+		return nil, "", fmt.Errorf("list uncertain operations: %w", err)
+	}
+	for i, op := range ops {
+		if op.WalletID == w.walletID && (receipt == "" || op.Receipt == receipt) {
+			return &ops[i], receipt, nil
+		}
+	}
+	return nil, receipt, nil
+}
+
+func listsUncertain(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	op, receipt, err := w.uncertainOf(ctx, who)
+	if err != nil {
+		return err
+	}
+	step := fmt.Sprintf("the operator lists the operation of %s as uncertain", who)
+	want := fmt.Sprintf("the wallet's operation listed uncertain, its receipt %q (the one outcome_unknown named)", receipt)
+	if op == nil {
+		return w.check(checkOf(kindListedUncertain, judge.HarmLostOutcome, "client", who), step, judge.CapWire, false, want, "not listed")
+	}
+	return w.check(checkOf(kindListedUncertain, judge.HarmLostOutcome, "client", who), step, judge.CapWire, true, want,
+		fmt.Sprintf("listed: key %s, receipt %q, charged %d", op.Key, op.Receipt, op.Charged))
+}
+
+// settleOperation settles who's uncertain operation and records it, so the
+// model holds every later call of it to the settlement.
+func settleOperation(ctx context.Context, who string, in control.SettleRequest) error {
+	w := getWorld(ctx)
+	op, receipt, err := w.uncertainOf(ctx, who)
+	if err != nil {
+		return err
+	}
+	if op == nil {
+		return fmt.Errorf("settle the operation of %s: the gateway does not list it as uncertain", who)
+	}
+	got, err := w.env.Control().SettleOperation(ctx, op.Key, in)
+	if err != nil {
+		return fmt.Errorf("settle the operation of %s (%s) %s: %w", who, op.Key, in.Outcome, err)
+	}
+	call, _, err := w.lastOperation(who)
+	if err != nil {
+		return err
+	}
+	if receipt == "" {
+		receipt = got.Receipt
+	}
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvSettle, Outcome: in.Outcome, Token: call.Token, Wallet: call.Wallet, Tool: call.Tool, Receipt: receipt})
+	w.mu.Lock()
+	w.settled = &settlement{outcome: in.Outcome, receipt: receipt, result: in.Result}
+	w.mu.Unlock()
+	return nil
+}
+
+// replaysSettled holds who's last answer to the settled result: a result
+// under the debit's receipt, marked a replay where the gateway marks
+// replays, its content, structuredContent and isError the operator's.
+func replaysSettled(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	s := w.settled
+	w.mu.Unlock()
+	if s == nil || s.outcome != judge.SettleCompleted {
+		return fmt.Errorf("the last answer of %s: no operation was settled completed", who)
+	}
+	step := fmt.Sprintf("the last answer of %s replays the settled result", who)
+	id := checkOf(kindSettledReplay, judge.HarmLostOutcome, "client", who)
+	want := fmt.Sprintf("the settled result: receipt %q, marked a replay, the operator's content", s.receipt)
+	if !a.IsResult() || a.Receipt() != s.receipt {
+		return w.check(id, step, judge.CapWire, false, want, w.describe(a))
+	}
+	if replayed, _ := a.ReceiptFacts(); replayed != nil && !*replayed {
+		return w.check(id, step, judge.CapWire, false, want, "a result not marked a replay")
+	}
+	var settled map[string]json.RawMessage
+	if err := json.Unmarshal(s.result, &settled); err != nil {
+		return fmt.Errorf("settled result: %w", err)
+	}
+	if isErr := string(settled["isError"]) == "true"; (a.ResultMember("isError") == "true") != isErr {
+		return w.check(id, step, judge.CapWire, false, fmt.Sprintf("isError %v", isErr), "isError "+a.ResultMember("isError"))
+	}
+	for _, field := range []string{"content", "structuredContent"} {
+		if !jsonEqual(settled[field], a.ResultField(field)) {
+			return w.check(id, step, judge.CapWire, false, fmt.Sprintf("%s %s", field, orAbsent(settled[field])), fmt.Sprintf("%s %s", field, orAbsent(a.ResultField(field))))
+		}
+	}
+	return w.check(id, step, judge.CapWire, true, want, fmt.Sprintf("receipt %q with the operator's content", a.Receipt()))
+}
