@@ -319,8 +319,10 @@ var Collateral = map[string][]string{
 		"twins-02-keyed", "twins-04-keyed"),
 	// Twins whose duplicates were all answered in progress saw no replay;
 	// cancel-03's retry may come while its call still runs; the workload's
-	// seed decides whether any of its retries replays.
-	"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-03", "ledger-02", "twins-02-keyed", "twins-04-keyed"),
+	// seed decides whether any of its retries replays. settle-02's
+	// replays of the settled result are revalidated too, though no
+	// dispatch of it may happen: its count of 0 fails, not of 1.
+	"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-03", "ledger-02", "settle-02", "twins-02-keyed", "twins-04-keyed"),
 	// On PostgreSQL A's claim held open at claim.held does not hold B, who
 	// took the stale lock without a fence: B is answered with a result of a
 	// second dispatch, not in progress. On SQLite A's open transaction holds
