@@ -42,6 +42,17 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		return advance(ctx, by)
 	})
+	sc.Step(`^the gateway clock advances (\S+) short of the retention$`, func(ctx context.Context, d string) error {
+		keep, err := retention(getWorld(ctx))
+		if err != nil {
+			return err
+		}
+		by, err := shortOfWindow(keep, d)
+		if err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
+		return advance(ctx, by)
+	})
 	sc.Step(`^the gateway clock advances past the auto-permit life$`, func(ctx context.Context) error {
 		w := getWorld(ctx)
 		return advance(ctx, seconds(w.env.Settings.PermitTTLSeconds)+time.Second)
@@ -173,6 +184,17 @@ func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 		w.noteClock(clock)
 	}
 	return nil
+}
+
+// retention is how long the target keeps a finished operation's record, as
+// its settings say. A target that does not say cannot be held to its
+// edges: the scenario is skipped, never passed.
+func retention(w *world) (time.Duration, error) {
+	keep := seconds(w.env.Settings.RetentionSeconds)
+	if keep <= 0 {
+		return 0, w.cannot(judge.CapSettings, "the retention of finished operations is read from the control API's settings (retention_seconds)")
+	}
+	return keep, nil
 }
 
 // shortOfWindow is the advance that leaves a call made at the frozen clock

@@ -148,7 +148,8 @@ type Env struct {
 // of every scenario's history.
 func (e *Env) facts() judge.Facts {
 	f := judge.Facts{Policy: e.Policy, WindowSeconds: control.WholeSeconds(e.Settings.EffectiveWindowSeconds),
-		StaleLockSeconds: control.WholeSeconds(e.Settings.StaleLockSeconds), PermitTTLSeconds: control.WholeSeconds(e.Settings.PermitTTLSeconds)}
+		StaleLockSeconds: control.WholeSeconds(e.Settings.StaleLockSeconds), PermitTTLSeconds: control.WholeSeconds(e.Settings.PermitTTLSeconds),
+		RetentionSeconds: control.WholeSeconds(e.Settings.RetentionSeconds)}
 	for v, ok := range e.Speaks {
 		if ok {
 			f.Wires = append(f.Wires, v)

@@ -78,6 +78,7 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	fs.DurationVar(&window, "window", window, "unkeyed retry window (default from $"+envWindow+" when set); 0 refuses unkeyed calls; negative is an error")
 	permitTTL := fs.Duration("permit-ttl", def.PermitTTL, "auto-permit lifetime; caps the effective window")
 	staleLock := fs.Duration("stale-lock", def.StaleLock, "age after which an unkeyed call's lock row may be taken over (the old holder is fenced)")
+	retention := fs.Duration("retention", def.Retention, "how long a finished operation's record (its key and stored outcome) is kept after its last write, then purged; at least the effective window")
 	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a store write waits for a lock (SQLite busy timeout, PostgreSQL lock_timeout); a timeout answers idempotency_in_progress")
 	maxSessions := fs.Int("max-sessions-per-key", wire.DefaultMaxSessionsPerKey, "live 2025-11-25 sessions one API key may hold in this process; an initialize over it is refused session_limit_reached; 0: no bound")
 	verbose := fs.Bool("v", false, "log requests the gateway refuses or fails, and other details, to stderr")
@@ -100,7 +101,8 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	default:
 		cfg.MaxSessionsPerKey = *maxSessions
 	}
-	cfg.Settings = gateway.Settings{Window: window, PermitTTL: *permitTTL, StaleLock: *staleLock, LockTimeout: *lockTimeout}
+	cfg.Settings = gateway.Settings{Window: window, PermitTTL: *permitTTL, StaleLock: *staleLock, LockTimeout: *lockTimeout,
+		Retention: *retention}
 	cfg.LockTimeout = *lockTimeout
 	if *lockTimeout <= 0 {
 		return cfg, false, fmt.Errorf("--lock-timeout %v: must be positive", *lockTimeout)

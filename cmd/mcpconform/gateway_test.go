@@ -36,7 +36,8 @@ func TestGatewayFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gateway.Settings{Window: 0, PermitTTL: 30 * time.Second, StaleLock: 2 * time.Second, LockTimeout: time.Second}
+	want := gateway.Settings{Window: 0, PermitTTL: 30 * time.Second, StaleLock: 2 * time.Second, LockTimeout: time.Second,
+		Retention: gateway.DefaultRetention}
 	if cfg.Settings != want || cfg.ControlToken != "T" || strings.Join(cfg.Bugs, ",") != "random-unkeyed-key,replay-debits" || !verbose || cfg.Fixtures != "fx.json" || cfg.Codes != gateway.CodesSeed {
 		t.Fatalf("parsed %+v", cfg)
 	}

@@ -287,6 +287,9 @@ var Catchers = map[string][]Check{
 		at(dispatchedOnce, "args-04"),
 		at(`the ledger has 2 debits and 0 refunds`, "iga-06"),
 	),
+	// A record purged inside its retention: only a clock moved most of a
+	// retention (a day, by default) reaches it.
+	"purge-inside-window": at(`the last answer of "A" replays its first answer`, "retention-01"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

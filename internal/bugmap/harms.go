@@ -101,4 +101,6 @@ var Harms = map[string][]judge.Harm{
 	"funds-unlocked": {judge.HarmWrongAmount, judge.HarmDoubleDispatch},
 	// A retry refused where it must run: nothing ran, nothing was kept.
 	"permit-refund-kept": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	// A key forgotten inside its retention: the retry runs again.
+	"purge-inside-window": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 }

@@ -216,6 +216,7 @@ type Facts struct {
 	WindowSeconds    int64    `json:"window_seconds,omitempty"`
 	StaleLockSeconds int64    `json:"stale_lock_seconds,omitempty"`
 	PermitTTLSeconds int64    `json:"permit_ttl_seconds,omitempty"`
+	RetentionSeconds int64    `json:"retention_seconds,omitempty"` // a finished record's life after its last write, 0 when unknown
 	Wires            []string `json:"wires,omitempty"`
 	Capabilities     []string `json:"capabilities,omitempty"`
 }

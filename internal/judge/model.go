@@ -463,7 +463,7 @@ func (m *model) group() {
 		var o *mop
 		if len(ops) > 0 {
 			o = ops[len(ops)-1]
-			if unkeyed && c.v.Permit == "" && m.newUnkeyedOp(o, c) {
+			if c.v.Permit == "" && m.newUnkeyedOp(o, c) {
 				o = nil
 			}
 		}
@@ -480,9 +480,11 @@ func (m *model) group() {
 				k = "permit|" + c.v.Permit
 			}
 			if !unkeyed || c.v.Permit != "" {
-				if first, ok := firstOfKey[k]; ok && first != o {
+				if first, ok := firstOfKey[k]; ok && first != o && !m.forgotten(first, c) {
 					o.reuseOf = first
 				} else {
+					// The key's first operation, or its first since the
+					// record of the one before was past its retention.
 					firstOfKey[k] = o
 				}
 			}
@@ -539,15 +541,32 @@ func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
 	return true
 }
 
-// mayBeAnew says an unkeyed call of o's may start a new operation: o may
-// have ended before c took effect, and o's window had passed on the
-// gateway clock.
+// forgotten says the key of o, a keyed operation, may name nothing any
+// more when c is made: o's retention had passed (mayBeAnew). Then c is a
+// new operation, whatever its arguments, not a reuse of the key.
+func (m *model) forgotten(o *mop, c *mcall) bool {
+	return c.keyed() && o.calls[0].keyed() && m.mayBeAnew(o, c)
+}
+
+// mayBeAnew says a call of o's may start a new operation: o may have ended
+// before c took effect, and, on the gateway clock, o's window had passed (an
+// unkeyed call) or its record's retention (a keyed one). The retention
+// counts from the record's last write, which the model cannot see; it
+// counts from the start of o's first call, before any write, so a gateway
+// that keeps the record its retention after the outcome is never failed,
+// and one that purges it sooner is failed for a retry that came inside
+// the retention of the operation's start.
 func (m *model) mayBeAnew(o *mop, c *mcall) bool {
-	if c.keyed() || c.v.Permit != "" || !c.end.After(m.earliestDone(o, c)) {
+	if c.v.Permit != "" || !c.end.After(m.earliestDone(o, c)) {
 		return false // o was running for the whole of c: a retry joins it, whatever its age
 	}
 	w, known := m.window(c.start)
-	if !known {
+	switch {
+	case c.keyed() && m.facts.RetentionSeconds <= 0:
+		return false // a key whose retention nobody stated names its operation for good
+	case c.keyed():
+		w = time.Duration(m.facts.RetentionSeconds) * time.Second
+	case !known:
 		w = unknownWindow
 	}
 	return m.gatewayTime(c.start).Sub(m.gatewayTime(o.calls[0].start)) >= w

@@ -87,8 +87,10 @@ func boolP(b bool) *bool { return &b }
 func timeP(t time.Time) *time.Time { return &t }
 
 var (
-	full  = Facts{Policy: PolicyDerived, WindowSeconds: 120, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
-	write = CallValue{Tool: "write", Token: "op1", Key: "k1", Arguments: map[string]any{"token": "op1"}, Role: "write", Price: price(3)}
+	full = Facts{Policy: PolicyDerived, WindowSeconds: 120, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
+	// retained is full with a day's retention stated.
+	retained = Facts{Policy: PolicyDerived, WindowSeconds: 120, RetentionSeconds: 86400, Capabilities: []string{CapUpstream, CapLedger, CapWire}}
+	write    = CallValue{Tool: "write", Token: "op1", Key: "k1", Arguments: map[string]any{"token": "op1"}, Role: "write", Price: price(3)}
 )
 
 func unkeyed(v CallValue) CallValue { v.Key = ""; return v }
@@ -104,6 +106,18 @@ func violations(cs []Check) []string {
 		}
 	}
 	return out
+}
+
+// aDayOn starts a history whose target keeps records a day: the clock
+// frozen, A's keyed call run (r1, op1), then the clock moved by.
+func aDayOn(h *hist, by time.Duration) {
+	h.ops[0].Value, _ = json.Marshal(retained)
+	now := h.now
+	h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+	h.result("A", write, "r1", "d1")
+	h.dispatch("op1")
+	later := now.Add(by)
+	h.env(EnvValue{Kind: EnvClock, Now: &later, Frozen: true})
 }
 
 func TestModel(t *testing.T) {
@@ -198,6 +212,40 @@ func TestModel(t *testing.T) {
 			h.result("A", unkeyed(write), "r2", "d2")
 			h.dispatch("op1")
 		}, nil},
+		// The retention (a day here) counts on the gateway clock: inside it
+		// a keyed retry must replay; past it a new operation, a replay or
+		// a reuse of the key with other arguments that runs are all allowed.
+		{"a keyed retry inside the retention gets a new operation", func(h *hist) {
+			aDayOn(h, 24*time.Hour-time.Second)
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
+		{"a keyed retry past the retention may run again", func(h *hist) {
+			aDayOn(h, 24*time.Hour+time.Second)
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+			h.result("A", write, "r2", "d2")
+		}, nil},
+		{"a keyed retry past the retention may still replay", func(h *hist) {
+			aDayOn(h, 48*time.Hour)
+			h.result("A", write, "r1", "d1")
+		}, nil},
+		{"a key reused with other arguments past the retention may run", func(h *hist) {
+			aDayOn(h, 24*time.Hour+time.Second)
+			h.result("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
+			h.dispatch("op2")
+		}, nil},
+		{"a key reused with other arguments inside the retention may not run", func(h *hist) {
+			aDayOn(h, 24*time.Hour-time.Second)
+			h.result("A", with(write, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
+			h.dispatch("op2")
+		}, []string{"answer/wrong-refusal"}},
+		{"a key whose retention nobody states names its operation for good", func(h *hist) {
+			aDayOn(h, 1000*time.Hour)
+			h.ops[0].Value, _ = json.Marshal(full) // no retention stated
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
 		{"an unknown window holds a retry to a replay for a second only", func(h *hist) {
 			h.ops[0].Value, _ = json.Marshal(Facts{Capabilities: []string{CapUpstream}})
 			h.result("A", unkeyed(write), "r1", "d1")

@@ -105,6 +105,8 @@ const (
 	// ReplayUnmarkedUndelivered: a replay's marker, seen only where the
 	// harness knows the first answer was lost after the tool ran.
 	ReplayUnmarkedUndelivered = "replay-unmarked-undelivered"
+	// The retention purge.
+	PurgeInsideWindow = "purge-inside-window"
 )
 
 // Bug describes one switch.
@@ -191,6 +193,7 @@ var All = []Bug{
 	{Name: UncertainEarly, Description: "a charged operation still in progress is answered outcome_unknown at once, not only once its owner has written nothing for the stale-lock threshold: a retry after a dropped connection, or a twin of a call still running, is told the outcome is lost and to call an operator, though the owner is about to store it"},
 	{Name: ReplayRevalidates, Description: "stale-while-revalidate: a replay serves the stored result at once, then sends the operation to the upstream again in the background 300 ms later (its answer discarded, no ledger entry): the tool runs twice, after the checks made right after the answer"},
 	{Name: ReplayUnmarkedUndelivered, Description: "a replay is marked (replayed: true) only once the gateway saw the stored result delivered: an outcome whose response was dropped or failed after the tool ran is served to the retry as a first answer (replayed: false), under its original receipt, so the client cannot tell the tool ran once, before its retry"},
+	{Name: PurgeInsideWindow, Description: "the retention purge takes half the retention for its horizon (a cache tier's TTL for the store's): a finished record is deleted while the contract still keeps it, so a keyed retry inside the retention is taken for new work, dispatched and charged again under a new receipt"},
 }
 
 // Set is the switches a gateway runs with.

@@ -221,7 +221,7 @@ func TestCapabilities(t *testing.T) {
 		"fault_points":  []any{"lock.acquired", "fence.read", "claim.held", "takeover.read", "reserve.done", "dispatch.before", "dispatch.after"},
 		"fault_actions": []any{"pause", "fail", "drop_response"},
 		"settings": map[string]any{"window_seconds": 300.0, "permit_ttl_seconds": 120.0, "effective_window_seconds": 120.0,
-			"stale_lock_seconds": 120.0, "lock_timeout": "5s"},
+			"stale_lock_seconds": 120.0, "lock_timeout": "5s", "retention_seconds": 86400.0},
 		"store": "sqlite",
 		"bugs":  []any{"replay-debits"},
 	}
@@ -486,6 +486,10 @@ func TestSettings(t *testing.T) {
 		{`{"stale_lock_seconds": 9223372037}`, "stale_lock_seconds 9.223372037e+09: out of range"},
 		{`{"window_seconds": 1e-300}`, "below the 1ns resolution"},
 		{`{"permit_ttl_seconds": 1e-12}`, "permit_ttl_seconds 1e-12: below the 1ns resolution"},
+		// The retention may not end before the window does, set either way.
+		{`{"retention_seconds": 30}`, "retention 30s: must not be shorter than the effective unkeyed retry window 1m0s"},
+		{`{"retention_seconds": 0}`, "retention 0s: must be positive"},
+		{`{"retention_seconds": 3600, "window_seconds": 7200, "permit_ttl_seconds": 7200}`, "must not be shorter than the effective unkeyed retry window 2h0m0s"},
 	} {
 		st, m := e.do(t, "PUT", "/control/settings", c.body)
 		if msg, _ := m["error"].(string); st != 400 || m["reason"] != "invalid_setting" || !strings.Contains(msg, c.msg) {
@@ -497,6 +501,9 @@ func TestSettings(t *testing.T) {
 	}
 	if m := e.must(t, "GET", "/control/settings", "", 200); m["window_seconds"] != 60.0 {
 		t.Fatalf("get %v", m)
+	}
+	if m := e.must(t, "PUT", "/control/settings", `{"retention_seconds": 60}`, 200); m["retention_seconds"] != 60.0 {
+		t.Fatalf("put retention at the effective window %v", m)
 	}
 	e.must(t, "DELETE", "/control/settings", "", 204)
 	if s := e.gw.Settings(); s != gateway.DefaultSettings() {

@@ -16,6 +16,7 @@ func settingsJSON(s gateway.Settings) controlapi.Settings {
 		EffectiveWindowSeconds: s.EffectiveWindow().Seconds(),
 		StaleLockSeconds:       s.StaleLock.Seconds(),
 		LockTimeout:            controlapi.Duration(s.LockTimeout),
+		RetentionSeconds:       s.Retention.Seconds(),
 	}
 }
 
@@ -52,6 +53,9 @@ func (a *api) putSettings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := set("stale_lock_seconds", req.StaleLockSeconds, &s.StaleLock); err != nil {
+		return err
+	}
+	if err := set("retention_seconds", req.RetentionSeconds, &s.Retention); err != nil {
 		return err
 	}
 	if err := s.Validate(); err != nil {

@@ -230,7 +230,18 @@ type Settings struct {
 	PermitTTL   time.Duration // auto-permit lifetime
 	StaleLock   time.Duration // a lock older than this may be taken over
 	LockTimeout time.Duration // store lock wait; informational here
+	// Retention is how long a finished record (its key, fingerprint and
+	// stored outcome) is kept after its last write; past it the record is
+	// purged and the key names nothing. Never shorter than the effective
+	// window, so no retry the window promises a replay finds it gone. A
+	// record in progress, running or uncertain, is never purged.
+	Retention time.Duration
 }
+
+// DefaultRetention keeps a finished record a day, as Stripe keeps an
+// idempotency key: long past any client's retries, short enough that the
+// store does not grow for ever.
+const DefaultRetention = 24 * time.Hour
 
 // EffectiveWindow is min(Window, PermitTTL): a retry later than the auto
 // permit's life cannot replay, so the advertised window must not promise it.
@@ -243,7 +254,8 @@ func (s Settings) EffectiveWindow() time.Duration {
 
 // DefaultSettings are the start-up values of the SEL-498 review.
 func DefaultSettings() Settings {
-	return Settings{Window: 300 * time.Second, PermitTTL: 120 * time.Second, StaleLock: 120 * time.Second, LockTimeout: 5 * time.Second}
+	return Settings{Window: 300 * time.Second, PermitTTL: 120 * time.Second, StaleLock: 120 * time.Second, LockTimeout: 5 * time.Second,
+		Retention: DefaultRetention}
 }
 
 // MaxSettingSeconds is the longest setting in seconds: a time.Duration counts
@@ -298,6 +310,13 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("permit ttl %v: must be positive", s.PermitTTL)
 	case s.StaleLock <= 0:
 		return fmt.Errorf("stale lock threshold %v: must be positive", s.StaleLock)
+	case s.Retention <= 0:
+		return fmt.Errorf("retention %v: must be positive", s.Retention)
+	case s.Retention < s.EffectiveWindow():
+		// A retry inside the window is promised a replay: a record purged
+		// before the window ends would make it a second dispatch.
+		return fmt.Errorf("retention %v: must not be shorter than the effective unkeyed retry window %v (min of window %v and permit ttl %v)",
+			s.Retention, s.EffectiveWindow(), s.Window, s.PermitTTL)
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	canon = g.bugSortedLists(canon)                       // BUG fingerprint-sorted-lists
 	sum := sha256.Sum256(g.bugFingerprinted(args, canon)) // BUG fingerprint-shallow, fingerprint-raw-bytes
 	c.canon, c.fp = canon, hex.EncodeToString(sum[:])
+	g.sweep(ctx, c)
 	if g.bugs.On(bugs.RoundsFingerprinted) {
 		c.fp = roundFingerprint(ctx, c.fp) // BUG rounds-fingerprinted
 	}
@@ -359,14 +360,22 @@ func (g *Gateway) neverRun(ctx context.Context, c *callState, rec store.Record, 
 // resolve to: the keyed record, or the derived slot the call would join.
 func (g *Gateway) findStored(ctx context.Context, c *callState, p keyPlan) (store.Record, bool, error) {
 	if p.kind != store.KindDerived {
-		rec, err := g.store.Record(ctx, p.key)
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Record{}, false, nil
+		// Twice at most: a record past its retention is purged, and what
+		// the key names after that (nothing, or a reservation that
+		// replaced it meanwhile) is read again.
+		for range 2 {
+			rec, err := g.store.Record(ctx, p.key)
+			if errors.Is(err, store.ErrNotFound) {
+				return store.Record{}, false, nil
+			}
+			if err != nil {
+				return store.Record{}, false, g.storeErr("read record", err)
+			}
+			if purged, err := g.purgeExpired(ctx, c, rec); err != nil || !purged {
+				return rec, err == nil, err
+			}
 		}
-		if err != nil {
-			return store.Record{}, false, g.storeErr("read record", err)
-		}
-		return rec, true, nil
+		return store.Record{}, false, nil
 	}
 	recs, err := g.slots(ctx, c, p)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -55,6 +56,9 @@ type Gateway struct {
 	// instance names this gateway's keyspace for the keyed-records-per-process bug.
 	instance string
 
+	// lastSweep is the gateway time (Unix ns) of the last retention sweep.
+	lastSweep atomic.Int64
+
 	mu       sync.RWMutex
 	settings Settings
 	initial  Settings
@@ -72,6 +76,9 @@ func New(o Options) (*Gateway, error) {
 	s := o.Settings
 	if s == (Settings{}) {
 		s = DefaultSettings()
+	}
+	if s.Retention == 0 {
+		s.Retention = DefaultRetention // start-up settings that leave it out
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway settings: %w", err)

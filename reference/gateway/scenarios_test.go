@@ -693,6 +693,47 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a keyed retry replays until the retention ends and runs anew after it; a sweep purges what nobody asks for",
+		catches: []string{bugs.PurgeInsideWindow},
+		run: func(e *env) error {
+			keep := e.g.Settings().Retention
+			key := "k-" + uuid.NewString()
+			if _, err := ok(run(e.call(req{args: `{"text":"swept"}`}))); err != nil {
+				return err
+			}
+			a, err := ok(run(e.call(req{key: key})))
+			if err != nil {
+				return err
+			}
+			e.clk.Advance(keep - time.Second)
+			b, err := ok(run(e.call(req{key: key})))
+			if err != nil {
+				return err
+			}
+			if err := first(want("a second before the retention ends: receipt", b.ID, a.ID), want("replayed", b.Replayed, true)); err != nil {
+				return err
+			}
+			e.clk.Advance(2 * time.Second)
+			late, err := ok(run(e.call(req{key: key})))
+			if err != nil {
+				return err
+			}
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			// A minute on, the next call sweeps: the unkeyed call's record,
+			// past its retention and never asked for again, goes too, and
+			// nothing past the retention is left for a purge to find.
+			e.clk.Advance(time.Minute)
+			if _, err := ok(run(e.call(req{key: "k-" + uuid.NewString()}))); err != nil {
+				return err
+			}
+			left, errLeft := e.st.PurgeRecords(e.ctx, e.clk.Now().Add(-keep), 100)
+			return first(err, errLeft, want("past the retention: replayed", late.Replayed, false),
+				want("dispatches", n, 3), want("debits", l.debits, 3),
+				want("records past the retention after a sweep", left, 0))
+		},
+	},
+	{
 		name:    "a duplicate is in progress however long the first call's dispatch has run",
 		catches: []string{bugs.ClaimLapses},
 		run: func(e *env) error {

@@ -538,6 +538,17 @@ type Store interface {
 	// UpdatedAt is at or before staleBefore: operations whose owner is
 	// presumed gone after its charge, ordered by UpdatedAt, then Key.
 	UncertainRecords(ctx context.Context, staleBefore time.Time) ([]Record, error)
+	// PurgeRecords deletes at most limit finished records (completed or
+	// failed_refunded) last written at or before before, oldest first, with
+	// their auto permits, and says how many it deleted. A record in
+	// progress (running, or charged and uncertain) is never purged,
+	// whatever its age: its key must go on naming the operation that may
+	// have run.
+	PurgeRecords(ctx context.Context, before time.Time, limit int) (int, error)
+	// PurgeRecord deletes key's record as PurgeRecords would: only when it
+	// is finished and last written at or before before; false when it
+	// deleted nothing.
+	PurgeRecord(ctx context.Context, key string, before time.Time) (bool, error)
 	// Settle writes an operator's settlement of an uncertain record
 	// (Settlement), with its refund if any; ErrNotFound without the record,
 	// ErrNotUncertain when it is not uncertain as the settlement says.

@@ -63,6 +63,10 @@ type Settings struct {
 	EffectiveWindowSeconds float64  `json:"effective_window_seconds"`
 	StaleLockSeconds       float64  `json:"stale_lock_seconds"`
 	LockTimeout            Duration `json:"lock_timeout"`
+	// RetentionSeconds is how long a finished operation's record is kept
+	// after its last write (docs/wire.md, Retention); 0 when the gateway
+	// does not say.
+	RetentionSeconds float64 `json:"retention_seconds,omitempty"`
 }
 
 // SettingsPatch is PUT /control/settings: nil fields stay.
@@ -70,6 +74,7 @@ type SettingsPatch struct {
 	WindowSeconds    *float64 `json:"window_seconds,omitempty"`
 	PermitTTLSeconds *float64 `json:"permit_ttl_seconds,omitempty"`
 	StaleLockSeconds *float64 `json:"stale_lock_seconds,omitempty"`
+	RetentionSeconds *float64 `json:"retention_seconds,omitempty"`
 }
 
 // NewWallet is POST /control/wallets.

@@ -708,3 +708,77 @@ func (c *Core) Settle(ctx context.Context, key string, st store.Settlement) erro
 	})
 	return c.d.Wrap("settle record", err)
 }
+
+// The purge's statements. The state is written literally, not as a
+// parameter, so PostgreSQL's planner matches the partial index
+// records_finished (migration 0006) in a generic plan too. The delete
+// repeats the select's conditions: between the two a failed_refunded
+// record may be replaced by a new reservation under its key, which must
+// stay.
+const (
+	purgeableSQL = `SELECT key, permit_id FROM records
+	WHERE state <> 'in_progress' AND updated_at <= $1 ORDER BY updated_at LIMIT $2`
+	purgeRecordSQL = `DELETE FROM records WHERE key = $1 AND state <> 'in_progress' AND updated_at <= $2`
+	purgePermitSQL = `DELETE FROM permits WHERE auto AND id = $1`
+)
+
+// PurgeRecords deletes finished records not written since before, at most
+// limit of them in one transaction, so a purge holds the write lock only
+// briefly however much has piled up.
+func (c *Core) PurgeRecords(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	err := c.db.Write(ctx, func(q Querier) error {
+		n = 0
+		type victim struct{ key, permit string }
+		rows, err := q.Query(ctx, purgeableSQL, Nanos(before), limit)
+		victims, err := Collect(rows, err, func(r Row) (victim, error) {
+			var v victim
+			return v, r.Scan(&v.key, &v.permit)
+		})
+		if err != nil {
+			return err
+		}
+		for _, v := range victims {
+			ok, err := purgeOne(ctx, q, v.key, v.permit, before)
+			if err != nil {
+				return err
+			}
+			if ok {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, c.d.Wrap("purge records", err)
+}
+
+// PurgeRecord deletes one finished record not written since before.
+func (c *Core) PurgeRecord(ctx context.Context, key string, before time.Time) (bool, error) {
+	var done bool
+	err := c.db.Write(ctx, func(q Querier) error {
+		rec, err := c.lockedRecord(ctx, q, key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoop
+		}
+		if err != nil {
+			return err
+		}
+		done, err = purgeOne(ctx, q, key, rec.PermitID, before)
+		return err
+	})
+	return done, c.d.Wrap("purge record", err)
+}
+
+// purgeOne deletes key's record if it is still finished and old enough,
+// and then its auto permit.
+func purgeOne(ctx context.Context, q Querier, key, permitID string, before time.Time) (bool, error) {
+	n, err := q.Exec(ctx, purgeRecordSQL, key, Nanos(before))
+	if err != nil || n == 0 {
+		return false, err
+	}
+	_, err = q.Exec(ctx, purgePermitSQL, permitID)
+	return true, err
+}

@@ -449,6 +449,17 @@ func testAbandon(t *testing.T, s store.Store) {
 	wantErr(t, "abandon a finished record", s.Abandon(ctx(t), finished.Key, finished.Owner), store.ErrNotOwner)
 
 	// An explicit permit outlives the record that used it.
+	explicit, under := fx.underExplicitPermit(t, s)
+	must(t, s.Abandon(ctx(t), under.Key, under.Owner))
+	got, err := s.Permit(ctx(t), explicit.ID)
+	must(t, err)
+	diff(t, "explicit permit after abandon", explicit, got)
+}
+
+// underExplicitPermit grants an explicit permit and reserves a record
+// under it.
+func (fx fixture) underExplicitPermit(t *testing.T, s store.Store) (store.Permit, store.Record) {
+	t.Helper()
 	explicit := store.Permit{ID: id(), WalletID: fx.wallet.ID, APIKeyID: fx.key.ID, Tool: fx.tool.Name,
 		Budget: 50, ExpiresAt: t0.Add(time.Hour), CreatedAt: t0}
 	must(t, s.CreatePermit(ctx(t), explicit))
@@ -456,8 +467,5 @@ func testAbandon(t *testing.T, s store.Store) {
 	under.Kind, under.PermitID = store.KindPermit, explicit.ID
 	_, _, err := s.Reserve(ctx(t), store.ReserveRequest{Record: under})
 	must(t, err)
-	must(t, s.Abandon(ctx(t), under.Key, under.Owner))
-	got, err := s.Permit(ctx(t), explicit.ID)
-	must(t, err)
-	diff(t, "explicit permit after abandon", explicit, got)
+	return explicit, under
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"abandon", false, testAbandon},
 		{"settle", false, testSettle},
 		{"resume", false, testResume},
+		{"purge", false, testPurge},
 		{"notes", false, testNotes},
 		{"dispatches", false, testDispatches},
 		{"concurrent credits", false, testConcurrentCredits},
