@@ -195,6 +195,9 @@ var Catchers = map[string][]Check{
 			"retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "upstream-02", "window-01", "window-02", "window-03", "window-05"),
 		at(dispatchedOnce, wired("lost-01", "lost-02", "lost-03")...),
 		at(dispatchedOnce, "lost-01-two-urls", "lost-02-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls", "twins-03-later"),
+		// Its replay inside the retention is sent again: one dispatch
+		// more than the new operation past the retention makes.
+		at(`the probe saw "$op1" dispatched 2 times`, "retention-01"),
 	),
 	// Issue 26: the retry of an answer lost after the tool ran, replayed
 	// as if it were the first. On two URLs the retry reaches the other
