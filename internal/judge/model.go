@@ -217,8 +217,10 @@ func (o *mop) mayRun() bool {
 // saw the dispatch. Where the target's read tool counts the write tool's
 // effects (byEffects), a result of that tool that is no tool error: the
 // result says the write was made, and no result carries a token to match,
-// so without this no count would ever be too low.
-func (o *mop) proven(byEffects bool) bool {
+// so without this no count would ever be too low. A result served after
+// an operator settled the operation completed is the operator's, not the
+// tool's (settledRun): it proves nothing.
+func (o *mop) proven(byEffects bool, settledRun func(*mcall) bool) bool {
 	for _, c := range o.calls {
 		if !c.result() {
 			continue
@@ -226,11 +228,18 @@ func (o *mop) proven(byEffects bool) bool {
 		if c.a.Served != "" && c.a.Served == o.token {
 			return true
 		}
-		if byEffects && c.v.Role == RoleWrite && !c.a.IsError {
+		if byEffects && c.v.Role == RoleWrite && !c.a.IsError && !settledRun(c) {
 			return true
 		}
 	}
 	return false
+}
+
+// settledCompleted says c was made after an operator settled its
+// operation completed: its result is the settled one.
+func (m *model) settledCompleted(c *mcall) bool {
+	s, ok := m.settled(c)
+	return ok && s.Outcome == SettleCompleted
 }
 
 type model struct {
@@ -1428,7 +1437,7 @@ func (m *model) dispatchChecks() []Check {
 			if o.mayRun() {
 				most++
 			}
-			if o.proven(observer == CapEffects) && !m.servedAgain(o, byToken[t][:k]) {
+			if o.proven(observer == CapEffects, m.settledCompleted) && !m.servedAgain(o, byToken[t][:k]) {
 				least++
 			}
 			for _, c := range o.calls {

@@ -883,16 +883,24 @@ func TestModelEffectsAtLeastOnce(t *testing.T) {
 		call       CallValue
 		answer     CallValue
 		dispatches int
+		settled    string // an operator's settlement before the call
 		want       string
 	}{
-		{"written", write, CallValue{Receipt: "r1", Digest: "d1"}, 1, ""},
-		{"answered, never written", write, CallValue{Receipt: "r1", Digest: "d1"}, 0, "dispatches/lost-outcome"},
-		{"a tool error, never written", write, CallValue{Receipt: "r1", Digest: "d1", IsError: true}, 0, ""},
-		{"another tool, never written", CallValue{Tool: "other", Token: "op1", Key: "k1", Role: "write_other"}, CallValue{Receipt: "r1", Digest: "d1"}, 0, ""},
-		{"written twice", write, CallValue{Receipt: "r1", Digest: "d1"}, 2, "dispatches/double-dispatch"},
+		{"written", write, CallValue{Receipt: "r1", Digest: "d1"}, 1, "", ""},
+		{"answered, never written", write, CallValue{Receipt: "r1", Digest: "d1"}, 0, "", "dispatches/lost-outcome"},
+		// The operator's result after a completed settlement is no write
+		// of the tool's (settle-02 behind a control API).
+		{"settled completed, never written", write, CallValue{Receipt: "r1", Digest: "d1"}, 0, SettleCompleted, ""},
+		{"settled refunded, answered, never written", write, CallValue{Receipt: "r1", Digest: "d1"}, 0, SettleRefunded, "dispatches/lost-outcome"},
+		{"a tool error, never written", write, CallValue{Receipt: "r1", Digest: "d1", IsError: true}, 0, "", ""},
+		{"another tool, never written", CallValue{Tool: "other", Token: "op1", Key: "k1", Role: "write_other"}, CallValue{Receipt: "r1", Digest: "d1"}, 0, "", ""},
+		{"written twice", write, CallValue{Receipt: "r1", Digest: "d1"}, 2, "", "dispatches/double-dispatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHist(effects)
+			if tc.settled != "" {
+				h.env(EnvValue{Kind: EnvSettle, Outcome: tc.settled, Token: tc.call.Token, Wallet: tc.call.Wallet, Receipt: "r1"})
+			}
 			inv := h.call("A", tc.call)
 			tc.answer.Tool, tc.answer.Token = tc.call.Tool, tc.call.Token
 			h.answer("A", inv, OK, tc.answer)
