@@ -992,7 +992,13 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 // been settled (a settlement needs its record untouched that long, and it
 // was charged after the call began), so it pays no write.
 func (g *Gateway) settledMeanwhile(ctx context.Context, c *callState, rec store.Record) (CallResponse, bool, error) {
-	if c.set.StaleLock <= 0 || g.clock.Now().Sub(c.now) < c.set.StaleLock || g.bugs.On(bugs.SettleOverwritten) {
+	// An operator settles by the threshold of the moment, which may have
+	// been lowered while the call stalled: the lower of the two decides.
+	stale := c.set.StaleLock
+	if now := g.Settings().StaleLock; now > 0 && (stale <= 0 || now < stale) {
+		stale = now
+	}
+	if stale <= 0 || g.clock.Now().Sub(c.now) < stale || g.bugs.On(bugs.SettleOverwritten) {
 		return CallResponse{}, false, nil // BUG settle-overwritten: no re-read
 	}
 	if (g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived) || g.bugs.On(bugs.TakeoverTrustsRead) {

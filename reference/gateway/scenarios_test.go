@@ -168,12 +168,12 @@ var scenarios = []scenario{
 	{
 		name:    "an uncertain operation settled refunded: the woken holder runs nothing, a retry runs it afresh",
 		catches: []string{bugs.SettleOverwritten, bugs.SettleRefundUnwritten},
-		run:     func(e *env) error { return e.settles(gateway.SettleRefunded) },
+		run:     func(e *env) error { return e.settles(gateway.SettleRefunded, false) },
 	},
 	{
 		name:    "an uncertain operation settled completed: every retry, the woken holder's too, replays the settled result",
 		catches: []string{bugs.SettleOverwritten},
-		run:     func(e *env) error { return e.settles(gateway.SettleCompleted) },
+		run:     func(e *env) error { return e.settles(gateway.SettleCompleted, false) },
 	},
 	{
 		name:    "a stalled holder already charged is never taken over",

@@ -76,13 +76,19 @@ func TestOutcomeUnknown(t *testing.T) {
 // it resumes, finds its operation settled and does not dispatch.
 func TestSettle(t *testing.T) {
 	for _, outcome := range []string{gateway.SettleCompleted, gateway.SettleRefunded} {
-		for _, b := range backends(t) {
-			t.Run(b.name+"/"+outcome, func(t *testing.T) {
-				b.check(t)
-				if err := runScenario(t, b, func(e *env) error { return e.settles(outcome) }); err != nil {
-					t.Fatal(err)
+		for _, lowered := range []bool{false, true} {
+			for _, b := range backends(t) {
+				name := b.name + "/" + outcome
+				if lowered {
+					name += "/threshold-lowered"
 				}
-			})
+				t.Run(name, func(t *testing.T) {
+					b.check(t)
+					if err := runScenario(t, b, func(e *env) error { return e.settles(outcome, lowered) }); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
 		}
 	}
 }
@@ -93,7 +99,10 @@ func TestSettle(t *testing.T) {
 // resumed after the settlement, runs nothing, and a retry is answered as the
 // settlement says (completed: the settled result replayed, no dispatch, the
 // debit kept; refunded: the debit given back, the retry run afresh).
-func (e *env) settles(outcome string) error {
+// lowered halves the stale-lock threshold while the owner stalls, and moves
+// the clock past the new one only: the operator settles by the threshold of
+// now, so the owner must fence by it too, not by the one it began under.
+func (e *env) settles(outcome string, lowered bool) error {
 	settled := json.RawMessage(`{"content":[{"type":"text","text":"settled by an operator"}]}`)
 	// after the retry that follows the settlement
 	dispatches, debits, refunds := 0, 1, 0
@@ -104,6 +113,13 @@ func (e *env) settles(outcome string) error {
 	f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
 	a := e.async(r)
 	e.await(f, a)
+	if lowered {
+		set := e.g.Settings()
+		set.StaleLock /= 2
+		if err := e.g.SetSettings(set); err != nil {
+			return err
+		}
+	}
 	e.clk.Advance(e.g.Settings().StaleLock + time.Second)
 	_, errB := e.call(r)
 	us, err := e.g.Uncertain(e.ctx)
