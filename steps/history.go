@@ -79,9 +79,12 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 
 // statusRetryable says a JSON-RPC refusal has no data.retryable and the
 // profile maps its HTTP status to in progress: the mapping says it is
-// retried, as it says for the same status answered in HTTP alone.
+// retried, as it says for the same status answered in HTTP alone; unless
+// its data.reason names another contract answer, whose own retryability
+// (outcome_unknown's: never) the status does not change.
 func statusRetryable(p *target.Profile, a *answer) bool {
-	return p != nil && a.IsRefusal() && !a.HasRetryable() && p.StatusMeans(judge.ReasonInProgress, a.Status, a.Body)
+	return p != nil && a.IsRefusal() && !a.HasRetryable() && p.StatusMeans(judge.ReasonInProgress, a.Status, a.Body) &&
+		!p.NamesAnother(judge.ReasonInProgress, a.ErrorReason())
 }
 
 // retryAfterOf is a refusal's Retry-After header as the history keeps it:

@@ -75,6 +75,9 @@ func TestStatusMappedRetryable(t *testing.T) {
 		{"409 busy, retryable true", statusAnswer(409, `{"reason":"acme_busy","retryable":true}`, busy), false, judge.Info, "1", true},
 		{"409 busy, retryable false", statusAnswer(409, `{"reason":"acme_busy","retryable":false}`, nil), false, judge.Fail, "", false},
 		{"409 busy without Retry-After", statusAnswer(409, `{"reason":"acme_busy"}`, http.Header{}), true, judge.Info, "", true},
+		// A final answer at the status of in progress stays final: its
+		// data.reason names another contract answer.
+		{"409 outcome_unknown, no data.retryable", statusAnswer(409, `{"reason":"outcome_unknown","message":"acme_busy no more: the outcome is unknown"}`, nil), false, judge.Fail, "", false},
 		{"422 conflict, no data.retryable", statusAnswer(422, `{"reason":"acme_key_conflict"}`, nil), false, judge.Fail, "-", false},
 		{"200 busy, no data.retryable: no status says it", statusAnswer(200, `{"reason":"acme_busy"}`, nil), false, judge.Fail, "-", false},
 	} {

@@ -1329,6 +1329,22 @@ func (p *Profile) MatchesBody(want, reason string, code, httpStatus int, body []
 	return false
 }
 
+// NamesAnother reports whether a refusal's data.reason names a contract
+// answer other than want, in our spelling or the profile's: a status the
+// profile maps to want does not make such a refusal want (a final
+// outcome_unknown answered at the status of in progress stays final).
+func (p *Profile) NamesAnother(want, reason string) bool {
+	if reason == "" {
+		return false
+	}
+	for _, r := range contractReasons {
+		if r != want && p.Matches(r, reason, 0, 0) {
+			return true
+		}
+	}
+	return false
+}
+
 // StatusMeans reports whether one of want's spellings is an HTTP status (and
 // body text) that httpStatus and body match: the refusal is want by the
 // status the gateway answered with, whatever its JSON-RPC error says.
