@@ -18,7 +18,7 @@ Feature: Every operation settles
     And "A" waits at "dispatch.before"
     And the gateway clock advances past the stale-lock threshold
     And "B" calls "write" with {"token":"$op1"} using key "$k1"
-    Then "B" is refused with "outcome_unknown"
+    Then "B" is refused as the age of the operation "A" holds implies
     And the operator lists the operation of "B" as uncertain
     When the operator settles the operation of "B" as refunded
     And the pause at "dispatch.before" is released
@@ -38,7 +38,7 @@ Feature: Every operation settles
     And "A" waits at "dispatch.before"
     And the gateway clock advances past the stale-lock threshold
     And "B" calls "write" with {"token":"$op1"} using key "$k1"
-    Then "B" is refused with "outcome_unknown"
+    Then "B" is refused as the age of the operation "A" holds implies
     And the operator lists the operation of "B" as uncertain
     When the operator settles the operation of "B" as completed with {"content":[{"type":"text","text":"settled by the operator"}]}
     And "B" retries its last call with a new JSON-RPC id
