@@ -283,14 +283,22 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 			return failed, err
 		}
 		late = late || moved
+		unread := false
 		if probe {
 			// Every token's dispatches, not only the counted ones: the model
 			// judges a duplicate that came after the scenario ended.
 			moved, err := lateDispatches(ctx, obs, s, e.tokens[i])
-			if err != nil {
+			if err != nil && observer == judge.CapEffects {
+				// The target's read tool failed: not observed, as at the
+				// scenario's end (recordEffects), not a failed run.
+				unreadIn(s, e.tokens[i], err)
+				unread = true
+			} else if err != nil {
 				return failed, err
 			}
 			late = late || moved
+		}
+		if probe && !unread {
 			after := fmt.Sprintf("once the %s had been quiet for %v after the last scenario", observerName(observer), quiet)
 			for _, c := range e.counted[i] {
 				check, isLate, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[1], judge.LateRun, after)
@@ -311,7 +319,7 @@ func (e *Env) Recount(ctx context.Context, quiet time.Duration) ([]string, error
 		if shared {
 			whys = append(whys, "a receipt it got also answered another scenario's operation")
 		}
-		if len(whys) == 0 {
+		if len(whys) == 0 && !unread {
 			continue
 		}
 		end := judge.Ending{}
@@ -429,6 +437,16 @@ func (e *Env) rereadFinal(ctx context.Context, s *reports.Scenario, m *ledgerMar
 	appendLateEntries(s, entries)
 	s.LedgerAfter = l
 	return true, nil
+}
+
+// unreadIn records in a scenario's history that the target's read tool
+// could not count tokens (judge.EnvUnread).
+func unreadIn(s *reports.Scenario, tokens []string, err error) {
+	at := s.History[len(s.History)-1].Time
+	for _, t := range tokens {
+		s.History = append(s.History, judge.Op{Index: len(s.History), Process: "harness", Type: judge.OK, F: judge.FEnv, Time: at,
+			Value: mustJSON(judge.EnvValue{Kind: judge.EnvUnread, Token: t, Action: err.Error()})})
+	}
 }
 
 // lateDispatches adds to a scenario's history the dispatches of its tokens

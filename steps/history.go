@@ -134,8 +134,18 @@ func meanings(p *target.Profile, a *answer) []string {
 // the final read's).
 func (w *world) recordEffects(ctx context.Context) error {
 	if obs, observer := w.env.observer(); obs != nil {
-		ds, err := obs.Dispatches(ctx, w.tokenList())
-		if err != nil {
+		tokens := w.tokenList()
+		ds, err := obs.Dispatches(ctx, tokens)
+		switch {
+		case err != nil && observer == judge.CapEffects:
+			// The target's own read tool failed or never settled: its
+			// counts are not observed (the model says so), which is no
+			// failure of the target's and no error of the harness's.
+			for _, t := range tokens {
+				w.noteEnv(judge.EnvValue{Kind: judge.EnvUnread, Token: t, Action: err.Error()})
+			}
+			ds = nil
+		case err != nil:
 			return fmt.Errorf("read the %s for the history: %w", observerName(observer), err)
 		}
 		w.mu.Lock()

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -305,3 +306,53 @@ type failingProbe struct {
 }
 
 func (p *failingProbe) Count(context.Context, string) (int, error) { return 0, p.err }
+
+// TestRecordEffectsUnread: a read tool that fails when the scenario ends
+// leaves each token's count unread in the history (the model's dispatch
+// check not observed), neither an error nor a silent gap; the probe's
+// failure stays the harness's error.
+func TestRecordEffectsUnread(t *testing.T) {
+	boom := errors.New("read tool list_messages: the read tool's count never settled")
+	for _, tc := range []struct {
+		name    string
+		env     *Env
+		wantErr bool
+	}{
+		{"effects", &Env{Effects: failingEffects{boom}, Caps: map[string]bool{judge.CapEffects: true}}, false},
+		{"probe", &Env{Probe: failingDispatches{fakeProbe: &fakeProbe{}, err: boom}, Caps: map[string]bool{judge.CapUpstream: true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{env: tc.env, tokens: []string{"op1-x", "op2-x"}}
+			err := w.recordEffects(context.Background())
+			if tc.wantErr {
+				if !errors.Is(err, boom) {
+					t.Errorf("err %v, want the probe's", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err %v, want the tokens recorded unread", err)
+			}
+			var unread []string
+			for _, op := range w.history {
+				var v judge.EnvValue
+				if op.F == judge.FEnv && json.Unmarshal(op.Value, &v) == nil && v.Kind == judge.EnvUnread {
+					unread = append(unread, v.Token)
+				}
+			}
+			if !slices.Equal(unread, []string{"op1-x", "op2-x"}) {
+				t.Errorf("unread tokens %v, want both", unread)
+			}
+		})
+	}
+}
+
+// failingDispatches is the harness's probe, its dispatch reads failing.
+type failingDispatches struct {
+	*fakeProbe
+	err error
+}
+
+func (p failingDispatches) Dispatches(context.Context, string) ([]judge.Dispatch, error) {
+	return nil, p.err
+}

@@ -263,6 +263,12 @@ const (
 	// "refunded" (its debit, Receipt, given back; a later call runs it
 	// afresh).
 	EnvSettle = "settle"
+	// EnvUnread: the target's read tool (effects) could not give Token's
+	// count (it failed, or never settled: Action says why), so the
+	// history may lack some of its dispatches: a count below what the
+	// answers prove is not observed, never a lost outcome. The probe is the
+	// harness's own: its failure is the harness's error, never this.
+	EnvUnread = "unread"
 )
 
 // Settlement outcomes of EnvSettle (docs/control-api.md, Operations).

@@ -1418,6 +1418,12 @@ func (m *model) dispatchChecks() []Check {
 			count[v.Token] = append(count[v.Token], i)
 		}
 	}
+	unread := map[string]string{}
+	for _, e := range m.env {
+		if e.env.Kind == EnvUnread {
+			unread[e.env.Token] = e.env.Action
+		}
+	}
 	byToken := map[string][]*mop{}
 	var tokens []string
 	for _, o := range m.mops {
@@ -1454,6 +1460,14 @@ func (m *model) dispatchChecks() []Check {
 		case n > most:
 			out = append(out, violation(KindDispatches, Args("token", t), observer, HarmLostOutcome, step,
 				"no dispatch: every call of it was refused with a refusal that says nothing ran", fmt.Sprintf("dispatched %d time(s)", n), witness...))
+		case n < least && unread[t] != "":
+			// Some of its dispatches may be missing from the history: what
+			// the read tool did give can only be too few.
+			c := violation(KindDispatches, Args("token", t), observer, "", step,
+				fmt.Sprintf("at least %d dispatch(es), as its results prove", least),
+				fmt.Sprintf("%d read before the target's read tool failed: %s", n, unread[t]), witness...)
+			c.State, c.Harm = NotObserved, ""
+			out = append(out, c)
 		case n < least:
 			out = append(out, violation(KindDispatches, Args("token", t), observer, HarmLostOutcome, step,
 				fmt.Sprintf("at least %d dispatch(es): %d result(s) of their own carry the probe's answer", least, least), fmt.Sprintf("dispatched %d time(s)", n), witness...))

@@ -919,3 +919,43 @@ func TestModelEffectsAtLeastOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestModelEffectsUnread: where the target's read tool could not count a
+// token, a count below what the answers prove is not observed, never a lost
+// outcome; a count above what may have run is still a double dispatch.
+func TestModelEffectsUnread(t *testing.T) {
+	effects := Facts{Policy: PolicyRefuse, Capabilities: []string{CapWire, CapEffects}}
+	for _, tc := range []struct {
+		name       string
+		unread     bool
+		dispatches int
+		want       string // the dispatch check's state
+		harm       Harm
+	}{
+		{"read, never written", false, 0, Violated, HarmLostOutcome},
+		{"unread, none read", true, 0, NotObserved, ""},
+		{"unread, written twice", true, 2, Violated, HarmDoubleDispatch},
+		{"read, written", false, 1, Held, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(effects)
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: write.Tool, Token: write.Token, Receipt: "r1", Digest: "d1"})
+			for range tc.dispatches {
+				h.dispatch("op1")
+			}
+			if tc.unread {
+				h.env(EnvValue{Kind: EnvUnread, Token: "op1", Action: "read tool failed"})
+			}
+			var got []Check
+			for _, c := range Model(h.ops) {
+				if c.Kind == KindDispatches {
+					got = append(got, c)
+				}
+			}
+			if len(got) != 1 || got[0].Status() != tc.want || got[0].Harm != tc.harm {
+				t.Errorf("dispatch checks %+v, want one %s (harm %q)", got, tc.want, tc.harm)
+			}
+		})
+	}
+}
