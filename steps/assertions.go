@@ -337,7 +337,7 @@ func (w *world) countCheck(ctx context.Context, step, token string, n int, atMos
 	if obs == nil {
 		return w.unobserved(id, step, observer, expected)
 	}
-	got, err := obs.Count(ctx, token)
+	got, err := countFor(ctx, w, obs, token, n)
 	switch {
 	case err != nil && observer == judge.CapEffects:
 		// The read tool is the target's: one that fails, or whose count
@@ -353,7 +353,7 @@ func (w *world) countCheck(ctx context.Context, step, token string, n int, atMos
 		expected = strings.Replace(expected, "at the upstream probe", "by the target's read tool", 1)
 	}
 	w.mu.Lock()
-	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx})
+	w.counted = append(w.counted, countedCheck{step: step, token: token, seen: got, stepIdx: w.stepIdx, n: n, atMost: atMost})
 	w.mu.Unlock()
 	ok := got == n || (atMost && got <= n)
 	id.harm = dispatchHarm(got, n)

@@ -107,6 +107,9 @@ type countedCheck struct {
 	step, token string
 	seen        int
 	stepIdx     int // the step that made the check; a late recount is its own
+	// n and atMost are what the check allowed: exactly n, or at most n.
+	n      int
+	atMost bool
 }
 
 type callOutcome struct {
@@ -550,7 +553,7 @@ func (w *world) finish(ctx context.Context, err error) {
 	if obs != nil && w.env.Settle > 0 {
 		// Effects are final before they are judged: wait for the observer
 		// to stay quiet, then recount what each dispatch check saw.
-		_ = obs.Quiet(ctx, w.env.Settle)
+		_ = obs.Quiet(ctx, w.lagQuiet(obs))
 		w.recount(ctx, obs, observer)
 	}
 	if w.walletID != "" && w.has(judge.CapLedger) {
@@ -588,7 +591,15 @@ type exchangeRecorder interface {
 // probe settled; a dispatch that came later is a violation of its own.
 func (w *world) recount(ctx context.Context, obs Observer, observer string) {
 	after := fmt.Sprintf("after the scenario's calls were answered and the %s was quiet for %v", observerName(observer), w.env.Settle)
-	for _, c := range w.counted {
+	for i, c := range w.counted {
+		if _, ok := obs.(laggingObserver); ok {
+			// A rise the lag explains is the count the check allows,
+			// now shown: the end-of-run recount starts from it.
+			if n, err := obs.Count(ctx, c.token); err == nil && lagged(obs, c, n) {
+				w.counted[i].seen = n
+				continue
+			}
+		}
 		late, ok, err := lateDispatch(ctx, obs, observer, c, reports.LateSuffixes[0], judge.LateScenario, after)
 		if err != nil || !ok {
 			continue

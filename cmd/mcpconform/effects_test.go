@@ -220,13 +220,15 @@ func TestEffectsServerBugsFail(t *testing.T) {
 		// The key forgotten after a second: the retry 2 s later writes again.
 		{"key forgotten", effectsrv.Options{Bugs: effectsrv.Bugs{KeyTTL: time.Second}}, "retry-01-later", ""},
 		// The replay is right, but the message is written again 300 ms
-		// later: only the re-read at the end of the run sees it.
-		{"late rewrite", effectsrv.Options{Bugs: effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}}, "retry-01", judge.LateRun},
+		// later: the step's read has already counted one; the re-read at
+		// the scenario's end, which waits out effects.read.lag_ms (2 s by
+		// default) after the last write's answer, sees it.
+		{"late rewrite", effectsrv.Options{Bugs: effectsrv.Bugs{LateRewrite: 300 * time.Millisecond}}, "retry-01", judge.LateScenario},
 		// The same, behind a gateway that replays an unkeyed read: an
 		// unkeyed re-read would get the first read's answer (one message)
 		// and miss the late one; each read's own key makes it run.
 		{"late rewrite, unkeyed reads replayed", effectsrv.Options{Bugs: effectsrv.Bugs{LateRewrite: 300 * time.Millisecond},
-			UnkeyedReads: effectsrv.ReadsReplayed}, "retry-01", judge.LateRun},
+			UnkeyedReads: effectsrv.ReadsReplayed}, "retry-01", judge.LateScenario},
 		// Behind a gateway that refuses unkeyed calls, an unkeyed read
 		// would stop every scenario with a harness error, the double
 		// write unjudged.

@@ -34,6 +34,8 @@ type Reader struct {
 	// gap spaces the reads of one count.
 	read func(ctx context.Context, token string) (int, error)
 	gap  time.Duration
+	// lag is how long a write's effect may take to show (effects.read.lag_ms).
+	lag time.Duration
 }
 
 // stableReads bounds the reads of one count: a count is taken once two
@@ -61,7 +63,7 @@ func New(p *target.Profile, url string) (*Reader, error) {
 	c := p.Client(url)
 	c.Lane = "effects"
 	w, _ := p.Tool(target.RoleWrite)
-	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name, gap: readGap}
+	r := &Reader{client: c, fx: *p.Effects, count: path, write: w.Name, gap: readGap, lag: p.Effects.Lag()}
 	r.read = r.readOnce
 	c.Record = func(ex reports.Exchange) {
 		if f := r.record.Load(); f != nil {
@@ -108,6 +110,40 @@ func (r *Reader) Count(ctx context.Context, token string) (int, error) {
 		seen = append(seen, n)
 	}
 	return 0, fmt.Errorf("read tool %s for %s: counts %v in %d reads %v apart: %w", r.fx.Read.Tool, token, seen, stableReads, r.gap, ErrUnstable)
+}
+
+// Lag is how long a write's effect may take to show in the read
+// (effects.read.lag_ms): the steps wait at least this long after a
+// scenario's last write before a rise is a late dispatch.
+func (r *Reader) Lag() time.Duration { return r.lag }
+
+// CountAtLeast is Count for a token of which want writes were answered
+// (results the harness saw), the last answer of the scenario's writes at
+// since: a read tool that lags (a replica, a queue) shows them up to the
+// lag after since, so a count below want is read again until then. Past
+// the lag, a count below want is given only when it settles there (a write
+// lost for good); one still moving is ErrUnstable, never a count. A count
+// at or above want is given at once.
+func (r *Reader) CountAtLeast(ctx context.Context, token string, want int, since time.Time) (int, error) {
+	deadline := since.Add(r.lag)
+	for {
+		final := !time.Now().Before(deadline)
+		n, err := r.Count(ctx, token)
+		switch {
+		case err != nil && !errors.Is(err, ErrUnstable):
+			return 0, err
+		case err == nil && n >= want:
+			return n, nil
+		case final:
+			// Every read of this count came after the lag.
+			return n, err
+		}
+		select {
+		case <-time.After(min(r.gap, time.Until(deadline))):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("read tool %s for %s: %w", r.fx.Read.Tool, token, ctx.Err())
+		}
+	}
 }
 
 // readOnce is one call of the read tool.

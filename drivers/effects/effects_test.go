@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
@@ -82,6 +83,54 @@ func TestCountSettles(t *testing.T) {
 			}
 			if calls != tc.calls {
 				t.Errorf("%d reads, want %d", calls, tc.calls)
+			}
+		})
+	}
+}
+
+// TestCountAtLeastLag: a read tool that lags its writes (a replica, a
+// queue) shows an answered write late. A count below the writes answered
+// is read again until the lag has passed since the last answer: shown
+// within it, the write is counted; never shown, and steady, it is a lost
+// write (the count below); never settling, it is no count at all.
+func TestCountAtLeastLag(t *testing.T) {
+	const lag = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		shows   time.Duration // when, after the answer, the effect shows; <0 never
+		flaps   bool          // the count keeps moving, never settling
+		want    int
+		got     int
+		err     error
+		atLeast time.Duration // the count is not given before this
+	}{
+		{"shown at once", 0, false, 1, 1, nil, 0},
+		{"shown within the lag", 150 * time.Millisecond, false, 1, 1, nil, 150 * time.Millisecond},
+		{"never shown, steady", -1, false, 1, 0, nil, lag},
+		{"never settles", -1, true, 1, 0, ErrUnstable, lag},
+		{"none answered", -1, false, 0, 0, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answered := time.Now()
+			flip := 0
+			r := &Reader{fx: target.Effects{Read: target.EffectsRead{Tool: "list_messages"}}, gap: 10 * time.Millisecond, lag: lag,
+				read: func(context.Context, string) (int, error) {
+					if tc.flaps {
+						flip++
+						return flip % 2, nil
+					}
+					if tc.shows >= 0 && time.Since(answered) >= tc.shows {
+						return 1, nil
+					}
+					return 0, nil
+				}}
+			got, err := r.CountAtLeast(context.Background(), "tok", tc.want, answered)
+			took := time.Since(answered)
+			if !errors.Is(err, tc.err) || (tc.err == nil && got != tc.got) {
+				t.Errorf("CountAtLeast = %d, %v; want %d, %v", got, err, tc.got, tc.err)
+			}
+			if took < tc.atLeast || took > lag+time.Second {
+				t.Errorf("took %v, want at least %v and about the lag at most", took, tc.atLeast)
 			}
 		})
 	}

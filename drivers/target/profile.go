@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/wire"
@@ -101,6 +102,29 @@ type EffectsRead struct {
 	// receipt_path), a number of effects or a list whose length is that
 	// number.
 	Count string `json:"count"`
+	// LagMS is how long after a write's answer its effect may take to
+	// show in the read (a replica, a queue); nil: DefaultEffectsLag. A
+	// count below the writes answered is re-read until it has passed, and
+	// a rise within it is the lag's, not a late dispatch.
+	LagMS *int `json:"lag_ms,omitempty"`
+}
+
+// DefaultEffectsLag is effects.read.lag_ms left out; MaxEffectsLagMS the
+// most it may be.
+const (
+	DefaultEffectsLag = 2 * time.Second
+	MaxEffectsLagMS   = 60000
+)
+
+// Lag is how long a write's effect may take to show in the read.
+func (e *Effects) Lag() time.Duration {
+	if e == nil {
+		return 0
+	}
+	if e.Read.LagMS == nil {
+		return DefaultEffectsLag
+	}
+	return time.Duration(*e.Read.LagMS) * time.Millisecond
 }
 
 // Placeholders of the effects templates.
@@ -858,6 +882,11 @@ func ParseProfile(b []byte) (*Profile, error) {
 	given, _ := doc.(map[string]any)
 	p.validate(given, bad)
 	p.validateHTTPReasons(b, bad)
+	if p.Effects != nil && p.Effects.Read.LagMS != nil {
+		if ms := *p.Effects.Read.LagMS; ms < 0 || ms > MaxEffectsLagMS {
+			bad("%s: effects.read.lag_ms %d: want 0..%d (milliseconds)", position(b, nil, valueAt(b, "effects", "read", "lag_ms")+1), ms, MaxEffectsLagMS)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

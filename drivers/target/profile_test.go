@@ -207,6 +207,8 @@ func TestLoadProfileErrors(t *testing.T) {
 		"bad-effects-with-upstream.json":            `effects: and capability "upstream" both given`,
 		"bad-effects-no-write-tool.json":            "effects: needs tools.write",
 		"bad-effects-count-path.json":               "effects.read.count: parse path",
+		"bad-effects-lag.json":                      "line 3, column 13: effects.read.lag_ms 60001: want 0..60000",
+		"bad-effects-lag-type.json":                 "line 3, column 15:",
 		"bad-effects-capability-without-block.json": `capabilities: "effects" needs an effects block`,
 		"bad-effects-read-is-write.json":            `effects.read.tool "send_message" is tools.write`,
 		"bad-principal-tokens-capability.json":      `"principal-tokens" needs identity.harness_idp or credentials.principal_tokens`,
