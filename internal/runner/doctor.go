@@ -158,7 +158,13 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 		f.Detail = err.Error()
 		return f
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wait := 5 * time.Second
+	if env.Profile.Effects != nil {
+		// A read tool that lags (effects.read.lag_ms) shows the write
+		// that much later: the wait outlasts it.
+		wait = max(wait, env.Profile.Effects.Lag()+3*time.Second)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if env.Effects != nil && env.Caps[judge.CapEffects] {
 		return effectThrough(wctx, env, f, token, a)
