@@ -293,6 +293,9 @@ var Catchers = map[string][]Check{
 	// A record purged inside its retention: only a clock moved most of a
 	// retention (a day, by default) reaches it.
 	"purge-inside-window": at(`the last answer of "A" replays its first answer`, "retention-01"),
+	// A charged record in progress purged: only a holder stalled a whole
+	// retention after its charge reaches it.
+	"purge-uncertain": at(`"B" is refused as the age of the operation "A" holds implies`, "retention-02"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -103,4 +103,7 @@ var Harms = map[string][]judge.Harm{
 	"permit-refund-kept": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	// A key forgotten inside its retention: the retry runs again.
 	"purge-inside-window": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
+	// purge-uncertain: the retry is charged again for an operation whose
+	// debit stands; where the holder had dispatched, it runs twice too.
+	"purge-uncertain": {judge.HarmDoubleCharge, judge.HarmWrongRefusal, judge.HarmDoubleDispatch},
 }

@@ -39,7 +39,8 @@ func (g *Gateway) purgeHorizon(s Settings, now time.Time) time.Time {
 
 // expired says rec, as a call at c.now read it, is past its retention.
 func (g *Gateway) expired(c *callState, rec store.Record) bool {
-	return rec.State != store.StateInProgress && !rec.UpdatedAt.After(g.purgeHorizon(c.set, c.now))
+	anyState := g.bugs.On(bugs.PurgeUncertain) // BUG purge-uncertain
+	return (anyState || rec.State != store.StateInProgress) && !rec.UpdatedAt.After(g.purgeHorizon(c.set, c.now))
 }
 
 // purgeExpired deletes rec when it is past its retention, conditionally in
@@ -49,7 +50,11 @@ func (g *Gateway) purgeExpired(ctx context.Context, c *callState, rec store.Reco
 	if !g.expired(c, rec) {
 		return false, nil
 	}
-	gone, err := g.store.PurgeRecord(ctx, rec.Key, g.purgeHorizon(c.set, c.now))
+	purge := g.store.PurgeRecord
+	if g.bugs.On(bugs.PurgeUncertain) {
+		purge = g.store.PurgeRecordAny // BUG purge-uncertain
+	}
+	gone, err := purge(ctx, rec.Key, g.purgeHorizon(c.set, c.now))
 	if err != nil {
 		return false, g.storeErr("purge record", err)
 	}

@@ -734,6 +734,28 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "a charged operation stalled past its retention is uncertain, never purged; its retention counts from its last write",
+		catches: []string{bugs.PurgeUncertain},
+		run: func(e *env) error {
+			keep := e.g.Settings().Retention
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(f, a) // A charged, not dispatched
+			e.clk.Advance(keep + time.Second)
+			_, errB := e.call(req{key: key})
+			e.release(f)
+			ra, errA := ok(e.wait(a))
+			e.clk.Advance(keep - time.Second) // the retention counts from A's outcome
+			rc, errC := ok(run(e.call(req{key: key})))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			return first(errA, errC, err, want("retry past the retention of a charged record in progress", reason(errB), gateway.ReasonOutcomeUnknown),
+				want("C's receipt", rc.ID, ra.ID), want("C replayed", rc.Replayed, true),
+				want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
+		},
+	},
+	{
 		name:    "a duplicate is in progress however long the first call's dispatch has run",
 		catches: []string{bugs.ClaimLapses},
 		run: func(e *env) error {

@@ -549,6 +549,10 @@ type Store interface {
 	// is finished and last written at or before before; false when it
 	// deleted nothing.
 	PurgeRecord(ctx context.Context, key string, before time.Time) (bool, error)
+	// PurgeRecordAny deletes key's record last written at or before before
+	// whatever its state, in progress too. Only the purge-uncertain bug
+	// switch calls it.
+	PurgeRecordAny(ctx context.Context, key string, before time.Time) (bool, error)
 	// Settle writes an operator's settlement of an uncertain record
 	// (Settlement), with its refund if any; ErrNotFound without the record,
 	// ErrNotUncertain when it is not uncertain as the settlement says.

@@ -719,6 +719,7 @@ const (
 	purgeableSQL = `SELECT key, permit_id FROM records
 	WHERE state <> 'in_progress' AND updated_at <= $1 ORDER BY updated_at LIMIT $2`
 	purgeRecordSQL = `DELETE FROM records WHERE key = $1 AND state <> 'in_progress' AND updated_at <= $2`
+	purgeAnySQL    = `DELETE FROM records WHERE key = $1 AND updated_at <= $2`
 	purgePermitSQL = `DELETE FROM permits WHERE auto AND id = $1`
 )
 
@@ -757,6 +758,18 @@ func (c *Core) PurgeRecords(ctx context.Context, before time.Time, limit int) (i
 
 // PurgeRecord deletes one finished record not written since before.
 func (c *Core) PurgeRecord(ctx context.Context, key string, before time.Time) (bool, error) {
+	return c.purgeKey(ctx, key, before, purgeRecordSQL)
+}
+
+// PurgeRecordAny deletes key's record not written since before, whatever
+// its state: only the purge-uncertain bug switch calls it.
+func (c *Core) PurgeRecordAny(ctx context.Context, key string, before time.Time) (bool, error) {
+	return c.purgeKey(ctx, key, before, purgeAnySQL)
+}
+
+// purgeKey deletes key's record with the statement del (key, before) and,
+// when it did, the record's auto permit.
+func (c *Core) purgeKey(ctx context.Context, key string, before time.Time, del string) (bool, error) {
 	var done bool
 	err := c.db.Write(ctx, func(q Querier) error {
 		rec, err := c.lockedRecord(ctx, q, key)
@@ -766,7 +779,7 @@ func (c *Core) PurgeRecord(ctx context.Context, key string, before time.Time) (b
 		if err != nil {
 			return err
 		}
-		done, err = purgeOne(ctx, q, key, rec.PermitID, before)
+		done, err = purgeWith(ctx, q, del, key, rec.PermitID, before)
 		return err
 	})
 	return done, c.d.Wrap("purge record", err)
@@ -775,7 +788,13 @@ func (c *Core) PurgeRecord(ctx context.Context, key string, before time.Time) (b
 // purgeOne deletes key's record if it is still finished and old enough,
 // and then its auto permit.
 func purgeOne(ctx context.Context, q Querier, key, permitID string, before time.Time) (bool, error) {
-	n, err := q.Exec(ctx, purgeRecordSQL, key, Nanos(before))
+	return purgeWith(ctx, q, purgeRecordSQL, key, permitID, before)
+}
+
+// purgeWith runs del (key, before) and, when it deleted the record, deletes
+// its auto permit.
+func purgeWith(ctx context.Context, q Querier, del, key, permitID string, before time.Time) (bool, error) {
+	n, err := q.Exec(ctx, del, key, Nanos(before))
 	if err != nil || n == 0 {
 		return false, err
 	}

@@ -76,4 +76,13 @@ func testPurge(t *testing.T, s store.Store) {
 	}
 	_, err = s.Record(ctx(t), newer.Key)
 	wantErr(t, "purged record", err, store.ErrNotFound)
+
+	// The purge-uncertain bug switch's purge takes an uncertain record too.
+	gone, err := s.PurgeRecordAny(ctx(t), uncertain.Key, far)
+	must(t, err)
+	if !gone {
+		t.Errorf("PurgeRecordAny(uncertain, however old) = false, want true")
+	}
+	_, err = s.Record(ctx(t), uncertain.Key)
+	wantErr(t, "uncertain record purged by PurgeRecordAny", err, store.ErrNotFound)
 }
