@@ -152,8 +152,12 @@ type CallValue struct {
 }
 
 // ReadRetryable is whether a refusal is read as retryable: its
-// data.retryable, or, without one, what the profile's status mapping says.
-func (v CallValue) ReadRetryable() bool { return v.Retryable || v.StatusRetryable }
+// data.retryable, or, without one, what the profile's status mapping says;
+// a refusal made in HTTP alone that means in progress is retried (the
+// IETF draft's 409), as the live checks read it.
+func (v CallValue) ReadRetryable() bool {
+	return v.Retryable || v.StatusRetryable || (v.HTTPOnly && v.MeansReason(ReasonInProgress))
+}
 
 // MeansReason reports whether a refusal means reason: one of its mapped meanings,
 // or its data.reason when the profile maps none.

@@ -68,7 +68,7 @@ func operations(ops []Op, process string) ([]*operation, map[string]*operation) 
 				o.misrefused = append(o.misrefused, v.Reason)
 			}
 		case op.Type == "info":
-			if v.ReadRetryable() && v.Reason != "" {
+			if v.ReadRetryable() && (v.Reason != "" || v.HTTPOnly) {
 				continue // an honest in-progress answer: the retry decides
 			}
 			o.unknown = append(o.unknown, v.Reason+v.Error)

@@ -62,6 +62,15 @@ func TestOperationsAccountedFor(t *testing.T) {
 		{"an unkeyed refusal the profile maps to another reason", cat(ran("a", "k1", "r1"), []Op{
 			call("invoke", CallValue{Token: "b"}), call("fail", CallValue{Token: "b", Reason: ReasonKeyRequired, Status: 400, Means: []string{"unauthenticated"}}),
 		}, disp("a"), debit("r1", 3)), false, true},
+		// A 409 answered in HTTP alone (an RFC 9457 problem) that the
+		// profile maps to in progress is retried, as a retryable JSON-RPC
+		// refusal is: no outcome lost; mapped to nothing, it is one.
+		{"an HTTP-only in-progress answer, then the result", cat([]Op{call("invoke", CallValue{Token: "a", Key: "k1"}),
+			call("info", CallValue{Token: "a", Key: "k1", Status: 409, HTTPOnly: true, Means: []string{ReasonInProgress}})},
+			ran("a", "k1", "r1"), disp("a"), debit("r1", 3)), true, true},
+		{"an HTTP-only answer mapped to nothing, then the result", cat([]Op{call("invoke", CallValue{Token: "a", Key: "k1"}),
+			call("info", CallValue{Token: "a", Key: "k1", Status: 409, HTTPOnly: true})},
+			ran("a", "k1", "r1"), disp("a"), debit("r1", 3)), false, true},
 		{"a fee of another kind beside the right debit", cat(ran("a", "k1", "r1"), disp("a"), debit("r1", 3),
 			[]Op{effect(FEntry, EffectValue{Kind: "service", Amount: 1, Receipt: "r1"})}), true, false},
 	} {

@@ -96,6 +96,36 @@ func TestRecomputeRetryAfter(t *testing.T) {
 	}
 }
 
+// The one-operation check redone from the history reads the twins' answers
+// as the step does: a 409 made in HTTP alone (an RFC 9457 problem, no
+// JSON-RPC error) that the profile maps to in progress is retryable, as
+// a JSON-RPC refusal marked so is; one mapped to another reason is not.
+func TestRecomputeOneOperationHTTPOnly(t *testing.T) {
+	s0 := 0
+	outcome := func(process string, v CallValue, typ string) Op {
+		b, _ := json.Marshal(v)
+		return Op{Process: process, Type: typ, F: FCall, Value: b, Step: &s0}
+	}
+	result := CallValue{Tool: "w", Receipt: "r1"}
+	c := Check{StepIndex: 0, Kind: KindOneOperation, Args: map[string]string{"reason": ReasonInProgress}}
+	for _, tc := range []struct {
+		name  string
+		means string
+		want  bool
+	}{
+		{"409 mapped to in progress", ReasonInProgress, true},
+		{"409 mapped to another reason", ReasonKeyReused, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			busy := CallValue{Tool: "w", Status: 409, HTTPOnly: true, Means: []string{tc.means}}
+			r, known := Recompute(c, []Op{outcome("twin-00", result, OK), outcome("twin-01", busy, Info), outcome("twin-02", busy, Info)})
+			if !known || r.OK != tc.want {
+				t.Errorf("Recompute = %+v, known %v; want OK %v", r, known, tc.want)
+			}
+		})
+	}
+}
+
 // The at-most-once check redone from the history sees the dispatches its
 // step saw: a duplicate the re-read at the scenario's end (placed past
 // every step) or at the run's end (placed at none) added came after it,
