@@ -98,6 +98,8 @@ func TestVendorGatewayHTTPStyleBugsFail(t *testing.T) {
 		// The 409s of a held operation carry no Retry-After though the
 		// profile promises one.
 		{"409 without Retry-After", vendorgw.HTTPStyle{BusyWithoutRetryAfter: true}, "twins-01", judge.KindRetryAfter, judge.HarmWrongRefusal, "without a readable Retry-After"},
+		// The same where the 409 is a problem+json with no JSON-RPC body.
+		{"problem+json 409 without Retry-After", vendorgw.HTTPStyle{ProblemJSON: true, BusyWithoutRetryAfter: true}, "twins-01", judge.KindRetryAfter, judge.HarmWrongRefusal, "without a readable Retry-After"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			edits := append(httpStyle(tc.style), func(c *runner.Config) { c.IDs = []string{tc.id} })
@@ -246,5 +248,62 @@ func TestVendorGatewayHTTPStyleMissingKey428(t *testing.T) {
 				t.Errorf("no answer of the run had HTTP %d: the gateway's missing-key status is not exercised", tc.gateway)
 			}
 		})
+	}
+}
+
+// Many HTTP APIs following the draft refuse with an RFC 9457
+// application/problem+json body and no JSON-RPC envelope at all. The
+// profile maps each refusal by its status and a text of the problem's
+// type; the gateway is correct: every check of the scenarios that meet
+// each refusal (400, 422, 409 with Retry-After) holds, live and again
+// from the history.
+func TestVendorGatewayHTTPStyleProblemJSON(t *testing.T) {
+	ids := []string{"refuse-02", "retry-02", "twins-01"}
+	edits := append(httpStyle(vendorgw.HTTPStyle{ProblemJSON: true}), func(c *runner.Config) { c.IDs = ids })
+	out := vendorRun(t, vendorgw.Idempotent, "", edits...)
+	// At level wire the ledger's checks are not observed: every check
+	// the run could make must hold.
+	v := verdicts(out.Run)
+	for _, id := range ids {
+		if v[id] != judge.Passed && v[id] != judge.Incomplete {
+			t.Errorf("%s: %s, want passed (or incomplete, the ledger unseen)", id, v[id])
+		}
+	}
+	if len(out.Run.Scenarios) != len(ids) {
+		t.Errorf("%d scenarios ran, want %d", len(out.Run.Scenarios), len(ids))
+	}
+	saw := map[string]bool{}
+	for _, s := range out.Run.Scenarios {
+		if s.Ending != nil && (s.Ending.Error != "" || s.Ending.Skip != "") {
+			t.Errorf("%s: the harness could not drive it: %+v", s.ID, *s.Ending)
+		}
+		for _, c := range s.Checks {
+			if c.Status() == judge.Violated {
+				t.Errorf("%s: violated %s: %s", s.ID, c.Kind, c.Actual)
+			}
+		}
+		for _, ex := range s.Exchanges {
+			if ex.Status == 400 || ex.Status == 422 || ex.Status == 409 {
+				if !strings.Contains(ex.ResponseBody, vendorgw.ProblemType) || strings.Contains(ex.ResponseBody, "jsonrpc") {
+					t.Errorf("%s: HTTP %d answered %q, want problem+json only", s.ID, ex.Status, ex.ResponseBody)
+				}
+				saw[strconv.Itoa(ex.Status)] = true
+				saw["retry-after"] = saw["retry-after"] || ex.ResponseHeaders["Retry-After"] != ""
+			}
+		}
+		again, mismatch := judge.Recheck(s.Checks, s.History)
+		if mismatch {
+			t.Errorf("%s: recheck disagrees with the run", s.ID)
+		}
+		for _, c := range again {
+			if c.Status() == judge.Violated {
+				t.Errorf("%s: recheck finds %s violated: %s (expected %s)", s.ID, c.Kind, c.Actual, c.Expected)
+			}
+		}
+	}
+	for _, k := range []string{"400", "422", "409", "retry-after"} {
+		if !saw[k] {
+			t.Errorf("no problem+json answer of the run had %s: the variant is not exercised", k)
+		}
 	}
 }

@@ -27,10 +27,40 @@ type HTTPStyle struct {
 	// BusyUnflagged leaves data.retryable out of a 409's JSON-RPC error:
 	// no bug, its status says in progress, which the draft retries.
 	BusyUnflagged bool
+	// ProblemJSON answers each refusal of the mode (the missing key, the
+	// key reused, the busy operation) as an RFC 9457
+	// application/problem+json body with no JSON-RPC envelope, as many
+	// HTTP APIs following the draft do: its type names the reason
+	// (ProblemType + reason), its status the HTTP status; a 409 still
+	// carries Retry-After. No bug: the status and the body's texts are
+	// what a profile maps.
+	ProblemJSON bool
 	// Bugs of this mode, each shown caught by a test of cmd/mcpconform.
 	ReplayNotMarked       bool // a replay goes out without Idempotent-Replayed
 	FirstCallMarked       bool // the call the tool ran for is marked a replay too
 	BusyWithoutRetryAfter bool // a 409 with no Retry-After
+}
+
+// ProblemType prefixes the type of a problem+json refusal; the reason
+// follows it.
+const ProblemType = "https://acme.example/problems/"
+
+// problemTitles are the titles of the problem+json refusals.
+var problemTitles = map[string]string{
+	ReasonKeyMissing:  "Idempotency-Key is missing",
+	ReasonKeyConflict: "Idempotency-Key reused with other arguments",
+	ReasonBusy:        "A request with this Idempotency-Key is being processed",
+}
+
+// problem is the RFC 9457 body of a refusal with status.
+func problem(reason string, status int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"type":   ProblemType + reason,
+		"title":  problemTitles[reason],
+		"status": status,
+		"detail": "refused: " + reason,
+	})
+	return b
 }
 
 // ReplayedHeader is the draft's replay marker.
@@ -112,19 +142,25 @@ func (g *Gateway) httpStyle(next http.Handler) http.Handler {
 			w.Header()[k] = vs
 		}
 		status := buf.status
-		reason, isResult := answerOf(buf.body.Bytes())
+		body := buf.body.Bytes()
+		reason, isResult := answerOf(body)
 		hs := g.o.HTTPStyle
 		if s := hs.statusOf(reason); s != 0 && status == http.StatusOK {
 			status = s
 			if s == http.StatusConflict && !hs.BusyWithoutRetryAfter { // BUG BusyWithoutRetryAfter
 				w.Header().Set("Retry-After", strconv.Itoa(hs.RetryAfter))
 			}
+			if hs.ProblemJSON {
+				body = problem(reason, s)
+				w.Header().Del("Content-Length")
+				w.Header().Set("Content-Type", "application/problem+json")
+			}
 		}
 		if isResult && ((replayed && !hs.ReplayNotMarked) || hs.FirstCallMarked) { // BUG ReplayNotMarked, FirstCallMarked
 			w.Header().Set(ReplayedHeader, "true")
 		}
 		w.WriteHeader(status)
-		_, _ = w.Write(buf.body.Bytes())
+		_, _ = w.Write(body)
 	})
 }
 
