@@ -828,7 +828,7 @@ func (m *model) allowed(c *mcall) map[string]bool {
 // began, and the start of the earliest such call: no write of the
 // operation's record can be older than that.
 func (m *model) uncertainSince(c *mcall) (since time.Time, uncertain bool) {
-	if s, ok := m.settled(c); ok && s.Outcome == SettleCompleted {
+	if m.settledCompleted(c) {
 		return time.Time{}, false // decided: every call of it replays the settlement
 	}
 	for _, d := range c.op.calls {
