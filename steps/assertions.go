@@ -150,17 +150,17 @@ func (w *world) isReason(a *answer, reason string) bool {
 }
 
 // retryableIs says whether a refusal is read as retryable exactly when
-// want. A refusal made in HTTP alone (a status the profile maps, no
-// JSON-RPC error) has no data.retryable flag: its mapping names the
-// refusal, whose retryability is the reason's own (in progress is retried,
-// the others are not), so the flag is not held against it. Nor is a
-// JSON-RPC refusal's missing flag where the mapping of its status says in
-// progress: it reads as retryable.
+// want, as the model reads it (judge.CallValue.ReadRetryable): its
+// data.retryable; without one, a status the profile maps to in progress;
+// for a refusal made in HTTP alone, which has no flag, its mapped meaning
+// (in progress is retried, the others are not).
 func (w *world) retryableIs(a *answer, want bool) bool {
-	if !a.IsRefusal() {
+	if a == nil || a.IsResult() || a.TransportError != "" {
 		return true
 	}
-	return (a.Retryable() || statusRetryable(w.env.Profile, a)) == want
+	var v judge.CallValue
+	refusalValue(w.env.Profile, a, &v)
+	return v.ReadRetryable() == want
 }
 
 // checkRetryAfter holds, when the profile says the gateway sends

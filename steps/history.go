@@ -56,17 +56,13 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		v.Receipt, v.Served, v.Digest, v.ResultType, v.NoContent, v.InputRequired = a.Receipt(), r.Served, r.Digest, r.ResultType, r.NoContent, r.InputRequired
 		v.Replayed, v.Charged, v.IsError = r.Replayed, r.Charged, r.IsError
 	case a.IsRefusal():
-		v.Reason, v.Retryable, v.Receipt = a.ErrorReason(), a.Retryable(), a.ErrorReceipt()
-		v.Means = meanings(p, a)
-		v.StatusRetryable = statusRetryable(p, a)
+		refusalValue(p, a, &v)
 		if !v.ReadRetryable() {
 			typ = judge.Fail
 		}
 		v.RetryAfter = retryAfterOf(a, v)
 	case a.Status >= 400:
-		// A refusal made before any JSON-RPC (an HTTP status the profile
-		// maps): its meaning is all the model can read.
-		v.Means, v.HTTPOnly = meanings(p, a), true
+		refusalValue(p, a, &v)
 		// An in-progress status (the IETF draft's 409) decides nothing:
 		// the outcome stays unknown, as for a retryable JSON-RPC refusal.
 		if len(v.Means) > 0 && !slices.Contains(v.Means, judge.ReasonInProgress) {
@@ -75,6 +71,22 @@ func outcomeOp(p *target.Profile, c *client, call *wire.Call, inv int, a *answer
 		v.RetryAfter = retryAfterOf(a, v)
 	}
 	return judge.Op{Process: c.name, Type: typ, F: judge.FCall, Value: mustJSON(v)}
+}
+
+// refusalValue fills in what the model reads of a refusal: its reason,
+// data.retryable and receipt, its meanings under the profile, and whether
+// the mapping of its status makes it retryable. A refusal made before any
+// JSON-RPC (an HTTP status the profile maps) has its meanings alone. The
+// live checks read retryability from the same value (retryableIs), so a
+// refusal is classified once.
+func refusalValue(p *target.Profile, a *answer, v *judge.CallValue) {
+	v.Means = meanings(p, a)
+	if !a.IsRefusal() {
+		v.HTTPOnly = true
+		return
+	}
+	v.Reason, v.Retryable, v.Receipt = a.ErrorReason(), a.Retryable(), a.ErrorReceipt()
+	v.StatusRetryable = statusRetryable(p, a)
 }
 
 // statusRetryable says a JSON-RPC refusal has no data.retryable and the
