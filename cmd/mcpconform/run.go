@@ -183,6 +183,9 @@ func targetProblem(fs *flag.FlagSet, cfg *runner.Config, bugs stringList) string
 	if cfg.Settle < 0 {
 		return fmt.Sprintf("--settle %v: a duration of 0 or more (how long the probe must stay quiet)", cfg.Settle)
 	}
+	if cfg.FinalQuietFor < 0 {
+		return fmt.Sprintf("--final-quiet %v: a duration of 0 or more (0 takes ten --settle periods)", cfg.FinalQuietFor)
+	}
 	return ""
 }
 
@@ -251,9 +254,11 @@ Exit codes:
 Flags:
 `
 
-// settleFlag is how long a scenario's effects get to show.
+// settleFlag is how long a scenario's effects get to show, and how long
+// the last of them gets before the run's final recount.
 func settleFlag(fs *flag.FlagSet, cfg *runner.Config) {
 	fs.DurationVar(&cfg.Settle, "settle", 50*time.Millisecond, "how long the probe must stay quiet before a scenario's dispatches are final")
+	fs.DurationVar(&cfg.FinalQuietFor, "final-quiet", 0, "how long the probe must stay quiet after the last scenario before every count is read again, to catch a late duplicate dispatch (0: ten --settle periods, at least 1s; raise it past a gateway's redelivery delay)")
 }
 
 // peerFlags are the flags of the harness-owned peers a target talks to: the

@@ -48,6 +48,7 @@ func TestTargetFlagsValidated(t *testing.T) {
 	}{
 		{"unknown bug switch", []string{"--bug", "no-such-bug"}, `--bug "no-such-bug": no such bug switch (mcpconform bugs lists them)`},
 		{"negative settle", []string{"--settle", "-1s"}, "--settle -1s: a duration of 0 or more"},
+		{"negative final quiet", []string{"--final-quiet", "-2s"}, "--final-quiet -2s: a duration of 0 or more"},
 		{"the removed --strict", []string{"--strict"}, "--strict is gone: every run is strict"},
 		{"the removed -strict=true", []string{"-strict=true"}, "--strict is gone: every run is strict"},
 		{"no workers", []string{"--workers", "0"}, "--workers 0: the reference target needs at least 1 gateway process"},
@@ -59,7 +60,7 @@ func TestTargetFlagsValidated(t *testing.T) {
 		{"store of a URL target", []string{"--target", url, "--profile", "p.json", "--store", "postgres"}, "--store is for the reference target"},
 	} {
 		for _, cmd := range []string{"run", "explore", "repro"} {
-			if cmd == "repro" && tc.args[0] == "--settle" {
+			if cmd == "repro" && (tc.args[0] == "--settle" || tc.args[0] == "--final-quiet") {
 				continue // repro replays one scenario as it was run
 			}
 			t.Run(cmd+"/"+tc.name, func(t *testing.T) {

@@ -77,8 +77,10 @@ type Config struct {
 	ProbeAddr        string
 	ProbeURL         string // a running probe (mcpconform probe) to use instead of starting one
 	Settle           time.Duration
-	IdPAddr          string
-	IdPKey           string
+	// FinalQuietFor overrides FinalQuiet's default when positive.
+	FinalQuietFor time.Duration
+	IdPAddr       string
+	IdPKey        string
 	// TargetArgs are the command-line flags that chose the target, its
 	// peers and its suite, recorded in the report so each scenario can be
 	// run again the same way (reports.RerunCommand).
@@ -100,8 +102,13 @@ type Config struct {
 }
 
 // FinalQuiet is how long the probe must stay quiet after the last scenario
-// before every count is read again: ten settle periods, at least a second.
+// before every count is read again: FinalQuietFor when set, else ten
+// settle periods, at least a second. A duplicate dispatch that comes later
+// than this (a redelivery queue's delay) is not seen.
 func (c Config) FinalQuiet() time.Duration {
+	if c.FinalQuietFor > 0 {
+		return c.FinalQuietFor
+	}
 	return max(time.Second, 10*c.Settle)
 }
 
