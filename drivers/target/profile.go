@@ -44,12 +44,16 @@ type Profile struct {
 	// "idempotency_key". The harness leaves that member out of the
 	// arguments it records and compares, as the gateway must leave it out
 	// of its fingerprint.
-	KeyArgument  string              `json:"key_argument,omitempty"`
-	ReceiptPath  string              `json:"receipt_path,omitempty"` // wire.Path syntax
-	Reasons      map[string][]Reason `json:"reasons,omitempty"`
-	Auth         Auth                `json:"auth,omitzero"`
-	ControlURL   string              `json:"control_url,omitempty"`
-	ControlToken string              `json:"control_token,omitempty"`
+	KeyArgument string `json:"key_argument,omitempty"`
+	ReceiptPath string `json:"receipt_path,omitempty"` // wire.Path syntax
+	// RefusalReceiptPath is where a refusal names the receipt of the debit
+	// it is about (outcome_unknown's), in the JSON-RPC message; default
+	// wire.DefaultRefusalReceiptPath.
+	RefusalReceiptPath string              `json:"refusal_receipt_path,omitempty"`
+	Reasons            map[string][]Reason `json:"reasons,omitempty"`
+	Auth               Auth                `json:"auth,omitzero"`
+	ControlURL         string              `json:"control_url,omitempty"`
+	ControlToken       string              `json:"control_token,omitempty"`
 	// Capabilities the gateway offers. Empty with a control_url: read them
 	// from GET /capabilities (Target.ResolveCapabilities).
 	Capabilities []string    `json:"capabilities,omitempty"`
@@ -1007,6 +1011,11 @@ func (p *Profile) validate(given map[string]any, bad func(string, ...any)) {
 	} else if _, err := wire.ParsePath(p.ReceiptPath); err != nil {
 		bad("receipt_path: %v", err)
 	}
+	if p.RefusalReceiptPath == "" {
+		p.RefusalReceiptPath = wire.DefaultRefusalReceiptPath
+	} else if _, err := wire.ParsePath(p.RefusalReceiptPath); err != nil {
+		bad("refusal_receipt_path: %v", err)
+	}
 	switch p.UnkeyedPolicy {
 	case "":
 		p.UnkeyedPolicy = UnkeyedDerived
@@ -1392,8 +1401,8 @@ func (p *Profile) Client(u string) *wire.Client {
 	c := &wire.Client{
 		BaseURL: u, ProtocolVersion: p.ProtocolVersion, KeyPlacement: p.KeyPlacement,
 		KeyHeader: p.KeyHeader, KeyMetaField: p.KeyMetaField, KeyParam: p.KeyParam, KeyArgument: p.KeyArgument,
-		ReceiptPath: p.ReceiptPath,
-		AuthHeader:  p.Auth.Header, PrincipalHeader: p.Auth.PrincipalHeader,
+		ReceiptPath: p.ReceiptPath, RefusalReceiptPath: p.RefusalReceiptPath,
+		AuthHeader: p.Auth.Header, PrincipalHeader: p.Auth.PrincipalHeader,
 	}
 	if p.ReplayMarker != nil {
 		c.ReplayMarker = *p.ReplayMarker

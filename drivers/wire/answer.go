@@ -29,8 +29,9 @@ type Answer struct {
 	Dropped  bool
 	Exchange reports.Exchange
 
-	receipt Path
-	marker  ReplayMarker
+	receipt        Path
+	refusalReceipt Path // nil: DefaultRefusalReceiptPath
+	marker         ReplayMarker
 }
 
 // Response is a JSON-RPC response.
@@ -138,6 +139,9 @@ func (a *Answer) ErrorReason() string {
 func (a *Answer) ErrorReceipt() string {
 	if !a.HasError() {
 		return ""
+	}
+	if a.refusalReceipt != nil {
+		return a.refusalReceipt.LookupString(a.Message)
 	}
 	return MustParsePath("receipt").LookupString(a.Response.Error.Data)
 }

@@ -108,6 +108,15 @@ func TestAnswerAccessors(t *testing.T) {
 		t.Errorf("custom Receipt = %q", got)
 	}
 
+	unknown := mkAnswer(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-31504,"message":"unknown","data":{"reason":"outcome_unknown","receipt":"r1","billing":{"debit":"d7"}}}}`)
+	if got := unknown.ErrorReceipt(); got != "r1" {
+		t.Errorf("default ErrorReceipt = %q, want r1 (data.receipt)", got)
+	}
+	unknown.refusalReceipt = MustParsePath("error.data.billing.debit")
+	if got := unknown.ErrorReceipt(); got != "d7" {
+		t.Errorf("custom ErrorReceipt = %q, want d7", got)
+	}
+
 	var none *Answer
 	if none.Receipt() != "" || none.HasError() || none.IsError() {
 		t.Errorf("nil answer accessors")

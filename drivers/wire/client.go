@@ -76,6 +76,9 @@ type Client struct {
 	// ReceiptPath locates the receipt id in a response (see Path);
 	// default DefaultReceiptPath.
 	ReceiptPath string
+	// RefusalReceiptPath locates the receipt a refusal names (see Path);
+	// default DefaultRefusalReceiptPath.
+	RefusalReceiptPath string
 	// ReplayMarker, when set, is how the target marks a replayed result;
 	// Answer.ReplayMarked reads it.
 	ReplayMarker ReplayMarker
@@ -658,6 +661,11 @@ func (c *Client) post(ctx context.Context, p Post, st wireState) (*Answer, error
 		lane = "client"
 	}
 	a := &Answer{receipt: c.receiptPath(), marker: c.ReplayMarker}
+	if c.RefusalReceiptPath != "" && c.RefusalReceiptPath != DefaultRefusalReceiptPath {
+		if p, err := ParsePath(c.RefusalReceiptPath); err == nil {
+			a.refusalReceipt = p
+		}
+	}
 	a.Exchange = reports.Exchange{
 		Label: p.Label, Lane: lane, Method: req.Method, URL: endpoint,
 		RequestHeaders: flatten(req.Header, c.authHeader(), c.principalHeader()),

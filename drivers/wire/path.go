@@ -13,6 +13,10 @@ import (
 // the profile's receipt_path).
 const DefaultReceiptPath = "result._meta['io.mcpconform/receipt'].id"
 
+// DefaultRefusalReceiptPath is where a refusal names the receipt of the
+// debit it is about (outcome_unknown's): docs/wire.md's data.receipt.
+const DefaultRefusalReceiptPath = "error.data.receipt"
+
 // Path addresses a value inside a JSON document. Its text form is segments
 // joined by dots; a segment that itself holds dots or slashes (MCP _meta keys
 // such as "io.mcpconform/receipt" do) is written in brackets and single
