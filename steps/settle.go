@@ -3,12 +3,14 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/cucumber/godog"
 
 	"github.com/mcpconform/mcpconform/drivers/control"
+	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -42,6 +44,44 @@ func registerSettle(sc *godog.ScenarioContext) {
 		return settleOperation(ctx, who, control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw})
 	})
 	sc.Step(`^the last answer of "([^"]*)" replays the settled result$`, replaysSettled)
+	// explore's forms: the operation may not be uncertain (a gateway that
+	// renews its holder's lease answers in progress instead), nor the
+	// target one that settles operations; then there is nothing to settle
+	// and nothing happens.
+	sc.Step(`^the operator settles the operation of "([^"]*)" as refunded, if it is listed uncertain$`, func(ctx context.Context, who string) error {
+		return settleIfUncertain(ctx, who, control.SettleRequest{Outcome: judge.SettleRefunded})
+	})
+	sc.Step(`^the operator settles the operation of "([^"]*)" as completed with (\{.*\}), if it is listed uncertain$`, func(ctx context.Context, who, result string) error {
+		raw := json.RawMessage(getWorld(ctx).expand(result))
+		if !json.Valid(raw) {
+			return fmt.Errorf("settled result %s: not JSON", result)
+		}
+		return settleIfUncertain(ctx, who, control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw})
+	})
+}
+
+// settleIfUncertain settles who's operation when the target lists it
+// uncertain, and does nothing when it does not, or lists none.
+func settleIfUncertain(ctx context.Context, who string, in control.SettleRequest) error {
+	w := getWorld(ctx)
+	w.mu.Lock()
+	why := w.notApplicableWhy
+	w.mu.Unlock()
+	op, _, err := w.uncertainOf(ctx, who)
+	if errors.Is(err, godog.ErrSkip) {
+		// No listing to settle from is no reason to stop the scenario.
+		w.mu.Lock()
+		w.notApplicableWhy = why
+		w.mu.Unlock()
+		return nil
+	}
+	if err == nil && op == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return settleOperation(ctx, who, in)
 }
 
 // lastOperation is who's last call as the history holds it (its token and
@@ -147,7 +187,11 @@ func settleOperation(ctx context.Context, who string, in control.SettleRequest) 
 	if receipt == "" {
 		receipt = got.Receipt
 	}
-	w.noteEnv(judge.EnvValue{Kind: judge.EnvSettle, Outcome: in.Outcome, Token: call.Token, Wallet: call.Wallet, Tool: call.Tool, Receipt: receipt})
+	var digest string
+	if in.Outcome == judge.SettleCompleted {
+		digest = (&wire.Answer{Response: &wire.Response{Result: in.Result}}).ResultValue().Digest
+	}
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvSettle, Outcome: in.Outcome, Token: call.Token, Wallet: call.Wallet, Tool: call.Tool, Receipt: receipt, Digest: digest, Client: who})
 	w.mu.Lock()
 	w.settled = &settlement{outcome: in.Outcome, receipt: receipt, result: in.Result}
 	w.mu.Unlock()

@@ -298,12 +298,15 @@ type EnvValue struct {
 	Wallet           string     `json:"wallet,omitempty"`
 	Balance          *int64     `json:"balance,omitempty"`
 	On               bool       `json:"on,omitempty"`
-	Client           string     `json:"client,omitempty"`    // EnvWaiting's client, as the calls' process names it
+	Client           string     `json:"client,omitempty"`    // EnvWaiting's and EnvSettle's client, as the calls' process names it
 	Receipt          string     `json:"receipt,omitempty"`   // EnvReceiptElsewhere's receipt
 	Elsewhere        string     `json:"elsewhere,omitempty"` // EnvReceiptElsewhere's scenario
 	Permit           string     `json:"permit,omitempty"`    // EnvPermit's permit id
 	Budget           *int64     `json:"budget,omitempty"`    // EnvPermit's budget
 	Outcome          string     `json:"outcome,omitempty"`   // EnvSettle's outcome
+	// Digest is EnvSettle's settled result as a replay must return it (the
+	// digest CallValue.Digest holds of a result); "" for a refund.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Dispatch is one call the upstream probe received.

@@ -909,7 +909,7 @@ func (m *model) whyNotUncertain(c *mcall) string {
 	}
 	if c.a.Receipt == "" {
 		if c.op.priced && c.op.price > 0 {
-			return fmt.Sprintf("it names no debit in data.receipt, though its tool costs %d credits", c.op.price)
+			return fmt.Sprintf("it names no debit in data.receipt (or where the profile's refusal_receipt_path says), though its tool costs %d credits", c.op.price)
 		}
 		return ""
 	}
@@ -929,17 +929,43 @@ func (m *model) whyNotUncertain(c *mcall) string {
 	return ""
 }
 
-// settled is the last settlement of c's operation (EnvSettle of its token
-// and wallet) made before c began.
-func (m *model) settled(c *mcall) (EnvValue, bool) {
+// settled is the last settlement of c's operation made before c began:
+// the operation of the last call its client had made when the operator
+// settled it (another operation may share its token: a key reused with
+// other arguments), or, for a history that names no client, the one of
+// its token and wallet.
+func (m *model) settled(c *mcall) (EnvValue, bool) { return m.settledBefore(c, c.start) }
+
+// settledBefore is the last settlement of c's operation made before t.
+func (m *model) settledBefore(c *mcall, t time.Time) (EnvValue, bool) {
 	var last EnvValue
 	found := false
 	for _, e := range m.env {
-		if e.env.Kind == EnvSettle && e.t.Before(c.start) && e.env.Token != "" && e.env.Token == c.v.Token && e.env.Wallet == c.v.Wallet {
+		if e.env.Kind != EnvSettle || !e.t.Before(t) {
+			continue
+		}
+		var same bool
+		if e.env.Client != "" {
+			same = c.op != nil && m.lastOpOf(e.env.Client, e.t) == c.op
+		} else {
+			same = e.env.Token != "" && e.env.Token == c.v.Token && e.env.Wallet == c.v.Wallet
+		}
+		if same {
 			last, found = e.env, true
 		}
 	}
 	return last, found
+}
+
+// lastOpOf is the operation of the last call proc began before t.
+func (m *model) lastOpOf(proc string, t time.Time) *mop {
+	var op *mop
+	for _, c := range m.calls {
+		if c.proc == proc && c.start.Before(t) {
+			op = c.op
+		}
+	}
+	return op
 }
 
 // lowFunds says the wallet may hold less than c's price when c is made:
@@ -1016,6 +1042,15 @@ func (m *model) answer(c *mcall) []Check {
 	case o.mustRefuse != "":
 		return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s: %s", o.mustRefuse, m.mustRefuseWhy(c)))
 	}
+	if _, before := m.settled(c); !before && c.result() {
+		// A call begun before an operator settled its operation completed
+		// and answered after (the holder that woke) may get the settled
+		// result: the operator decided while it waited.
+		if s, ok := m.settledBefore(c, c.end); ok && s.Outcome == SettleCompleted &&
+			(s.Receipt == "" || c.a.Receipt == s.Receipt) && (s.Digest == "" || c.a.Digest == s.Digest) {
+			return nil
+		}
+	}
 	if s, ok := m.settled(c); ok && s.Outcome == SettleCompleted {
 		// The operator's result stands for the tool's: every call after
 		// the settlement replays it, under the debit's receipt; none runs
@@ -1025,6 +1060,8 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmLostOutcome, fmt.Sprintf("the settled result replayed: receipt %q, as the operator settled it", s.Receipt))
 		case c.a.Replayed != nil && !*c.a.Replayed:
 			return bad(HarmLostOutcome, "the settled result marked a replay (replayed: true, or the profile's replay_marker): the operator settled the operation before this call")
+		case s.Digest != "" && c.a.Digest != "" && c.a.Digest != s.Digest:
+			return bad(HarmLostOutcome, "the settled result replayed whole (the operator's content, structuredContent and isError): the operator settled the operation before this call")
 		}
 		return nil
 	}

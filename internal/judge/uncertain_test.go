@@ -216,6 +216,11 @@ func TestModelSettled(t *testing.T) {
 	settle := func(h *hist, outcome string) {
 		h.env(EnvValue{Kind: EnvSettle, Outcome: outcome, Token: "op1", Wallet: write.Wallet, Receipt: "r1"})
 	}
+	// settleB names the operation as the steps do: B's last call's, with
+	// the settled result's digest.
+	settleB := func(h *hist, outcome string) {
+		h.env(EnvValue{Kind: EnvSettle, Outcome: outcome, Token: "op1", Wallet: write.Wallet, Receipt: "r1", Client: "B", Digest: "settled"})
+	}
 	// settledReplay is a result of the operator's (no probe answer).
 	settledReplay := func(h *hist, receipt string, replayed bool) {
 		inv := h.call("B", write)
@@ -272,6 +277,42 @@ func TestModelSettled(t *testing.T) {
 			settledReplay(h, "r1", false)
 			h.read(charged)
 		}, "answer/lost-outcome"},
+		{"completed: the settled result replayed, named by B's last call", func(h *hist) {
+			uncertain(h)
+			settleB(h, SettleCompleted)
+			settledReplay(h, "r1", true)
+			h.read(charged)
+		}, ""},
+		{"completed: the debit's receipt, but content of its own (the woken owner's written over it)", func(h *hist) {
+			uncertain(h)
+			settleB(h, SettleCompleted)
+			inv := h.call("B", write)
+			h.answer("B", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "owner's", Replayed: boolP(true)})
+			h.read(charged)
+		}, "answer/lost-outcome"},
+		{"completed: the same key and arguments from another API key are another operation, run afresh", func(h *hist) {
+			uncertain(h)
+			settleB(h, SettleCompleted)
+			h.dispatch("op1")
+			h.marked("C", with(write, func(v *CallValue) { v.Credential = "second-key" }), "r2", false)
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{
+				{Kind: EntryDebit, Amount: 3, Receipt: "r1"}, {Kind: EntryDebit, Amount: 3, Receipt: "r2"}}})
+		}, ""},
+		{"completed: the holder woken after it gets the settled result, where other results carry the probe's answer", func(h *hist) {
+			other := with(write, func(v *CallValue) { v.Token, v.Key, v.Arguments = "op2", "k2", map[string]any{"token": "op2"} })
+			h.dispatch("op2")
+			h.marked("C", other, "r5", false)
+			holder := h.call("A", write)
+			now := h.now.Add(61 * time.Second)
+			h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+			inv := h.call("B", write)
+			h.answer("B", inv, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
+			settleB(h, SettleCompleted)
+			h.answer("A", holder, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "settled", Replayed: boolP(true)})
+			settledReplay(h, "r1", true)
+			h.read(LedgerRead{Baseline: 100, Balance: 94, Entries: []EffectValue{
+				{Kind: EntryDebit, Amount: 3, Receipt: "r5"}, {Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, ""},
 		{"refunded: its refund never written", func(h *hist) {
 			uncertain(h)
 			settle(h, SettleRefunded)
