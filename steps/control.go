@@ -254,8 +254,9 @@ func arm(ctx context.Context, point, action, alias string) error {
 	if err != nil {
 		return fmt.Errorf("arm %s at %s: %w", action, point, err)
 	}
-	w.faults[point] = id
-	w.noteEnv(judge.EnvValue{Kind: judge.EnvFault, Point: point, Action: action, Tool: w.toolName(alias)})
+	armed := judge.EnvValue{Kind: judge.EnvFault, Point: point, Action: action, Tool: w.toolName(alias)}
+	w.faults[point], w.faultArmed[point] = id, armed
+	w.noteEnv(armed)
 	return nil
 }
 
@@ -311,7 +312,10 @@ func release(ctx context.Context, point string) error {
 	if _, err := w.env.Control().ReleaseFault(ctx, id); err != nil {
 		return fmt.Errorf("release %s: %w", point, err)
 	}
-	w.noteEnv(judge.EnvValue{Kind: judge.EnvRelease, Point: point})
+	// The release names the pause it let go: another fault armed at the
+	// point (a failure for another tool) stays armed.
+	armed := w.faultArmed[point]
+	w.noteEnv(judge.EnvValue{Kind: judge.EnvRelease, Point: point, Tool: armed.Tool, Action: armed.Action})
 	return nil
 }
 

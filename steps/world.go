@@ -42,6 +42,7 @@ type world struct {
 	prices       map[string]int64    // alias -> price
 	clients      map[string]*client
 	faults       map[string]string // fault point -> fault id
+	faultArmed   map[string]judge.EnvValue // fault point -> its last fault as the history has it
 	principal    map[string]string // principal name -> principal id on the target
 	permits      map[string]string // permit alias in the feature -> permit id on the target
 	baseline     int64             // wallet balance right after the fixture
@@ -480,7 +481,7 @@ func newWorld(env *Env, p *godog.Scenario) *world {
 	w := &world{
 		env: env, entry: entry, start: time.Now(),
 		vars: map[string]string{}, tools: map[string]string{}, toolInfo: map[string]toolInfo{}, prices: map[string]int64{},
-		clients: map[string]*client{}, faults: map[string]string{}, principal: map[string]string{}, permits: map[string]string{}, stepIdx: -1,
+		clients: map[string]*client{}, faults: map[string]string{}, faultArmed: map[string]judge.EnvValue{}, principal: map[string]string{}, permits: map[string]string{}, stepIdx: -1,
 	}
 	w.evidence = reports.Scenario{
 		ID: entry.ID, Title: entry.Title, Feature: entry.Feature, File: entry.File, Line: entry.Line, Level: entry.Level,

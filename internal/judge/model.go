@@ -687,7 +687,10 @@ func (m *model) during(c *mcall, kind, undo string, match func(EnvValue) bool) b
 		}
 		undone := false
 		for _, u := range m.env {
-			if u.env.Kind == undo && u.i > e.i && u.t.Before(c.start) && (u.env.Token == e.env.Token && u.env.Point == e.env.Point && u.env.Wallet == e.env.Wallet) {
+			if u.env.Kind == undo && u.i > e.i && u.t.Before(c.start) && (u.env.Token == e.env.Token && u.env.Point == e.env.Point && u.env.Wallet == e.env.Wallet) &&
+				// A release that names its fault's tool and action undoes
+				// that fault only; one that does not, every fault at its point.
+				(u.env.Tool == "" || u.env.Tool == e.env.Tool) && (u.env.Action == "" || u.env.Action == e.env.Action) {
 				undone = true
 			}
 		}

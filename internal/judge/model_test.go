@@ -555,6 +555,15 @@ func TestModel(t *testing.T) {
 			h.refused("A", write, ReasonDispatchFailed, true)
 			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
 		}, []string{"ledger/wrong-amount"}},
+		{"a failure armed for one tool outlives the release of a pause at its point for another", func(h *hist) {
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "fail", Tool: "write"})
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "pause", Tool: "write2"})
+			h.env(EnvValue{Kind: EnvRelease, Point: "dispatch.after", Action: "pause", Tool: "write2"})
+			h.refused("A", write, ReasonResponseFailed, true)
+			h.dispatch("op1")
+			h.marked("A", write, "r1", true)
+			h.read(LedgerRead{Baseline: 100, Balance: 97, Entries: []EffectValue{{Kind: EntryDebit, Amount: 3, Receipt: "r1"}}})
+		}, nil},
 		{"dispatch failed with no cause", func(h *hist) {
 			h.refused("A", write, ReasonDispatchFailed, true)
 		}, []string{"answer/wrong-refusal"}},
