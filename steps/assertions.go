@@ -151,16 +151,17 @@ func (w *world) isReason(a *answer, reason string) bool {
 
 // retryableIs says whether a refusal is read as retryable exactly when
 // want, as the model reads it (judge.CallValue.ReadRetryable): its
-// data.retryable; without one, a status the profile maps to in progress;
-// for a refusal made in HTTP alone, which has no flag, its mapped meaning
-// (in progress is retried, the others are not).
+// data.retryable; without one, a status the profile maps to in progress.
+// A refusal made in HTTP alone has no flag to hold against it: its mapping
+// names the refusal, whose retryability is the reason's own (as recheck
+// reads it).
 func (w *world) retryableIs(a *answer, want bool) bool {
 	if a == nil || a.IsResult() || a.TransportError != "" {
 		return true
 	}
 	var v judge.CallValue
 	refusalValue(w.env.Profile, a, &v)
-	return v.ReadRetryable() == want
+	return v.HTTPOnly || v.ReadRetryable() == want
 }
 
 // checkRetryAfter holds, when the profile says the gateway sends

@@ -53,6 +53,13 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		return advance(ctx, by)
 	})
+	sc.Step(`^the gateway clock advances past the retention$`, func(ctx context.Context) error {
+		keep, err := retention(getWorld(ctx))
+		if err != nil {
+			return err
+		}
+		return advance(ctx, keep+time.Second)
+	})
 	sc.Step(`^the gateway clock advances past the auto-permit life$`, func(ctx context.Context) error {
 		w := getWorld(ctx)
 		return advance(ctx, seconds(w.env.Settings.PermitTTLSeconds)+time.Second)
@@ -78,6 +85,7 @@ func registerControl(sc *godog.ScenarioContext) {
 			}
 			eff := control.WholeSeconds(set.EffectiveWindowSeconds)
 			w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, WindowSeconds: &eff})
+			w.window = eff
 		}
 		return nil
 	})
@@ -94,6 +102,28 @@ func registerControl(sc *godog.ScenarioContext) {
 		}
 		w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, StaleLockSeconds: &secs})
 		w.staleLock = seconds(float64(secs))
+		return nil
+	})
+	// Past the window, which a retention may not be shorter than: the
+	// window the scenario set, else the target's.
+	sc.Step(`^the retention is (\d+) seconds past the effective window$`, func(ctx context.Context, past int64) error {
+		w := getWorld(ctx)
+		if !w.has(judge.CapSettings) {
+			return w.cannot(judge.CapSettings, "the retention is changed through the control API")
+		}
+		win := control.WholeSeconds(w.env.Settings.EffectiveWindowSeconds)
+		if w.window > 0 {
+			win = w.window
+		}
+		secs := win + past
+		w.settingsMoved = true
+		for _, c := range w.env.Controls {
+			if _, err := c.PutSettings(ctx, control.SettingsPatch{RetentionSeconds: control.Ptr(float64(secs))}); err != nil {
+				return fmt.Errorf("set retention to %ds: %w", secs, err)
+			}
+		}
+		w.noteEnv(judge.EnvValue{Kind: judge.EnvSetting, RetentionSeconds: &secs})
+		w.keep = seconds(float64(secs))
 		return nil
 	})
 	sc.Step(`^a pause is armed at "([^"]*)" for "([^"]*)"$`, func(ctx context.Context, point, tool string) error {
@@ -190,6 +220,9 @@ func freezeNearBoundary(ctx context.Context, off time.Duration) error {
 // its settings say. A target that does not say cannot be held to its
 // edges: the scenario is skipped, never passed.
 func retention(w *world) (time.Duration, error) {
+	if w.keep > 0 {
+		return w.keep, nil
+	}
 	keep := seconds(w.env.Settings.RetentionSeconds)
 	if keep <= 0 {
 		return 0, w.cannot(judge.CapSettings, "the retention of finished operations is read from the control API's settings (retention_seconds)")

@@ -135,8 +135,13 @@ func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation
 		// Served, and failing: the gateway's fault, not a missing feature.
 		return nil, "", fmt.Errorf("list uncertain operations: %w", err)
 	}
+	if receipt == "" {
+		// Nothing names which of the wallet's uncertain operations is
+		// who's: settling one would settle another client's.
+		return nil, "", nil
+	}
 	for i, op := range ops {
-		if op.WalletID == w.walletID && (receipt == "" || op.Receipt == receipt) {
+		if op.WalletID == w.walletID && op.Receipt == receipt {
 			return &ops[i], receipt, nil
 		}
 	}

@@ -52,6 +52,8 @@ type world struct {
 	holdToken    string            // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
+	keep         time.Duration // a scenario's own retention, if it set one
+	window       int64         // a scenario's own effective window (seconds), if it set one
 	settled      *settlement   // the operator's settlement, once a step made one
 	dims         dimensions    // the crossed dimensions it set (dimensions.go)
 	history      []judge.Op

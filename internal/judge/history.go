@@ -153,10 +153,10 @@ type CallValue struct {
 
 // ReadRetryable is whether a refusal is read as retryable: its
 // data.retryable, or, without one, what the profile's status mapping says;
-// a refusal made in HTTP alone that means in progress is retried (the
-// IETF draft's 409), as the live checks read it.
+// a refusal made in HTTP alone is retried when what it means is (in
+// progress, the IETF draft's 409; a failed dispatch or response).
 func (v CallValue) ReadRetryable() bool {
-	return v.Retryable || v.StatusRetryable || (v.HTTPOnly && v.MeansReason(ReasonInProgress))
+	return v.Retryable || v.StatusRetryable || (v.HTTPOnly && slices.ContainsFunc(v.Means, func(r string) bool { return retryableReasons[r] }))
 }
 
 // MeansReason reports whether a refusal means reason: one of its mapped meanings,
@@ -288,6 +288,7 @@ type EnvValue struct {
 	Frozen           bool       `json:"frozen,omitempty"`
 	WindowSeconds    *int64     `json:"window_seconds,omitempty"`
 	StaleLockSeconds *int64     `json:"stale_lock_seconds,omitempty"`
+	RetentionSeconds *int64     `json:"retention_seconds,omitempty"` // EnvSetting's retention of finished records
 	Principal        string     `json:"principal,omitempty"`
 	Tool             string     `json:"tool,omitempty"`
 	Role             string     `json:"role,omitempty"`

@@ -235,6 +235,14 @@ func (o *mop) proven(byEffects bool, settledRun func(*mcall) bool) bool {
 	return false
 }
 
+// answeredSettled says c was answered after an operator settled its
+// operation completed: begun before (the holder that woke) or after, its
+// result may be the operator's, which proves no dispatch.
+func (m *model) answeredSettled(c *mcall) bool {
+	s, ok := m.settledBefore(c, c.end)
+	return ok && s.Outcome == SettleCompleted
+}
+
 // settledCompleted says c was made after an operator settled its
 // operation completed: its result is the settled one.
 func (m *model) settledCompleted(c *mcall) bool {
@@ -542,6 +550,11 @@ func (m *model) newUnkeyedOp(o *mop, c *mcall) bool {
 	if !m.mayBeAnew(o, c) || !c.result() {
 		return false
 	}
+	// The operator's result, settled completed, is o's outcome replayed.
+	if s, ok := m.settledBefore(o.calls[0], c.start); ok && s.Outcome == SettleCompleted &&
+		(s.Receipt != "" && c.a.Receipt == s.Receipt || s.Digest != "" && c.a.Digest == s.Digest) {
+		return false
+	}
 	for _, d := range o.calls {
 		if d.result() && (d.a.Receipt != "" && d.a.Receipt == c.a.Receipt || d.a.Digest != "" && d.a.Digest == c.a.Digest) {
 			return false
@@ -571,14 +584,38 @@ func (m *model) mayBeAnew(o *mop, c *mcall) bool {
 	}
 	w, known := m.window(c.start)
 	switch {
-	case c.keyed() && m.facts.RetentionSeconds <= 0:
-		return false // a key whose retention nobody stated names its operation for good
 	case c.keyed():
-		w = time.Duration(m.facts.RetentionSeconds) * time.Second
+		keep, stated := m.retention(o.calls[0].start, c.start)
+		if !stated {
+			return false // a key whose retention nobody stated names its operation for good
+		}
+		w = keep
 	case !known:
 		w = unknownWindow
 	}
 	return m.gatewayTime(c.start).Sub(m.gatewayTime(o.calls[0].start)) >= w
+}
+
+// retention is the shortest retention of finished records in force from
+// from to to (the target's, and every one a scenario set meanwhile): a
+// gateway may purge under the shortest it held. False when none is known.
+func (m *model) retention(from, to time.Time) (time.Duration, bool) {
+	keep := time.Duration(m.facts.RetentionSeconds) * time.Second
+	stated := m.facts.RetentionSeconds > 0
+	for _, e := range m.env {
+		if e.env.Kind != EnvSetting || e.env.RetentionSeconds == nil || !e.t.Before(to) {
+			continue
+		}
+		set := time.Duration(*e.env.RetentionSeconds) * time.Second
+		if e.t.Before(from) {
+			keep, stated = set, true // in force when the operation began
+			continue
+		}
+		if !stated || set < keep {
+			keep, stated = set, true
+		}
+	}
+	return keep, stated
 }
 
 // violation builds a model check of a deviation.
@@ -948,7 +985,9 @@ func (m *model) settledBefore(c *mcall, t time.Time) (EnvValue, bool) {
 			continue
 		}
 		var same bool
-		if e.env.Client != "" {
+		if op := m.settledOp(e); op != nil {
+			same = c.op == op
+		} else if e.env.Client != "" {
 			same = c.op != nil && m.lastOpOf(e.env.Client, e.t) == c.op
 		} else {
 			same = e.env.Token != "" && e.env.Token == c.v.Token && e.env.Wallet == c.v.Wallet
@@ -960,6 +999,29 @@ func (m *model) settledBefore(c *mcall, t time.Time) (EnvValue, bool) {
 	return last, found
 }
 
+// settledOp is the operation whose debit a settlement gave back or stood
+// by: the one an answer before it named that receipt in (outcome_unknown's
+// data.receipt), preferring the settling client's last call's; nil when no
+// answer named it (then the client's last call, or the token, says).
+func (m *model) settledOp(e envAt) *mop {
+	if e.env.Receipt == "" {
+		return nil
+	}
+	var first *mop
+	for _, c := range m.calls {
+		if c.out < 0 || !c.end.Before(e.t) || c.a.Receipt != e.env.Receipt || !c.refusal() {
+			continue
+		}
+		if e.env.Client != "" && c.proc == e.env.Client {
+			return c.op
+		}
+		if first == nil {
+			first = c.op
+		}
+	}
+	return first
+}
+
 // lastOpOf is the operation of the last call proc began before t.
 func (m *model) lastOpOf(proc string, t time.Time) *mop {
 	var op *mop
@@ -969,6 +1031,43 @@ func (m *model) lastOpOf(proc string, t time.Time) *mop {
 		}
 	}
 	return op
+}
+
+// rerunServed says c's result is the outcome of a call of its operation
+// begun after the refunded settlement s (the operation run afresh), which
+// the holder that woke after it may be answered with: it ran nothing.
+func (m *model) rerunServed(c *mcall, s EnvValue) bool {
+	var at time.Time
+	for _, e := range m.env {
+		if e.env.Kind == EnvSettle && e.env == s {
+			at = e.t
+		}
+	}
+	for _, d := range c.op.calls {
+		ranAfresh := d.start.After(at) && d.end.Before(c.end) && (d.a.Replayed == nil || !*d.a.Replayed)
+		if d != c && d.result() && ranAfresh && d.a.Receipt != "" && d.a.Receipt == c.a.Receipt && d.a.Receipt != s.Receipt {
+			return true
+		}
+	}
+	return false
+}
+
+// waitedOver says c was seen waiting at a pause before its dispatch
+// (EnvWaiting at a point its outcome is not stored by) and still there when
+// settlement s was made.
+func (m *model) waitedOver(c *mcall, s EnvValue) bool {
+	var at time.Time
+	for _, e := range m.env {
+		if e.env.Kind == EnvSettle && e.env == s {
+			at = e.t
+		}
+	}
+	for _, e := range m.env {
+		if e.env.Kind == EnvWaiting && e.env.Client == c.proc && !afterOutcome[e.env.Point] && e.t.After(c.start) && e.t.Before(at) && m.releaseOf(e).After(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // lowFunds says the wallet may hold less than c's price when c is made:
@@ -1048,11 +1147,27 @@ func (m *model) answer(c *mcall) []Check {
 	if _, before := m.settled(c); !before && c.result() {
 		// A call begun before an operator settled its operation completed
 		// and answered after (the holder that woke) may get the settled
-		// result: the operator decided while it waited.
-		if s, ok := m.settledBefore(c, c.end); ok && s.Outcome == SettleCompleted &&
-			(s.Receipt == "" || c.a.Receipt == s.Receipt) && (s.Digest == "" || c.a.Digest == s.Digest) {
-			return nil
+		// result: the operator decided while it waited. Seen waiting before
+		// its dispatch when the operator settled, it must get it: it runs
+		// nothing, and is answered as the settlement says.
+		if s, ok := m.settledBefore(c, c.end); ok {
+			waited := m.waitedOver(c, s)
+			switch {
+			case s.Outcome == SettleRefunded && waited && !m.rerunServed(c, s):
+				return bad(HarmWrongRefusal, "a refusal meaning "+ReasonInProgress+" (retryable): the operator refunded the operation while this call waited before its dispatch, so it runs nothing")
+			case s.Outcome != SettleCompleted:
+			case (s.Receipt == "" || c.a.Receipt == s.Receipt) && (s.Digest == "" || c.a.Digest == s.Digest):
+				if c.a.Replayed != nil && !*c.a.Replayed {
+					return bad(HarmLostOutcome, "the settled result marked a replay (replayed: true, or the profile's replay_marker): the operator settled the operation while this call waited")
+				}
+				return nil
+			case waited:
+				return bad(HarmLostOutcome, fmt.Sprintf("the settled result replayed whole under receipt %q: the operator settled the operation while this call waited before its dispatch", s.Receipt))
+			}
 		}
+	}
+	if s, ok := m.settled(c); ok && s.Outcome == SettleRefunded && s.Receipt != "" && c.a.Receipt == s.Receipt {
+		return bad(HarmLostOutcome, fmt.Sprintf("a result under a receipt of its own: %q names the debit the operator refunded", s.Receipt))
 	}
 	if s, ok := m.settled(c); ok && s.Outcome == SettleCompleted {
 		// The operator's result stands for the tool's: every call after
@@ -1483,7 +1598,7 @@ func (m *model) dispatchChecks() []Check {
 			if o.mayRun() {
 				most++
 			}
-			if o.proven(observer == CapEffects, m.settledCompleted) && !m.servedAgain(o, byToken[t][:k]) {
+			if o.proven(observer == CapEffects, m.answeredSettled) && !m.servedAgain(o, byToken[t][:k]) {
 				least++
 			}
 			for _, c := range o.calls {
@@ -1513,10 +1628,65 @@ func (m *model) dispatchChecks() []Check {
 				fmt.Sprintf("at least %d dispatch(es): %d result(s) of their own carry the probe's answer", least, least), fmt.Sprintf("dispatched %d time(s)", n), witness...))
 		}
 	}
+	flaggedTok := map[string]bool{}
+	for _, c := range out {
+		flaggedTok[c.Args["token"]] = true
+	}
+	out = append(out, m.dispatchedAfterSettled(observer, flaggedTok)...)
 	if len(out) == 0 && len(tokens) > 0 {
 		out = append(out, held(KindDispatches, observer, "every operation was dispatched as often as its answers allow",
 			"at most one dispatch per operation that may have run, one for each whose result is the probe's answer",
 			fmt.Sprintf("%d token(s), all as allowed", len(tokens)), Args("tokens", len(tokens))))
+	}
+	return out
+}
+
+// dispatchedAfterSettled finds an operation settled completed dispatched
+// after the settlement, when each of its calls then in flight was waiting
+// before its dispatch: the holder that wakes runs nothing, and every later
+// call replays the settlement. Another operation of the token (a second
+// API key's) may run after it.
+func (m *model) dispatchedAfterSettled(observer string, flagged map[string]bool) []Check {
+	var out []Check
+	for _, e := range m.env {
+		if e.env.Kind != EnvSettle || e.env.Outcome != SettleCompleted {
+			continue
+		}
+		o := m.settledOp(e)
+		if o == nil && e.env.Client != "" {
+			o = m.lastOpOf(e.env.Client, e.t)
+		}
+		if o == nil || o.token == "" || flagged[o.token] {
+			continue
+		}
+		stalled := true
+		for _, c := range o.calls {
+			if c.start.Before(e.t) && c.end.After(e.t) && !m.waitedOver(c, e.env) {
+				stalled = false
+			}
+		}
+		if !stalled {
+			continue
+		}
+		others := 0
+		for _, p := range m.mops {
+			if p != o && p.token == o.token && p.mayRun() && !p.calls[len(p.calls)-1].end.Before(e.t) {
+				others++
+			}
+		}
+		var after []int
+		for i, op := range m.ops {
+			var v EffectValue
+			if op.F == FDispatch && op.Time.After(e.t) && json.Unmarshal(op.Value, &v) == nil && v.Token == o.token {
+				after = append(after, i)
+			}
+		}
+		if len(after) > others {
+			out = append(out, violation(KindDispatches, Args("token", o.token), observer, HarmDoubleDispatch,
+				fmt.Sprintf("the probe saw %s dispatched as its operations allow", o.token),
+				"no dispatch of the operation after an operator settled it completed while its holder waited before dispatch: the holder runs nothing",
+				fmt.Sprintf("dispatched %d time(s) after the settlement", len(after)), append([]int{e.i}, after...)...))
+		}
 	}
 	return out
 }
