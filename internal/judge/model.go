@@ -405,6 +405,24 @@ func (m *model) gatewayTime(t time.Time) time.Time {
 	return now
 }
 
+// latestGatewayTime is the latest the gateway clock read between wall
+// times from and to: at to, or at a clock move between them.
+func (m *model) latestGatewayTime(from, to time.Time) time.Time {
+	latest := m.gatewayTime(to)
+	for _, e := range m.env {
+		if e.env.Kind != EnvClock || e.env.Now == nil || !e.t.After(from) || !e.t.Before(to) {
+			continue
+		}
+		// The clock as it was set, and as it had run until just before.
+		for _, t := range []time.Time{*e.env.Now, m.gatewayTime(e.t.Add(-time.Nanosecond))} {
+			if t.After(latest) {
+				latest = t
+			}
+		}
+	}
+	return latest
+}
+
 // window is the unkeyed retry window in force at wall time t; known is
 // false when neither the facts nor a setting say it (a vendor's gateway).
 func (m *model) window(t time.Time) (w time.Duration, known bool) {
@@ -462,7 +480,9 @@ func (m *model) group() {
 		unkeyed := !c.keyed()
 		switch {
 		case unkeyed && c.v.Permit != "":
-			c.slot = "permit|" + c.v.Permit + "|" + c.fp
+			// A principal's call is its own: another principal's call
+			// under the permit is never handed its result.
+			c.slot = "permit|" + c.v.Permit + "|" + c.v.Principal + "|" + c.fp
 		case unkeyed:
 			c.slot = "unkeyed|" + c.scope + "|" + c.v.Tool + "|" + c.fp
 		default:
@@ -494,7 +514,7 @@ func (m *model) group() {
 			// explicit permit, with no key, names one operation too.
 			k := c.scope + "|" + c.v.Tool + "|" + c.v.Key
 			if unkeyed {
-				k = "permit|" + c.v.Permit
+				k = "permit|" + c.v.Permit + "|" + c.v.Principal
 			}
 			if !unkeyed || c.v.Permit != "" {
 				if first, ok := firstOfKey[k]; ok && first != o && !m.forgotten(first, c) {
@@ -589,7 +609,9 @@ func (m *model) mayBeAnew(o *mop, c *mcall) bool {
 		if !stated {
 			return false // a key whose retention nobody stated names its operation for good
 		}
-		w = keep
+		// A purge may come whenever the gateway clock is past the
+		// retention, also before a clock set back again.
+		return m.latestGatewayTime(o.calls[0].start, c.start).Sub(m.gatewayTime(o.calls[0].start)) >= keep
 	case !known:
 		w = unknownWindow
 	}
@@ -700,6 +722,8 @@ func describe(c *mcall) string {
 		return fmt.Sprintf("refused %q retryable=%v (HTTP %d)", c.meaning(), c.a.Retryable, c.a.Status)
 	case c.a.Error != "":
 		return "no answer: " + c.a.Error
+	case c.inputRound():
+		return "a request for input (resultType input_required)"
 	}
 	return fmt.Sprintf("HTTP %d with no JSON-RPC answer", c.a.Status)
 }
@@ -1126,10 +1150,11 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmWrongRefusal, fmt.Sprintf("%q not marked retryable: the same call is refused again", meaning))
 		}
 		return nil
-	case c.inputRound() && c.op.outcome != nil && c.op.outcome.end.Before(c.start):
+	case c.inputRound() && c.op.outcome != nil && c.op.outcome.end.Before(c.start) && !m.forgotten(c.op, c):
 		// A round of a multi-round call sent again once the call finished
 		// is answered with its final result (docs/wire.md), never asked
-		// again for input it was given.
+		// again for input it was given; past the record's retention the
+		// key is forgotten, and the call starts over.
 		return bad(HarmLostOutcome, fmt.Sprintf("its final result served again: receipt %q", c.op.outcome.a.Receipt), c.op.outcome.out)
 	case !c.result():
 		return nil

@@ -226,6 +226,25 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.result("A", write, "r2", "d2")
 		}, nil},
+		{"a keyed retry after the clock went past the retention and back may run again", func(h *hist) {
+			aDayOn(h, 24*time.Hour+time.Second)
+			back := h.now
+			h.env(EnvValue{Kind: EnvClock, Now: &back, Frozen: true})
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"a retention a scenario set shorter bounds the key's life", func(h *hist) {
+			h.env(EnvValue{Kind: EnvSetting, RetentionSeconds: price(180)})
+			aDayOn(h, 181*time.Second)
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"inside a retention a scenario set, a keyed retry replays", func(h *hist) {
+			h.env(EnvValue{Kind: EnvSetting, RetentionSeconds: price(180)})
+			aDayOn(h, 150*time.Second)
+			h.result("A", write, "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/lost-outcome", "dispatches/double-dispatch"}},
 		{"a keyed retry past the retention may still replay", func(h *hist) {
 			aDayOn(h, 48*time.Hour)
 			h.result("A", write, "r1", "d1")
@@ -641,6 +660,21 @@ func TestModel(t *testing.T) {
 			h.result("A", with(permit, func(v *CallValue) { v.Token, v.Arguments = "op2", map[string]any{"token": "op2"} }), "r2", "d2")
 			h.dispatch("op2")
 		}, []string{"answer/wrong-refusal"}},
+		// An explicit permit names one operation of each principal: another
+		// principal's call under it, with the same arguments, runs its own.
+		{"an explicit permit's arguments from another principal run again", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("alice", with(permit, func(v *CallValue) { v.Principal = "alice" }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", permit, "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
+		{"an explicit permit's result handed to another principal", func(h *hist) {
+			permit := unkeyed(with(write, func(v *CallValue) { v.Permit = "P1" }))
+			h.result("alice", with(permit, func(v *CallValue) { v.Principal = "alice" }), "r1", "d1")
+			h.dispatch("op1")
+			h.result("A", permit, "r1", "d1")
+		}, []string{"answer/cross-scope-replay", "dispatches/lost-outcome"}},
 		// explore-20-3 (seed 20): window 0 turns derived keys off; an
 		// explicit permit still names its operation, replayed.
 		{"an explicit permit's operation replayed with the window at 0", func(h *hist) {
@@ -649,6 +683,20 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.env(EnvValue{Kind: EnvSetting, WindowSeconds: price(0)})
 			h.result("A", permit, "r1", "d1")
+		}, nil},
+		{"a multi-round call asks again for input past the retention: its key is forgotten", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(retained)
+			ask := with(write, func(v *CallValue) { v.Role = RoleAsk; v.Wire = "2026-07-28" })
+			now := h.now
+			h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+			inv := h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
+			h.result("A", ask, "r1", "d1")
+			h.dispatch("op1")
+			later := now.Add(25 * time.Hour)
+			h.env(EnvValue{Kind: EnvClock, Now: &later, Frozen: true})
+			inv = h.call("A", ask)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", ResultType: "input_required", InputRequired: true, Wire: "2026-07-28"})
 		}, nil},
 		{"a multi-round call asks again for input once it finished", func(h *hist) {
 			ask := with(write, func(v *CallValue) { v.Role = RoleAsk; v.Wire = "2026-07-28" })
