@@ -621,7 +621,7 @@ func (g *Gateway) runUnreserved(ctx context.Context, c *callState, rec store.Rec
 		if w.Balance < price {
 			return nil, "", Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
 		}
-		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
+		err = g.appendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
 			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
 		if err != nil {
 			return nil, "", g.storeErr("append debit", err)
@@ -648,7 +648,7 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 	}
 	if g.bugs.On(bugs.ReplayDebits) && rc.Charged > 0 {
 		// BUG replay-debits: a replay is billed again.
-		err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
+		err := g.appendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
 			Kind: store.EntryDebit, Amount: rc.Charged, RecordKey: rec.Key, Receipt: rec.Receipt, Tool: rec.Tool, At: g.clock.Now()})
 		if err != nil {
 			return CallResponse{}, g.storeErr("append debit", err)
@@ -872,7 +872,7 @@ func (g *Gateway) lockHeld(ctx context.Context, c *callState, p keyPlan) (store.
 func (g *Gateway) releaseLock(ctx context.Context, identity, owner string) {
 	if g.bugs.On(bugs.ReleaseUnpinned) {
 		// BUG release-unpinned: whoever holds the row now loses it.
-		if err := g.durable(ctx, func(ctx context.Context) error { return g.store.ReleaseLockAny(ctx, identity) }); err != nil {
+		if err := g.durable(ctx, func(ctx context.Context) error { return g.releaseLockAny(ctx, identity) }); err != nil {
 			g.log.Warn("release retry lock", "identity", identity, "err", err)
 		}
 		return
@@ -1109,7 +1109,7 @@ func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, re
 	if errors.Is(err, store.ErrNotOwner) && g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived {
 		// BUG keyed-takeover-unfenced: the debit is written whoever owns the
 		// reservation now, and the dispatch follows it.
-		return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+		return g.durable(ctx, func(ctx context.Context) error { return g.appendDebit(ctx, debit) })
 	}
 	if errors.Is(err, store.ErrInsufficientFunds) && g.bugs.On(bugs.FundsUnlocked) {
 		return g.chargeUnchecked(ctx, debit) // BUG funds-unlocked
@@ -1207,7 +1207,7 @@ func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
 		time.Sleep(300 * time.Millisecond)
 		e := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
 			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
-		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
+		err := g.durable(context.Background(), func(ctx context.Context) error { return g.appendDebit(ctx, e) })
 		if err != nil {
 			g.log.Warn("late debit", "record", rec.Key, "err", err)
 		}
@@ -1335,7 +1335,7 @@ func (g *Gateway) firstPayer(rec store.Record) string {
 
 // chargeFee is the refusal-fee bug: a refusal billed a flat fee.
 func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
-	err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
+	err := g.appendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
 		Amount: 5, RecordKey: rec.Key, Tool: rec.Tool, At: g.clock.Now()})
 	if err != nil {
 		g.log.Warn("refusal fee", "record", rec.Key, "err", err)
