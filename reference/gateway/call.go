@@ -239,8 +239,8 @@ func newReceipt() string { return "rcpt-" + uuid.NewString() }
 // where the call must be able to stop between its reservation and its
 // charge: while a pause is armed at reserve.done (a call held there is
 // reserved and not charged, which the crash, cancel and stall scenarios
-// rely on), and under key-scope-billing, whose payer is chosen only once
-// the reservation is made.
+// rely on), and under key-scope-billing, whose payer its store decorator
+// chooses in the charge apart from the reservation.
 func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest {
 	if g.faults.Armed(faults.ReserveDone, faultMatch(c)) || g.bugs.On(bugs.KeyScopeBilling) || g.bugs.On(bugs.FundsUnlocked) {
 		return nil
@@ -256,9 +256,6 @@ func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest
 func (g *Gateway) refusedCharge(ctx context.Context, c *callState, rec store.Record, err error) error {
 	switch {
 	case errors.Is(err, store.ErrInsufficientFunds):
-		if g.bugs.On(bugs.RefusalFee) {
-			g.chargeFee(ctx, rec) // BUG refusal-fee
-		}
 		return Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
 	case errors.Is(err, store.ErrPermitExhausted):
 		return Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
@@ -941,9 +938,6 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	if (g.bugs.On(bugs.ToolErrorNotStored) && isErrorResult(result)) || (g.bugs.On(bugs.LargeArgsUnstored) && len(c.canon) > 8192) {
 		return g.errorNotStored(ctx, c, rec, receipt, charged, result) // BUG tool-error-not-stored, large-args-unstored
 	}
-	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
-		result = g.foreignContent(ctx, rec, result) // BUG foreign-content
-	}
 	d := g.dispatchRow(c, rec)
 	if g.bugs.On(bugs.CancelForgets) && clientGone(c.r.ClientDone) {
 		return CallResponse{}, g.forget(ctx, c, rec, receipt, charged, d) // BUG cancel-forgets
@@ -962,9 +956,6 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		return CallResponse{}, err
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
-	if g.bugs.On(bugs.LateDebit) && charged > 0 {
-		g.lateDebit(rec, receipt, charged) // BUG late-debit
-	}
 
 	if clientGone(c.r.ClientDone) {
 		g.undelivered(rec.Key) // BUG replay-unmarked-undelivered: no one to write the answer to
@@ -1099,11 +1090,7 @@ func (g *Gateway) crashed(ctx context.Context, c *callState, rec store.Record, r
 // dispatched by its old owner too.
 func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, receipt string) error {
 	now := g.clock.Now()
-	payer := rec.WalletID
-	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
-		payer = g.firstPayer(rec) // BUG key-scope-billing
-	}
-	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
+	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
 		Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	err := g.store.Charge(ctx, store.ChargeRequest{Entry: debit, RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now})
 	if errors.Is(err, store.ErrNotOwner) && g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived {
@@ -1149,13 +1136,9 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now,
 		RefundKeepsPermitSpend: g.bugs.On(bugs.PermitRefundKept) && c.r.PermitID != ""} // BUG permit-refund-kept
-	refund := charged
-	if capabilityRefusal(cause) {
-		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice
-	}
-	if refund > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
+	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
 		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
-			Amount: refund, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
 		g.log.Error("refund after a pre-dispatch failure", "record", rec.Key, "err", err)
@@ -1196,22 +1179,6 @@ func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, re
 	}
 	g.log.Info("tools/call cancelled by its client: outcome dropped, refunded", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt)
 	return fmt.Errorf("gateway: the client cancelled the call: %w", context.Canceled)
-}
-
-// lateDebit is the late-debit bug: a billing retry in the background writes
-// the call's debit again, well after the client had its answer.
-func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
-	g.late.Add(1)
-	go func() {
-		defer g.late.Done()
-		time.Sleep(300 * time.Millisecond)
-		e := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
-			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
-		err := g.durable(context.Background(), func(ctx context.Context) error { return g.appendDebit(ctx, e) })
-		if err != nil {
-			g.log.Warn("late debit", "record", rec.Key, "err", err)
-		}
-	}()
 }
 
 // undelivered is the replay-unmarked-undelivered bug's note that a
@@ -1284,62 +1251,6 @@ func (g *Gateway) removedToolRuns(ctx context.Context, c *callState) (CallRespon
 		return CallResponse{}, err
 	}
 	return CallResponse{Result: body}, nil
-}
-
-// nthOfWallet counts a wallet's runs for the foreign-content bug: true on
-// every 7th from the 14th on (only a workload runs that many in one wallet).
-func (g *Gateway) nthOfWallet(wallet string) bool {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.callsOf == nil {
-		g.callsOf = map[string]int{}
-	}
-	g.callsOf[wallet]++
-	n := g.callsOf[wallet]
-	return n >= 14 && n%7 == 0
-}
-
-// foreignContent is the foreign-content bug: the wallet's latest other
-// completed result, to be sent under this call's receipt.
-func (g *Gateway) foreignContent(ctx context.Context, rec store.Record, result json.RawMessage) json.RawMessage {
-	ds, err := g.store.Dispatches(ctx, store.DispatchFilter{Tool: rec.Tool, WalletID: rec.WalletID})
-	if err != nil {
-		return result
-	}
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].RecordKey == rec.Key {
-			continue
-		}
-		if other, err := g.store.Record(ctx, ds[i].RecordKey); err == nil && other.State == store.StateCompleted {
-			return other.Result
-		}
-	}
-	return result
-}
-
-// firstPayer is the key-scope-billing bug: billing looks the payer up by
-// the client key and tool alone, so the wallet that used them first pays.
-func (g *Gateway) firstPayer(rec store.Record) string {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.payerOf == nil {
-		g.payerOf = map[string]string{}
-	}
-	k := rec.Tool + "\x00" + rec.ClientKey
-	if w, ok := g.payerOf[k]; ok {
-		return w
-	}
-	g.payerOf[k] = rec.WalletID
-	return rec.WalletID
-}
-
-// chargeFee is the refusal-fee bug: a refusal billed a flat fee.
-func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
-	err := g.appendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
-		Amount: 5, RecordKey: rec.Key, Tool: rec.Tool, At: g.clock.Now()})
-	if err != nil {
-		g.log.Warn("refusal fee", "record", rec.Key, "err", err)
-	}
 }
 
 // dispatchRow is the dispatch log row of a call that just reached its tool.
