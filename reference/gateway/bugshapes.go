@@ -157,5 +157,5 @@ func (g *Gateway) checkFundsEarly(ctx context.Context, c *callState, rec store.R
 // balance short: the call passed the check when it arrived, so the debit is
 // written anyway and the wallet overdrawn.
 func (g *Gateway) chargeUnchecked(ctx context.Context, debit store.LedgerEntry) error {
-	return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+	return g.durable(ctx, func(ctx context.Context) error { return g.appendDebit(ctx, debit) })
 }

@@ -239,8 +239,8 @@ func newReceipt() string { return "rcpt-" + uuid.NewString() }
 // where the call must be able to stop between its reservation and its
 // charge: while a pause is armed at reserve.done (a call held there is
 // reserved and not charged, which the crash, cancel and stall scenarios
-// rely on), and under key-scope-billing, whose payer is chosen only once
-// the reservation is made.
+// rely on), and under key-scope-billing, whose payer its store decorator
+// chooses in the charge apart from the reservation.
 func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest {
 	if g.faults.Armed(faults.ReserveDone, faultMatch(c)) || g.bugs.On(bugs.KeyScopeBilling) || g.bugs.On(bugs.FundsUnlocked) {
 		return nil
@@ -256,9 +256,6 @@ func (g *Gateway) firstCharge(c *callState, receipt string) *store.ChargeRequest
 func (g *Gateway) refusedCharge(ctx context.Context, c *callState, rec store.Record, err error) error {
 	switch {
 	case errors.Is(err, store.ErrInsufficientFunds):
-		if g.bugs.On(bugs.RefusalFee) {
-			g.chargeFee(ctx, rec) // BUG refusal-fee
-		}
 		return Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, c.tool.Price)
 	case errors.Is(err, store.ErrPermitExhausted):
 		return Refuse(ReasonPermitExhausted, "permit %q has no budget left for %q", rec.PermitID, c.tool.Name)
@@ -272,27 +269,6 @@ func (g *Gateway) refusedCharge(ctx context.Context, c *callState, rec store.Rec
 		return Refuse(ReasonPermitExpired, "permit %q expired", rec.PermitID)
 	}
 	return err
-}
-
-// naiveCall is the no-idempotency bug: a proxy with no idempotency at all.
-// Every call is reserved under a record key of its own, so no call ever
-// finds another: no replay, no in-progress answer, no refusal of an unkeyed
-// call; each is charged and dispatched. A client key is only echoed in the
-// receipt, and a permit is not looked at.
-func (g *Gateway) naiveCall(ctx context.Context, c *callState) (CallResponse, error) {
-	k := c.r.ClientKey
-	if k == "" {
-		k = randomKeyPrefix + uuid.NewString()
-	}
-	p := keyPlan{kind: store.KindClient, clientKey: k,
-		key: recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name, uuid.NewString())}
-	receipt := newReceipt()
-	rec, _, err := g.reserveKeyed(ctx, c, p, g.firstCharge(c, receipt))
-	if err != nil {
-		return CallResponse{}, g.refusedCharge(ctx, c, rec, err)
-	}
-	g.reserved(ctx, c, rec)
-	return g.run(ctx, c, rec, receipt)
 }
 
 // missingTool is step 1 for a removed or unknown tool: serve a stored
@@ -407,21 +383,6 @@ func (g *Gateway) slotsOf(recs []store.Record, p keyPlan) []store.Record {
 		recs = slices.DeleteFunc(recs, func(r store.Record) bool { return r.Bucket < p.bucket-1 })
 	}
 	return recs
-}
-
-// peekReplay serves a completed record before any check: only the
-// replay-before-iga bug switch calls it.
-func (g *Gateway) peekReplay(ctx context.Context, c *callState) (CallResponse, bool, error) {
-	p, err := g.resolveKey(ctx, c)
-	if err != nil {
-		return CallResponse{}, false, nil // the correct path will give the refusal
-	}
-	rec, found, err := g.findStored(ctx, c, p)
-	if err != nil || !found || rec.State != store.StateCompleted || rec.Fingerprint != c.fp {
-		return CallResponse{}, false, err
-	}
-	resp, err := g.replay(ctx, c, rec)
-	return resp, true, err
 }
 
 // entitled is the IGA check: a call made under a principal token is only
@@ -594,52 +555,6 @@ func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) 
 	return g.run(ctx, c, rec, newReceipt())
 }
 
-// dispatchUnreserved is the naive lease of the takeover-charged bug: a stale
-// in-progress record is run again whatever it holds, outside the
-// reservation, so a holder that was charged and stalled before its dispatch
-// dispatches too when it resumes, and both are debited.
-func (g *Gateway) dispatchUnreserved(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
-	body, _, err := g.runUnreserved(ctx, c, rec)
-	if err != nil {
-		return CallResponse{}, err
-	}
-	return CallResponse{Result: body}, nil
-}
-
-// runUnreserved is the bugs' own run, outside any reservation: a plain read
-// of the balance, a debit no transaction ties to the record (the
-// check-then-act), the dispatch and its log row. It returns the result with
-// its receipt.
-func (g *Gateway) runUnreserved(ctx context.Context, c *callState, rec store.Record) (json.RawMessage, string, error) {
-	receipt := "rcpt-" + uuid.NewString()
-	var charged int64
-	if price := c.tool.Price; price > 0 {
-		w, err := g.store.Wallet(ctx, rec.WalletID)
-		if err != nil {
-			return nil, "", g.storeErr("read wallet", err)
-		}
-		if w.Balance < price {
-			return nil, "", Refuse(ReasonInsufficient, "wallet balance is below the price of %q (%d)", c.tool.Name, price)
-		}
-		err = g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
-			Amount: price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: g.clock.Now()})
-		if err != nil {
-			return nil, "", g.storeErr("append debit", err)
-		}
-		charged = price
-	}
-	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
-	if err != nil {
-		return nil, "", Refuse(ReasonDispatchFailed, "the tool could not be reached: retry")
-	}
-	g.logDispatch(ctx, rec, g.dispatchRow(c, rec))
-	body, err := withReceipt(result, Receipt{ID: receipt, IdempotencyKey: rec.ClientKey, Charged: charged})
-	if err != nil {
-		return nil, "", fmt.Errorf("gateway: build result: %w", err)
-	}
-	return body, receipt, nil
-}
-
 // replay serves a stored outcome whole: no dispatch, no ledger entry.
 func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (CallResponse, error) {
 	body, rc, err := replayed(rec.Result)
@@ -648,7 +563,7 @@ func (g *Gateway) replay(ctx context.Context, c *callState, rec store.Record) (C
 	}
 	if g.bugs.On(bugs.ReplayDebits) && rc.Charged > 0 {
 		// BUG replay-debits: a replay is billed again.
-		err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
+		err := g.appendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
 			Kind: store.EntryDebit, Amount: rc.Charged, RecordKey: rec.Key, Receipt: rec.Receipt, Tool: rec.Tool, At: g.clock.Now()})
 		if err != nil {
 			return CallResponse{}, g.storeErr("append debit", err)
@@ -872,7 +787,7 @@ func (g *Gateway) lockHeld(ctx context.Context, c *callState, p keyPlan) (store.
 func (g *Gateway) releaseLock(ctx context.Context, identity, owner string) {
 	if g.bugs.On(bugs.ReleaseUnpinned) {
 		// BUG release-unpinned: whoever holds the row now loses it.
-		if err := g.durable(ctx, func(ctx context.Context) error { return g.store.ReleaseLockAny(ctx, identity) }); err != nil {
+		if err := g.durable(ctx, func(ctx context.Context) error { return g.releaseLockAny(ctx, identity) }); err != nil {
 			g.log.Warn("release retry lock", "identity", identity, "err", err)
 		}
 		return
@@ -941,9 +856,6 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	if (g.bugs.On(bugs.ToolErrorNotStored) && isErrorResult(result)) || (g.bugs.On(bugs.LargeArgsUnstored) && len(c.canon) > 8192) {
 		return g.errorNotStored(ctx, c, rec, receipt, charged, result) // BUG tool-error-not-stored, large-args-unstored
 	}
-	if g.bugs.On(bugs.ForeignContent) && g.nthOfWallet(rec.WalletID) {
-		result = g.foreignContent(ctx, rec, result) // BUG foreign-content
-	}
 	d := g.dispatchRow(c, rec)
 	if g.bugs.On(bugs.CancelForgets) && clientGone(c.r.ClientDone) {
 		return CallResponse{}, g.forget(ctx, c, rec, receipt, charged, d) // BUG cancel-forgets
@@ -962,9 +874,6 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 		return CallResponse{}, err
 	}
 	g.log.Info("tools/call dispatched", "tool", c.tool.Name, "wallet", rec.WalletID, "kind", rec.Kind, "receipt", receipt, "charged", charged)
-	if g.bugs.On(bugs.LateDebit) && charged > 0 {
-		g.lateDebit(rec, receipt, charged) // BUG late-debit
-	}
 
 	if clientGone(c.r.ClientDone) {
 		g.undelivered(rec.Key) // BUG replay-unmarked-undelivered: no one to write the answer to
@@ -1099,17 +1008,13 @@ func (g *Gateway) crashed(ctx context.Context, c *callState, rec store.Record, r
 // dispatched by its old owner too.
 func (g *Gateway) charge(ctx context.Context, c *callState, rec store.Record, receipt string) error {
 	now := g.clock.Now()
-	payer := rec.WalletID
-	if g.bugs.On(bugs.KeyScopeBilling) && rec.Kind == store.KindClient {
-		payer = g.firstPayer(rec) // BUG key-scope-billing
-	}
-	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: payer, Kind: store.EntryDebit,
+	debit := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryDebit,
 		Amount: c.tool.Price, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	err := g.store.Charge(ctx, store.ChargeRequest{Entry: debit, RecordKey: rec.Key, Owner: rec.Owner, PermitID: rec.PermitID, Now: now})
 	if errors.Is(err, store.ErrNotOwner) && g.bugs.On(bugs.KeyedTakeoverUnfenced) && rec.Kind != store.KindDerived {
 		// BUG keyed-takeover-unfenced: the debit is written whoever owns the
 		// reservation now, and the dispatch follows it.
-		return g.durable(ctx, func(ctx context.Context) error { return g.store.AppendDebit(ctx, debit) })
+		return g.durable(ctx, func(ctx context.Context) error { return g.appendDebit(ctx, debit) })
 	}
 	if errors.Is(err, store.ErrInsufficientFunds) && g.bugs.On(bugs.FundsUnlocked) {
 		return g.chargeUnchecked(ctx, debit) // BUG funds-unlocked
@@ -1149,13 +1054,9 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now,
 		RefundKeepsPermitSpend: g.bugs.On(bugs.PermitRefundKept) && c.r.PermitID != ""} // BUG permit-refund-kept
-	refund := charged
-	if capabilityRefusal(cause) {
-		refund = g.capabilityRefund(charged) // BUG capability-refusal-kept, capability-refund-twice
-	}
-	if refund > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
+	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
 		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
-			Amount: refund, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
+			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
 	}
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
 		g.log.Error("refund after a pre-dispatch failure", "record", rec.Key, "err", err)
@@ -1178,170 +1079,6 @@ func clientGone(done <-chan struct{}) bool {
 	}
 }
 
-// forget is the cancel-forgets bug: clean-up written as if the request's
-// cancellation meant the operation never happened. The tool did run (its
-// dispatch is logged), but the record ends failed_refunded with the charge
-// given back, exactly as a failure before dispatch would, so the next call
-// with the same key reserves it afresh and dispatches and charges again.
-func (g *Gateway) forget(ctx context.Context, c *callState, rec store.Record, receipt string, charged int64, d store.Dispatch) error {
-	now := g.clock.Now()
-	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now}
-	if charged > 0 {
-		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
-			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}
-	}
-	g.logDispatch(ctx, rec, d)
-	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.Finish(ctx, rec.Key, rec.Owner, o) }); err != nil {
-		return g.storeErr("release cancelled call", err)
-	}
-	g.log.Info("tools/call cancelled by its client: outcome dropped, refunded", "tool", c.tool.Name, "record", rec.Key, "receipt", receipt)
-	return fmt.Errorf("gateway: the client cancelled the call: %w", context.Canceled)
-}
-
-// lateDebit is the late-debit bug: a billing retry in the background writes
-// the call's debit again, well after the client had its answer.
-func (g *Gateway) lateDebit(rec store.Record, receipt string, amount int64) {
-	g.late.Add(1)
-	go func() {
-		defer g.late.Done()
-		time.Sleep(300 * time.Millisecond)
-		e := store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID,
-			Kind: store.EntryDebit, Amount: amount, RecordKey: rec.Key, Receipt: receipt, Tool: rec.Tool, At: g.clock.Now()}
-		err := g.durable(context.Background(), func(ctx context.Context) error { return g.store.AppendDebit(ctx, e) })
-		if err != nil {
-			g.log.Warn("late debit", "record", rec.Key, "err", err)
-		}
-	}()
-}
-
-// undelivered is the replay-unmarked-undelivered bug's note that a
-// stored outcome's response was never written (dropped, or failed after
-// the tool ran); a no-op with the switch off.
-func (g *Gateway) undelivered(key string) {
-	if !g.bugs.On(bugs.ReplayUnmarkedUndelivered) {
-		return
-	}
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.unsent == nil {
-		g.unsent = map[string]bool{}
-	}
-	g.unsent[key] = true
-}
-
-// firstDelivery says the record's outcome was never delivered before, and
-// notes it delivered now: the replay about to be written is, as the bug
-// sees it, its first delivery.
-func (g *Gateway) firstDelivery(key string) bool {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	first := g.unsent[key]
-	delete(g.unsent, key)
-	return first
-}
-
-// revalidateAfter is how long the replay-revalidates bug waits before its
-// background dispatch: longer than a scenario's settle period (the
-// harness's default 50 ms), so the dispatch lands after the checks made
-// right after the answer, and well under the run's final quiet period (1
-// s), so the re-read at the run's end always sees it.
-const revalidateAfter = 300 * time.Millisecond
-
-// revalidate is the replay-revalidates bug: stale-while-revalidate, the
-// replay already served, the operation is sent to its tool again in the
-// background to refresh the stored result; the answer is discarded, and
-// neither a dispatch row nor a ledger entry is written. The tool is read
-// again, as a refresh resolves its route anew: a removed one is not sent.
-func (g *Gateway) revalidate(rec store.Record, args json.RawMessage) {
-	g.late.Add(1)
-	go func() {
-		defer g.late.Done()
-		time.Sleep(revalidateAfter)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		tool, err := g.store.Tool(ctx, rec.Tool)
-		if err != nil || tool.Removed {
-			return
-		}
-		if _, err := g.dispatch(ctx, DispatchRequest{Tool: tool, Arguments: args, WalletID: rec.WalletID, RecordKey: rec.Key}); err != nil {
-			g.log.Warn("replay revalidation", "record", rec.Key, "err", err)
-		}
-	}()
-}
-
-// removedToolRuns is the removed-tool-runs bug: a removed tool's row still
-// holds its route and price, and a call its key has no stored outcome for
-// is run through them, outside any reservation.
-func (g *Gateway) removedToolRuns(ctx context.Context, c *callState) (CallResponse, error) {
-	p := keyPlan{kind: store.KindClient, clientKey: c.r.ClientKey,
-		key: recordKey(store.KindClient, c.r.Caller.WalletID, c.r.Caller.APIKeyID, c.principalKey, c.tool.Name, c.r.ClientKey)}
-	if rec, found, err := g.findStored(ctx, c, p); err != nil || (found && rec.State != store.StateFailedRefunded) {
-		c.tool = store.Tool{Name: c.r.Tool}
-		return g.missingTool(ctx, c)
-	}
-	body, _, err := g.runUnreserved(ctx, c, g.newRecord(c, p, uuid.NewString()))
-	if err != nil {
-		return CallResponse{}, err
-	}
-	return CallResponse{Result: body}, nil
-}
-
-// nthOfWallet counts a wallet's runs for the foreign-content bug: true on
-// every 7th from the 14th on (only a workload runs that many in one wallet).
-func (g *Gateway) nthOfWallet(wallet string) bool {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.callsOf == nil {
-		g.callsOf = map[string]int{}
-	}
-	g.callsOf[wallet]++
-	n := g.callsOf[wallet]
-	return n >= 14 && n%7 == 0
-}
-
-// foreignContent is the foreign-content bug: the wallet's latest other
-// completed result, to be sent under this call's receipt.
-func (g *Gateway) foreignContent(ctx context.Context, rec store.Record, result json.RawMessage) json.RawMessage {
-	ds, err := g.store.Dispatches(ctx, store.DispatchFilter{Tool: rec.Tool, WalletID: rec.WalletID})
-	if err != nil {
-		return result
-	}
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].RecordKey == rec.Key {
-			continue
-		}
-		if other, err := g.store.Record(ctx, ds[i].RecordKey); err == nil && other.State == store.StateCompleted {
-			return other.Result
-		}
-	}
-	return result
-}
-
-// firstPayer is the key-scope-billing bug: billing looks the payer up by
-// the client key and tool alone, so the wallet that used them first pays.
-func (g *Gateway) firstPayer(rec store.Record) string {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.payerOf == nil {
-		g.payerOf = map[string]string{}
-	}
-	k := rec.Tool + "\x00" + rec.ClientKey
-	if w, ok := g.payerOf[k]; ok {
-		return w
-	}
-	g.payerOf[k] = rec.WalletID
-	return rec.WalletID
-}
-
-// chargeFee is the refusal-fee bug: a refusal billed a flat fee.
-func (g *Gateway) chargeFee(ctx context.Context, rec store.Record) {
-	err := g.store.AppendDebit(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryFee,
-		Amount: 5, RecordKey: rec.Key, Tool: rec.Tool, At: g.clock.Now()})
-	if err != nil {
-		g.log.Warn("refusal fee", "record", rec.Key, "err", err)
-	}
-}
-
 // dispatchRow is the dispatch log row of a call that just reached its tool.
 func (g *Gateway) dispatchRow(c *callState, rec store.Record) store.Dispatch {
 	return store.Dispatch{ID: store.NewRowID("d-"), Tool: c.tool.Name, RecordKey: rec.Key, Fingerprint: c.fp,
@@ -1353,46 +1090,4 @@ func (g *Gateway) logDispatch(ctx context.Context, rec store.Record, d store.Dis
 	if err := g.durable(ctx, func(ctx context.Context) error { return g.store.LogDispatch(ctx, d) }); err != nil {
 		g.log.Warn("log dispatch", "record", rec.Key, "err", err)
 	}
-}
-
-// lookupThenDispatch is the concurrent-enqueue bug of the second seed review,
-// kept only for the lookup-before-reserve switch: the key is looked up, the
-// work billed and dispatched, and only then is the record written. Two twins
-// both miss the lookup and both dispatch. dispatch.before sits between the
-// lookup and the dispatch so a pause there makes the race deterministic.
-func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPlan) (CallResponse, error) {
-	rec, found, err := g.findStored(ctx, c, p)
-	if err != nil {
-		return CallResponse{}, err
-	}
-	if found {
-		return g.existing(ctx, c, rec)
-	}
-	if g.hit(ctx, faults.DispatchBefore, c) == faults.Fail {
-		return CallResponse{}, Refuse(ReasonDispatchFailed, "the call failed before the tool ran: retry")
-	}
-	rec = g.newRecord(c, p, uuid.NewString())
-	body, receipt, err := g.runUnreserved(ctx, c, rec)
-	if err != nil {
-		return CallResponse{}, err
-	}
-	if p.permit != nil {
-		rec.PermitID = p.permit.ID
-	}
-	// The record comes last; a twin that wrote first makes this a no-op,
-	// after this call has already dispatched and billed.
-	if _, created, err := g.store.Reserve(ctx, store.ReserveRequest{Record: rec}); err != nil {
-		return CallResponse{}, g.storeErr("reserve", err)
-	} else if created {
-		if err := g.store.Finish(ctx, rec.Key, rec.Owner, store.Outcome{State: store.StateCompleted, Receipt: receipt, Result: body, Now: g.clock.Now()}); err != nil {
-			return CallResponse{}, g.storeErr("finish", err)
-		}
-	}
-	switch g.hit(ctx, faults.DispatchAfter, c) {
-	case faults.Fail:
-		return CallResponse{}, Refuse(ReasonResponseFailed, "the tool ran, but the response failed: retry to get it")
-	case faults.DropResponse:
-		return CallResponse{Drop: true}, nil
-	}
-	return CallResponse{Result: body}, nil
 }

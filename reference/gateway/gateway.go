@@ -40,6 +40,7 @@ type Options struct {
 // decision that must be exclusive is taken in the store, never in memory.
 type Gateway struct {
 	store     store.Store
+	given     store.Store // Options.Store, undecorated: the bug switches' unconditional writes are asserted on it
 	clock     *clock.Clock
 	faults    *faults.Registry
 	disp      Dispatcher
@@ -49,8 +50,6 @@ type Gateway struct {
 
 	late    sync.WaitGroup // the late-debit bug's background debits, the replay-revalidates bug's dispatches
 	callsMu sync.Mutex
-	callsOf map[string]int    // calls per wallet, counted for the foreign-content bug
-	payerOf map[string]string // client key and tool -> first wallet, for the key-scope-billing bug
 	asked   map[string][]byte // record key -> input-required result, for the rounds-store-question bug
 	unsent  map[string]bool   // record keys whose outcome's response was never written, for the replay-unmarked-undelivered bug
 	// instance names this gateway's keyspace for the keyed-records-per-process bug.
@@ -90,6 +89,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		store:     o.Store,
+		given:     o.Store,
 		clock:     o.Clock,
 		faults:    o.Faults,
 		disp:      o.Dispatcher,
@@ -111,6 +111,9 @@ func New(o Options) (*Gateway, error) {
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := g.withEffectBugs(); err != nil {
+		return nil, err
 	}
 	if len(o.Bugs.List()) > 0 {
 		g.log.Warn("gateway running with bug switches on", "bugs", o.Bugs.List(), "store", o.StoreKind)

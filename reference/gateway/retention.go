@@ -52,7 +52,7 @@ func (g *Gateway) purgeExpired(ctx context.Context, c *callState, rec store.Reco
 	}
 	purge := g.store.PurgeRecord
 	if g.bugs.On(bugs.PurgeUncertain) {
-		purge = g.store.PurgeRecordAny // BUG purge-uncertain
+		purge = g.purgeRecordAny // BUG purge-uncertain
 	}
 	gone, err := purge(ctx, rec.Key, g.purgeHorizon(c.set, c.now))
 	if err != nil {

@@ -98,19 +98,6 @@ func capabilityRefusal(cause error) bool {
 	return errors.As(cause, &ref) && ref.Reason == ReasonCapabilitiesMissing
 }
 
-// capabilityRefund is what the refund of such a refusal gives back:
-// the debit, or, with the capability-refusal-kept bug nothing and with the
-// capability-refund-twice bug twice the debit.
-func (g *Gateway) capabilityRefund(charged int64) int64 {
-	switch {
-	case g.bugs.On(bugs.CapabilityRefusalKept):
-		return 0
-	case g.bugs.On(bugs.CapabilityRefundTwice):
-		return 2 * charged
-	}
-	return charged
-}
-
 // roundFingerprint is the rounds-fingerprinted bug: a later round's
 // answers and state are hashed into the fingerprint, as if they were
 // arguments.

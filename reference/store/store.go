@@ -501,9 +501,6 @@ type Store interface {
 	// ReleaseLock deletes the lock row only while owner still holds it;
 	// false when another owner holds it now (nothing deleted).
 	ReleaseLock(ctx context.Context, identity, owner string) (bool, error)
-	// ReleaseLockAny deletes the lock row whoever holds it. Only the
-	// release-unpinned bug switch calls it.
-	ReleaseLockAny(ctx context.Context, identity string) error
 
 	Record(ctx context.Context, key string) (Record, error)
 	// RecordsByIdentity lists the derived records of identity created at or
@@ -527,9 +524,6 @@ type Store interface {
 	// Charge debits the wallet and spends the permit, conditional on the record.
 	// ErrInsufficientFunds, ErrPermitExhausted, ErrPermitExpired, ErrNotOwner.
 	Charge(ctx context.Context, c ChargeRequest) error
-	// AppendDebit writes a debit (or, for the refusal-fee bug, a fee) with no
-	// condition. Only bug switches call it.
-	AppendDebit(ctx context.Context, e LedgerEntry) error
 	Finish(ctx context.Context, key, owner string, o Outcome) error
 	// Abandon deletes an in-progress, uncharged record owned by owner (a call
 	// refused after reservation, e.g. insufficient funds), so a retry can run.
@@ -549,10 +543,6 @@ type Store interface {
 	// is finished and last written at or before before; false when it
 	// deleted nothing.
 	PurgeRecord(ctx context.Context, key string, before time.Time) (bool, error)
-	// PurgeRecordAny deletes key's record last written at or before before
-	// whatever its state, in progress too. Only the purge-uncertain bug
-	// switch calls it.
-	PurgeRecordAny(ctx context.Context, key string, before time.Time) (bool, error)
 	// Settle writes an operator's settlement of an uncertain record
 	// (Settlement), with its refund if any; ErrNotFound without the record,
 	// ErrNotUncertain when it is not uncertain as the settlement says.
@@ -571,6 +561,30 @@ type Store interface {
 
 	LogDispatch(ctx context.Context, d Dispatch) error
 	Dispatches(ctx context.Context, f DispatchFilter) ([]Dispatch, error)
+}
+
+// The interfaces below are writes without the conditions the Store's own
+// writes exist to keep. No correct call path uses them, and a Store need not
+// have them: the gateway asserts one only when a bug switch that writes
+// through it is on.
+
+// DebitAppender writes a ledger entry that takes e.Amount off its wallet
+// (a debit, or a fee) with no condition: not the record's owner, more than
+// the balance.
+type DebitAppender interface {
+	AppendDebit(ctx context.Context, e LedgerEntry) error
+}
+
+// AnyLockReleaser deletes identity's lock row whoever holds it; no row is no
+// error.
+type AnyLockReleaser interface {
+	ReleaseLockAny(ctx context.Context, identity string) error
+}
+
+// AnyRecordPurger deletes key's record last written at or before before
+// whatever its state, in progress too; false when it deleted nothing.
+type AnyRecordPurger interface {
+	PurgeRecordAny(ctx context.Context, key string, before time.Time) (bool, error)
 }
 
 // EncodeServerRule is how both stores keep a Server's prices and read-only

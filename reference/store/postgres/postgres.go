@@ -48,7 +48,12 @@ type Store struct {
 	pool           *pgxpool.Pool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store           = (*Store)(nil)
+	_ store.DebitAppender   = (*Store)(nil)
+	_ store.AnyLockReleaser = (*Store)(nil)
+	_ store.AnyRecordPurger = (*Store)(nil)
+)
 
 // Open connects a pool to dsn (URL or keyword/value form; pgxpool's
 // pool_* parameters apply). It does not migrate; call Migrate.

@@ -58,7 +58,12 @@ type Store struct {
 	kickEvery, fullEvery int
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store           = (*Store)(nil)
+	_ store.DebitAppender   = (*Store)(nil)
+	_ store.AnyLockReleaser = (*Store)(nil)
+	_ store.AnyRecordPurger = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database file at path. It does not
 // migrate; call Migrate. path must name a file: an in-memory database would

@@ -83,7 +83,8 @@ func testAppendDebit(t *testing.T, s store.Store) {
 	rec, _ := fx.reserve(t, s)
 	e := fx.debit(rec, 5)
 	// No condition: not the owner's charge, more than the balance.
-	must(t, s.AppendDebit(ctx(t), e))
+	a := optional[store.DebitAppender](t, s)
+	must(t, a.AppendDebit(ctx(t), e))
 	if got := balance(t, s, fx.wallet.ID); got != -2 {
 		t.Errorf("balance = %d, want -2", got)
 	}
@@ -91,7 +92,7 @@ func testAppendDebit(t *testing.T, s store.Store) {
 	must(t, err)
 	diff(t, "ledger", []store.LedgerEntry{e}, got)
 	e.ID, e.WalletID = id(), id()
-	wantErr(t, "append debit to missing wallet", s.AppendDebit(ctx(t), e), store.ErrNotFound)
+	wantErr(t, "append debit to missing wallet", a.AppendDebit(ctx(t), e), store.ErrNotFound)
 }
 
 func testAPIKeys(t *testing.T, s store.Store) {

@@ -78,7 +78,7 @@ func testPurge(t *testing.T, s store.Store) {
 	wantErr(t, "purged record", err, store.ErrNotFound)
 
 	// The purge-uncertain bug switch's purge takes an uncertain record too.
-	gone, err := s.PurgeRecordAny(ctx(t), uncertain.Key, far)
+	gone, err := optional[store.AnyRecordPurger](t, s).PurgeRecordAny(ctx(t), uncertain.Key, far)
 	must(t, err)
 	if !gone {
 		t.Errorf("PurgeRecordAny(uncertain, however old) = false, want true")

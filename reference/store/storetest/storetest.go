@@ -91,6 +91,17 @@ var t0 = time.Date(2026, 7, 28, 12, 0, 0, 123456789, time.UTC)
 
 func ctx(t *testing.T) context.Context { return t.Context() }
 
+// optional is s as the optional interface T (store.DebitAppender, say); the
+// test is skipped when s does not have it.
+func optional[T any](t *testing.T, s store.Store) T {
+	t.Helper()
+	o, ok := s.(T)
+	if !ok {
+		t.Skipf("the store has no %T", &o)
+	}
+	return o
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
