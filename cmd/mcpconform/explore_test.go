@@ -198,9 +198,6 @@ var uncaughtByExplore = map[string][]string{
 		// model allows while an earlier call of the operation may run.
 		"release-unpinned",
 		// Explore's clock moves are a few milliseconds or whole windows:
-		// never a retry less than a second before its window ends.
-		"window-whole-seconds",
-		// Explore's clock moves are a few milliseconds or whole windows:
 		// never the half of a retention (a day, by default) this switch's
 		// purge needs before a keyed retry. retention-01 catches it.
 		"purge-inside-window",
@@ -209,8 +206,6 @@ var uncaughtByExplore = map[string][]string{
 		// after its charge for a whole retention, the one record this
 		// switch's purge takes. retention-02 catches it.
 		"purge-uncertain",
-		// Explore's arguments hold no lists to send in another order.
-		"fingerprint-sorted-lists",
 		// Explore's explicit permits pay for three calls, and an upstream
 		// refusal rarely falls on a call under one: the refund's lost
 		// budget never runs a permit dry.
@@ -230,8 +225,6 @@ var uncaughtByExplore = map[string][]string{
 		"settle-overwritten",
 		"settle-refund-unwritten",
 	},
-	"wire":        {"fingerprint-sorted-lists"},
-	"wire-refuse": {"fingerprint-sorted-lists"},
 }
 
 // Usage errors of explore are exit 2 with a message, before anything

@@ -229,7 +229,7 @@ func TestTargets(t *testing.T) {
 		"SQLite: keyed first calls ≥ 0.85× their same-run ideal":                                                           false,
 		"SQLite: keyed replays ≥ 0.85× their same-run ideal":                                                               true,
 		"SQLite: unkeyed calls ≥ 0.85× their same-run ideal, p99 ≤ 4× the bare server's p99":                               true,
-		"SQLite: hot wallet: keyed first calls on one wallet ≥ 0.80× their rate on one wallet per client":                  true,  // median 0.80
+		"SQLite: hot wallet: keyed first calls on one wallet ≥ 0.80× their rate on one wallet per client":                  true, // median 0.80
 		"SQLite: keyed twin storm of 256 answered within 2.00 s, one dispatch, one debit":                                  true,
 		"SQLite: unkeyed twin storm of 256 answered within 2.00 s, one dispatch, one debit":                                false, // 5.7 s
 		"PostgreSQL: keyed first calls ≥ 0.85× their same-run ideal":                                                       false,

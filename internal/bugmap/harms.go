@@ -10,7 +10,9 @@ import "github.com/mcpconform/mcpconform/internal/judge"
 // result where a refusal was due is also a dispatch nothing allowed).
 var Harms = map[string][]judge.Harm{
 	"random-unkeyed-key": {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"floor-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	// A retry across a bucket boundary run as a new operation: run and
+	// charged again, or refused for funds the first charge left short.
+	"floor-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongRefusal},
 	"principal-unbound":  {judge.HarmCrossScope},
 	"replay-before-iga":  {judge.HarmCrossScope},
 	"readonly-collapsed": {judge.HarmWrongRefusal, judge.HarmLostOutcome},
@@ -41,7 +43,7 @@ var Harms = map[string][]judge.Harm{
 	"running-slot-expires":        {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmLostOutcome},
 	"stalled-permit-expired":      {judge.HarmWrongRefusal},
 	"uncertain-in-progress":       {judge.HarmWrongRefusal, judge.HarmLostOutcome},
-	"settle-overwritten":          {judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"settle-overwritten":          {judge.HarmLostOutcome, judge.HarmWrongAmount, judge.HarmDoubleDispatch}, // the woken holder runs the tool the settlement decided
 	"settle-refund-unwritten":     {judge.HarmWrongAmount, judge.HarmDoubleCharge},
 	"uncertain-early":             {judge.HarmWrongRefusal},
 	"double-price":                {judge.HarmWrongAmount},
@@ -91,12 +93,14 @@ var Harms = map[string][]judge.Harm{
 	// A list reordered taken for the same arguments: the other operation's
 	// result served where a refusal (keyed) or a run (unkeyed) was due.
 	"fingerprint-sorted-lists": {judge.HarmLostOutcome, judge.HarmWrongRefusal, judge.HarmWrongAmount},
-	"window-whole-seconds":     {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"upstream-error-charged":   {judge.HarmDoubleCharge, judge.HarmWrongAmount},
-	"tool-error-not-stored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
-	"funds-boundary":           {judge.HarmWrongRefusal, judge.HarmWrongAmount},
-	"large-args-unbound":       {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
-	"large-args-unstored":      {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	// A retry inside the window run as a new operation: run and charged
+	// again, or refused for funds the first charge left short.
+	"window-whole-seconds":   {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongRefusal},
+	"upstream-error-charged": {judge.HarmDoubleCharge, judge.HarmWrongAmount},
+	"tool-error-not-stored":  {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"funds-boundary":         {judge.HarmWrongRefusal, judge.HarmWrongAmount},
+	"large-args-unbound":     {judge.HarmCrossScope, judge.HarmLostOutcome, judge.HarmWrongAmount},
+	"large-args-unstored":    {judge.HarmDoubleDispatch, judge.HarmDoubleCharge, judge.HarmWrongAmount},
 	// Operations that each ran once, more than the wallet could pay for.
 	"funds-unlocked": {judge.HarmWrongAmount, judge.HarmDoubleDispatch},
 	// A retry refused where it must run: nothing ran, nothing was kept.

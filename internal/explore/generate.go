@@ -47,7 +47,7 @@ var (
 // scenario, so a seed reruns what it found.
 func Generate(seed int64, n int, d Dims, max int) Scenario {
 	rng := rand.New(rand.NewSource(seed*1_000_003 + int64(n)))
-	g := &gen{rng: rng, d: d, max: max, removed: map[string]bool{}, revoked: map[string]bool{},
+	g := &gen{rng: rng, d: d, max: max, removed: map[string]bool{}, revoked: map[string]bool{}, unmet: map[string]bool{},
 		pending: map[string]bool{}, version: map[string]string{}, spent: map[string]int64{}, asked: map[int]bool{}}
 	g.sc = Scenario{Seed: seed, N: n, Prices: map[string]int64{}, Permits: map[string]Permit{}, Clients: map[string]Client{}}
 	// Each scenario is a few episodes, each a situation the contract says
@@ -90,15 +90,19 @@ type gen struct {
 	// What the scenario did so far, for what may come next.
 	removed map[string]bool
 	revoked map[string]bool
-	pending map[string]bool   // clients with a call in flight
-	version map[string]string // the version each client speaks now
-	spent   map[string]int64  // wallet ("" or "other") -> the most it may have been charged
-	asked   map[int]bool      // multi-round ops whose first round was answered
-	keyed   []int             // keyed ops called so far
-	called  []int             // ops called so far
-	window0 bool              // unkeyed calls are refused (policy refuse, or window 0)
-	small   bool              // set up a small wallet, an exact multiple of the write tool's price
-	frozen  bool              // the clock was frozen before a boundary
+	unmet   map[string]bool // tools a failure may still be armed for (a pause there may never be reached)
+	// windowSet: the scenario changed the window, whose length the
+	// retention's clock moves would then not know.
+	windowSet bool
+	pending   map[string]bool   // clients with a call in flight
+	version   map[string]string // the version each client speaks now
+	spent     map[string]int64  // wallet ("" or "other") -> the most it may have been charged
+	asked     map[int]bool      // multi-round ops whose first round was answered
+	keyed     []int             // keyed ops called so far
+	called    []int             // ops called so far
+	window0   bool              // unkeyed calls are refused (policy refuse, or window 0)
+	small     bool              // set up a small wallet, an exact multiple of the write tool's price
+	frozen    bool              // the clock was frozen before a boundary
 	// clockSpent is how far ahead of real time the gateway clock may be.
 	clockSpent time.Duration
 	// staleSecs is the stale-lock threshold the scenario set, 0 none.
@@ -431,7 +435,7 @@ type ep struct {
 }
 
 // pauseWeights are epPause's variants' weights, in its order.
-var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3}
+var pauseWeights = []int{3, 5, 2, 5, 5, 3, 3, 3, 3}
 
 // episodes are the kinds of episode, in a fixed order, each pause variant
 // a kind of its own.
@@ -449,6 +453,7 @@ func (g *gen) episodes() []ep {
 		{on(faults, 3), g.epFault, false},
 		{on(clock, 2), g.epClock, false},
 		{on(d.has(judge.CapSettings), 3), g.epSetting, false},
+		{on(d.has(judge.CapSettings) && clock, 2), g.epRetention, false},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke, false},
 		{on(fix, 4), g.epPermit, false},
 		{on(fix, 3), g.epRounds, false},
@@ -581,6 +586,10 @@ func (g *gen) epReuse() {
 		return
 	}
 	who := pick(g, g.free(true))
+	if g.chance(0.3) {
+		g.listReordered(who)
+		return
+	}
 	if len(g.keyed) == 0 || g.chance(0.3) {
 		op := g.newOp(pick(g, g.writeToolsOr()), true)
 		if g.chance(0.5) {
@@ -604,6 +613,26 @@ func (g *gen) epReuse() {
 	if g.room() > 0 {
 		g.call(who, op)
 		g.retries(op, who, g.rng.Intn(2))
+	}
+}
+
+// listReordered: a keyed operation whose arguments hold a list, then its
+// key with the same arguments but the list's items in the other order:
+// other arguments (a list's order is part of its value), so a reuse of
+// the key, never a replay. Keyed only: unkeyed, the two would be two
+// operations dispatching one probe token.
+func (g *gen) listReordered(who string) {
+	op := g.newOp(pick(g, g.writeToolsOr()), true)
+	g.sc.Ops[op].List = pick(g, [][]string{{"a", "b"}, {"x", "y", "z"}})
+	g.call(who, op)
+	g.maybeWait(0.4)
+	other := g.sc.Ops[op]
+	other.List = slices.Clone(other.List)
+	slices.Reverse(other.List)
+	g.sc.Ops = append(g.sc.Ops, other)
+	if g.room() > 0 {
+		g.call(who, len(g.sc.Ops)-1)
+		g.retries(len(g.sc.Ops)-1, who, g.rng.Intn(2))
 	}
 }
 
@@ -918,6 +947,12 @@ func (g *gen) epFault() {
 	}
 	g.markCalled(op, who)
 	g.add(a)
+	if g.sc.Ops[op].Permit != "" {
+		// A call under a permit may be refused before it dispatches (the
+		// permit spent or expired): the failure may stay armed, to meet a
+		// later call of the tool first.
+		g.unmet[g.sc.Ops[op].Tool] = true
+	}
 	switch {
 	case g.d.has(judge.CapFixtures) && g.chance(0.35) && g.room() > 1:
 		g.remove(g.sc.Ops[op].Tool)
@@ -1035,13 +1070,17 @@ func (g *gen) clock(a Action) bool {
 		ahead = 4 * time.Minute
 	case ClockAdvance:
 		ahead += a.Dur
+	case ClockShortOfRetention, ClockPastRetention:
+		// The retention is set a minute past a window of (by default)
+		// two minutes.
+		ahead += 3*time.Minute + time.Second
 	case ClockPastStale:
 		if g.staleSecs > 0 {
 			ahead += time.Duration(g.staleSecs+1) * time.Second
 		} else {
 			ahead += 2*time.Minute + time.Second
 		}
-	default: // past the window, past the permit's life
+	default: // past or short of the window, past the permit's life
 		ahead += 2*time.Minute + time.Second
 	}
 	if ahead > clockBudget {
@@ -1147,6 +1186,40 @@ func (g *gen) epPause(which int) {
 				g.call(other(), op)
 				return nil
 			}},
+		// A keyed retry of a stale, uncharged reservation held between
+		// its read and its takeover, while the holder wakes and charges:
+		// the takeover must not trust what it read.
+		{ok: clock && len(g.firstURL(others)) > 0, points: []string{"reserve.done"},
+			inner: func(op, pause int, _ string) []Action {
+				if !stale() {
+					g.call(other(), op)
+					return nil
+				}
+				second := pick(g, g.firstURL(others))
+				others = slices.DeleteFunc(others, func(c string) bool { return c == second })
+				g2 := g.group()
+				g.add(Action{Kind: KPause, Client: second, Op: op, Point: "takeover.read", Group: g2, Needs: []int{pause}})
+				g.pending[second] = true
+				// The holder first: it charges while the retry is held.
+				return []Action{{Kind: KRelease, Group: g2, Client: second, Op: op}}
+			}},
+		// The holder charged and silent past the threshold: a retry is
+		// answered outcome_unknown, and an operator settles the operation
+		// before the holder wakes.
+		{ok: clock && g.d.has(judge.CapFaults), points: []string{"dispatch.before", "dispatch.after"},
+			inner: func(op, _ int, _ string) []Action {
+				if !stale() {
+					g.call(other(), op)
+					return nil
+				}
+				caller := other()
+				g.call(caller, op)
+				g.add(Action{Kind: KSettle, Client: caller, Op: op, Variant: pick(g, []string{judge.SettleRefunded, judge.SettleCompleted})})
+				if g.chance(0.5) {
+					g.call(caller, op)
+				}
+				return nil
+			}},
 		// The auto permit's life over while the call is held before its
 		// charge: nothing ran, so it is answered retryable.
 		{ok: clock && derived && g.clockSpent+2*time.Minute+time.Second <= clockBudget, unkeyed: true, points: []string{"reserve.done"},
@@ -1168,7 +1241,11 @@ func (g *gen) epPause(which int) {
 		}
 	}
 	v := variants[i]
-	op := g.newOp(pick(g, g.writeToolsOr()), !v.unkeyed)
+	tools := slices.DeleteFunc(g.writeToolsOr(), func(t string) bool { return g.unmet[t] })
+	if len(tools) == 0 {
+		return
+	}
+	op := g.newOp(pick(g, tools), !v.unkeyed)
 	if !g.dispatches(op, who) {
 		g.call(who, op)
 		return
@@ -1220,17 +1297,58 @@ func (g *gen) epClock() {
 	if !ok {
 		return
 	}
-	if !g.frozen && g.chance(0.7) {
-		if g.chance(0.7) {
+	keyed := g.chance(0.3)
+	variants := []string{ClockAdvance, ClockAdvance, ClockPastWindow, ClockPastPermit, ClockShortOfWindow}
+	if !keyed {
+		// An unkeyed retry's replay depends on the window alone: its edge
+		// is where a slot's age is misread.
+		variants = append(variants, ClockShortOfWindow, ClockShortOfWindow)
+	}
+	v := pick(g, variants)
+	if !g.frozen && (v == ClockShortOfWindow || g.chance(0.7)) {
+		// Half a second short of the window from a call made just before a
+		// boundary: the two calls' whole seconds are a window apart.
+		if v == ClockShortOfWindow || g.chance(0.7) {
 			g.clock(Action{Variant: ClockFreezeBefore, Dur: time.Millisecond})
 		} else {
 			g.clock(Action{Variant: ClockFreezeAt})
 		}
 		g.frozen = true
 	}
-	op := g.newOp(pick(g, g.writeToolsOr()), g.chance(0.3))
+	op := g.newOp(pick(g, g.writeToolsOr()), keyed)
 	g.call(who, op)
-	g.clock(Action{Variant: pick(g, []string{ClockAdvance, ClockAdvance, ClockPastWindow, ClockPastPermit}), Dur: 2 * time.Millisecond})
+	if v == ClockShortOfWindow {
+		g.clock(Action{Variant: v, Dur: 500 * time.Millisecond})
+	} else {
+		g.clock(Action{Variant: v, Dur: 2 * time.Millisecond})
+	}
+	g.retries(op, who, 1+g.rng.Intn(2))
+}
+
+// epRetention: the retention set a minute past the window, a keyed call,
+// and its retry half a minute short of the retention (a replay: the
+// record is kept) or past it (the key forgotten: a new operation, or
+// still a replay where the purge has not come).
+func (g *gen) epRetention() {
+	if g.room() < 3 || g.windowSet {
+		return
+	}
+	who, ok := g.caller(3, g.free(true))
+	if !ok {
+		return
+	}
+	v := pick(g, []string{ClockShortOfRetention, ClockShortOfRetention, ClockPastRetention})
+	if g.clockSpent+3*time.Minute+time.Second > clockBudget {
+		return
+	}
+	// The setting and the clock move go together: without the setting a
+	// move to the retention would be a day's.
+	grp := g.group()
+	g.add(Action{Kind: KSetting, Variant: SetRetention, Value: 60, Group: grp})
+	op := g.newOp(pick(g, g.writeToolsOr()), true)
+	g.call(who, op)
+	g.maybeWait(0.3)
+	g.clock(Action{Variant: v, Dur: 30 * time.Second, Group: grp})
 	g.retries(op, who, 1+g.rng.Intn(2))
 }
 
@@ -1249,10 +1367,12 @@ func (g *gen) epSetting() {
 		op := g.newOp(pick(g, g.writeToolsOr()), false)
 		g.call(who, op)
 		g.add(Action{Kind: KSetting, Variant: SetWindow, Value: pick(g, []int64{1, 60, 60, 60, 300})})
+		g.windowSet = true
 		g.call(who, op)
 		g.retries(op, who, g.rng.Intn(2))
 	case r == 3 && g.d.Policy != judge.PolicyRefuse:
 		g.add(Action{Kind: KSetting, Variant: SetWindow, Value: 0})
+		g.windowSet = true
 		g.window0 = true
 		op := g.newOp(pick(g, g.writeToolsOr()), false)
 		g.call(who, op)

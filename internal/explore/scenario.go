@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
 // Tool aliases a scenario can use; Given steps register each one used.
@@ -67,7 +68,10 @@ type Op struct {
 	Note   string `json:"note,omitempty"`   // a second argument, "" none
 	Nested string `json:"nested,omitempty"` // a note one object deeper, {"meta":{"note":…}}, "" none
 	Pad    int    `json:"pad,omitempty"`    // characters of padding in a "pad" argument, 0 none
-	Key    int    `json:"key,omitempty"`    // the key is $k<Key>; 0 unkeyed
+	// List is a "tags" argument, a JSON list whose order is part of the
+	// arguments: the same tags in another order are other arguments.
+	List []string `json:"list,omitempty"`
+	Key  int      `json:"key,omitempty"` // the key is $k<Key>; 0 unkeyed
 	// KeyForm writes the key otherwise: KeyUpper the same key in capitals
 	// (another key: keys are case-sensitive), KeyLong behind the 240
 	// characters every long key shares ($L: keys are compared whole, up to
@@ -111,6 +115,13 @@ func (o Op) args() string {
 	if o.Pad > 0 {
 		members = append(members, fmt.Sprintf(`"pad":"$pad%d"`, o.Pad))
 	}
+	if len(o.List) > 0 {
+		tags := make([]string, len(o.List))
+		for i, t := range o.List {
+			tags[i] = strconv.Quote(t)
+		}
+		members = append(members, `"tags":[`+strings.Join(tags, ",")+"]")
+	}
 	if o.reordered {
 		slices.Reverse(members)
 	}
@@ -120,7 +131,7 @@ func (o Op) args() string {
 // members counts the arguments' top-level members.
 func (o Op) members() int {
 	n := 1
-	for _, on := range []bool{o.Note != "", o.Nested != "", o.Pad > 0} {
+	for _, on := range []bool{o.Note != "", o.Nested != "", o.Pad > 0, len(o.List) > 0} {
 		if on {
 			n++
 		}
@@ -175,7 +186,7 @@ const (
 	KWait = "wait"
 	// KClock: the gateway clock moves (Variant: ClockFreezeBefore,
 	// ClockFreezeAt, ClockAdvance by Dur, ClockPastWindow, ClockPastStale,
-	// ClockPastPermit).
+	// ClockPastPermit, ClockShortOfWindow by Dur).
 	KClock = "clock"
 	// KSetting: Variant SetWindow or SetStale is set to Value seconds.
 	KSetting = "setting"
@@ -189,7 +200,14 @@ const (
 	KAnswer = "answer"
 	// KRaw: Client sends a body that is not JSON (cut short).
 	KRaw = "raw"
+	// KSettle: an operator settles the operation of Client's last call,
+	// where the gateway lists it uncertain (Variant: judge.SettleRefunded
+	// or judge.SettleCompleted, with settledResult).
+	KSettle = "settle"
 )
+
+// settledResult is the result a KSettle completed settles with.
+const settledResult = `{"content":[{"type":"text","text":"settled by the operator"}]}`
 
 // rawBody is the malformed body a KRaw sends: a tools/call cut short.
 const rawBody = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`
@@ -202,8 +220,18 @@ const (
 	ClockPastWindow   = "past-window"
 	ClockPastStale    = "past-stale"
 	ClockPastPermit   = "past-permit"
-	SetWindow         = "window"
-	SetStale          = "stale"
+	// ClockShortOfWindow: Dur short of the effective window, still inside
+	// it though a whole-second reading of the two times is a window apart.
+	ClockShortOfWindow = "short-of-window"
+	// ClockShortOfRetention: Dur short of the retention (inside it);
+	// ClockPastRetention: a second past it.
+	ClockShortOfRetention = "short-of-retention"
+	ClockPastRetention    = "past-retention"
+	SetWindow             = "window"
+	SetStale              = "stale"
+	// SetRetention: the retention set Value seconds past the effective
+	// window (a retention shorter than the window is refused).
+	SetRetention = "retention"
 )
 
 // Action is one thing a scenario does: one step, or a few that only make
@@ -351,6 +379,10 @@ func (s Scenario) Normalize() Scenario {
 			if p != 0 || lastOp[a.Client] != a.Op+1 {
 				continue
 			}
+		case KSettle:
+			if lastOp[a.Client] != a.Op+1 {
+				continue
+			}
 		}
 		c.Actions = append(c.Actions, a)
 	}
@@ -480,6 +512,8 @@ func (s Scenario) Needs() []string {
 		switch a.Kind {
 		case KPause, KFault:
 			set["faults"] = true
+		case KSettle:
+			set["clock"] = true // an operation is uncertain only past the stale-lock threshold
 		case KClock:
 			set["clock"] = true
 		case KSetting:
@@ -698,7 +732,9 @@ func (s Scenario) steps() []step {
 		case KClock:
 			add(clockText(a))
 		case KSetting:
-			if a.Variant == SetWindow {
+			if a.Variant == SetRetention {
+				add(fmt.Sprintf("the retention is %d seconds past the effective window", a.Value))
+			} else if a.Variant == SetWindow {
 				add(fmt.Sprintf("the unkeyed retry window is %d seconds", a.Value))
 			} else {
 				add(fmt.Sprintf("the stale-lock threshold is %d seconds", a.Value))
@@ -707,6 +743,12 @@ func (s Scenario) steps() []step {
 			add(fmt.Sprintf("principal %q is revoked", a.Who))
 		case KRemove:
 			add(fmt.Sprintf("the tool %q is removed", a.Tool))
+		case KSettle:
+			if a.Variant == judge.SettleCompleted {
+				add(fmt.Sprintf("the operator settles the operation of %q as completed with %s, if it is listed uncertain", a.Client, settledResult))
+			} else {
+				add(fmt.Sprintf("the operator settles the operation of %q as refunded, if it is listed uncertain", a.Client))
+			}
 		case KSpeak:
 			add(fmt.Sprintf("%q speaks protocol %s", a.Client, a.Version))
 		case KAnswer:
@@ -752,6 +794,12 @@ func clockText(a Action) string {
 		return "the gateway clock advances past the stale-lock threshold"
 	case ClockPastPermit:
 		return "the gateway clock advances past the auto-permit life"
+	case ClockShortOfWindow:
+		return fmt.Sprintf("the gateway clock advances %s short of the effective window", a.Dur)
+	case ClockShortOfRetention:
+		return fmt.Sprintf("the gateway clock advances %s short of the retention", a.Dur)
+	case ClockPastRetention:
+		return "the gateway clock advances past the retention"
 	}
 	return fmt.Sprintf("the gateway clock advances %s", a.Dur)
 }
