@@ -1057,16 +1057,22 @@ func (m *model) lastOpOf(proc string, t time.Time) *mop {
 	return op
 }
 
-// rerunServed says c's result is the outcome of a call of its operation
-// begun after the refunded settlement s (the operation run afresh), which
-// the holder that woke after it may be answered with: it ran nothing.
-func (m *model) rerunServed(c *mcall, s EnvValue) bool {
+// settledAt is when settlement s was made (wall time).
+func (m *model) settledAt(s EnvValue) time.Time {
 	var at time.Time
 	for _, e := range m.env {
 		if e.env.Kind == EnvSettle && e.env == s {
 			at = e.t
 		}
 	}
+	return at
+}
+
+// rerunServed says c's result is the outcome of a call of its operation
+// begun after the refunded settlement s (the operation run afresh), which
+// the holder that woke after it may be answered with: it ran nothing.
+func (m *model) rerunServed(c *mcall, s EnvValue) bool {
+	at := m.settledAt(s)
 	for _, d := range c.op.calls {
 		ranAfresh := d.start.After(at) && d.end.Before(c.end) && (d.a.Replayed == nil || !*d.a.Replayed)
 		if d != c && d.result() && ranAfresh && d.a.Receipt != "" && d.a.Receipt == c.a.Receipt && d.a.Receipt != s.Receipt {
@@ -1080,12 +1086,7 @@ func (m *model) rerunServed(c *mcall, s EnvValue) bool {
 // (EnvWaiting at a point its outcome is not stored by) and still there when
 // settlement s was made.
 func (m *model) waitedOver(c *mcall, s EnvValue) bool {
-	var at time.Time
-	for _, e := range m.env {
-		if e.env.Kind == EnvSettle && e.env == s {
-			at = e.t
-		}
-	}
+	at := m.settledAt(s)
 	for _, e := range m.env {
 		if e.env.Kind == EnvWaiting && e.env.Client == c.proc && !afterOutcome[e.env.Point] && e.t.After(c.start) && e.t.Before(at) && m.releaseOf(e).After(at) {
 			return true
