@@ -602,20 +602,19 @@ func (m *model) mayBeAnew(o *mop, c *mcall) bool {
 	if c.v.Permit != "" || !c.end.After(m.earliestDone(o, c)) {
 		return false // o was running for the whole of c: a retry joins it, whatever its age
 	}
+	start := m.gatewayTime(o.calls[0].start)
+	// A purge may come whenever the gateway clock is past the retention,
+	// also before a clock set back again: the record is gone, keyed or not.
+	keep, stated := m.retention(o.calls[0].start, c.start)
+	purged := stated && m.latestGatewayTime(o.calls[0].start, c.start).Sub(start) >= keep
+	if c.keyed() {
+		return purged // a key whose retention nobody stated names its operation for good
+	}
 	w, known := m.window(c.start)
-	switch {
-	case c.keyed():
-		keep, stated := m.retention(o.calls[0].start, c.start)
-		if !stated {
-			return false // a key whose retention nobody stated names its operation for good
-		}
-		// A purge may come whenever the gateway clock is past the
-		// retention, also before a clock set back again.
-		return m.latestGatewayTime(o.calls[0].start, c.start).Sub(m.gatewayTime(o.calls[0].start)) >= keep
-	case !known:
+	if !known {
 		w = unknownWindow
 	}
-	return m.gatewayTime(c.start).Sub(m.gatewayTime(o.calls[0].start)) >= w
+	return purged || m.gatewayTime(c.start).Sub(start) >= w
 }
 
 // retention is the shortest retention of finished records in force from

@@ -233,6 +233,20 @@ func TestModel(t *testing.T) {
 			h.result("A", write, "r2", "d2")
 			h.dispatch("op1")
 		}, nil},
+		{"an unkeyed retry after the clock went past the retention and back may run again", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(retained)
+			h.env(EnvValue{Kind: EnvSetting, RetentionSeconds: price(180)})
+			now := h.now
+			h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			later := now.Add(302 * time.Second)
+			h.env(EnvValue{Kind: EnvClock, Now: &later, Frozen: true})
+			back := now.Add(5 * time.Second)
+			h.env(EnvValue{Kind: EnvClock, Now: &back, Frozen: true})
+			h.result("A", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+		}, nil},
 		{"a retention a scenario set shorter bounds the key's life", func(h *hist) {
 			h.env(EnvValue{Kind: EnvSetting, RetentionSeconds: price(180)})
 			aDayOn(h, 181*time.Second)
