@@ -1424,6 +1424,11 @@ func (g *gen) epPermit() {
 		g.sc.Ops[op].Permit = name
 		g.markCalled(op, who)
 		g.add(Action{Kind: KFault, Client: who, Op: op, Variant: "drop"})
+		if g.clockSpent > 0 || g.frozen {
+			// The clock moved since the permit was made: its life may be
+			// over, its call refused before the dispatch it would drop.
+			g.unmet[ToolWrite] = true
+		}
 		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
 		g.retries(op, who, 1+g.rng.Intn(2))
 		return
