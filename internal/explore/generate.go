@@ -921,7 +921,9 @@ func (g *gen) epDrop() {
 // epFault: a failure before or after dispatch, or a response dropped
 // after it; the tool removed or the clock moved now and then; retries.
 func (g *gen) epFault() {
-	who, ok := g.caller(2, g.firstURL(g.free(false)))
+	// A fault is armed for the scenario's wallet: a caller of another
+	// would never meet it, and it would stay armed for a later call.
+	who, ok := g.caller(2, slices.DeleteFunc(g.firstURL(g.free(false)), func(c string) bool { return g.walletOf(c) != "" }))
 	if !ok {
 		return
 	}
