@@ -1001,7 +1001,13 @@ func (m *model) settled(c *mcall) (EnvValue, bool) { return m.settledBefore(c, c
 
 // settledBefore is the last settlement of c's operation made before t.
 func (m *model) settledBefore(c *mcall, t time.Time) (EnvValue, bool) {
-	var last EnvValue
+	e, ok := m.settlementBefore(c, t)
+	return e.env, ok
+}
+
+// settlementBefore is settledBefore with when the settlement was made.
+func (m *model) settlementBefore(c *mcall, t time.Time) (envAt, bool) {
+	var last envAt
 	found := false
 	for _, e := range m.env {
 		if e.env.Kind != EnvSettle || !e.t.Before(t) {
@@ -1016,7 +1022,7 @@ func (m *model) settledBefore(c *mcall, t time.Time) (EnvValue, bool) {
 			same = e.env.Token != "" && e.env.Token == c.v.Token && e.env.Wallet == c.v.Wallet
 		}
 		if same {
-			last, found = e.env, true
+			last, found = e, true
 		}
 	}
 	return last, found
@@ -1056,25 +1062,14 @@ func (m *model) lastOpOf(proc string, t time.Time) *mop {
 	return op
 }
 
-// settledAt is when settlement s was made (wall time).
-func (m *model) settledAt(s EnvValue) time.Time {
-	var at time.Time
-	for _, e := range m.env {
-		if e.env.Kind == EnvSettle && e.env == s {
-			at = e.t
-		}
-	}
-	return at
-}
-
 // rerunServed says c's result is the outcome of a call of its operation
 // begun after the refunded settlement s (the operation run afresh), which
 // the holder that woke after it may be answered with: it ran nothing.
-func (m *model) rerunServed(c *mcall, s EnvValue) bool {
-	at := m.settledAt(s)
+func (m *model) rerunServed(c *mcall, s envAt) bool {
+	at := s.t
 	for _, d := range c.op.calls {
 		ranAfresh := d.start.After(at) && d.end.Before(c.end) && (d.a.Replayed == nil || !*d.a.Replayed)
-		if d != c && d.result() && ranAfresh && d.a.Receipt != "" && d.a.Receipt == c.a.Receipt && d.a.Receipt != s.Receipt {
+		if d != c && d.result() && ranAfresh && d.a.Receipt != "" && d.a.Receipt == c.a.Receipt && d.a.Receipt != s.env.Receipt {
 			return true
 		}
 	}
@@ -1084,8 +1079,8 @@ func (m *model) rerunServed(c *mcall, s EnvValue) bool {
 // waitedOver says c was seen waiting at a pause before its dispatch
 // (EnvWaiting at a point its outcome is not stored by) and still there when
 // settlement s was made.
-func (m *model) waitedOver(c *mcall, s EnvValue) bool {
-	at := m.settledAt(s)
+func (m *model) waitedOver(c *mcall, s envAt) bool {
+	at := s.t
 	for _, e := range m.env {
 		if e.env.Kind == EnvWaiting && e.env.Client == c.proc && !afterOutcome[e.env.Point] && e.t.After(c.start) && e.t.Before(at) && m.releaseOf(e).After(at) {
 			return true
@@ -1175,10 +1170,10 @@ func (m *model) answer(c *mcall) []Check {
 		// result: the operator decided while it waited. Seen waiting before
 		// its dispatch when the operator settled, it must get it: it runs
 		// nothing, and is answered as the settlement says.
-		if s, ok := m.settledBefore(c, c.end); ok {
-			waited := m.waitedOver(c, s)
+		if se, ok := m.settlementBefore(c, c.end); ok {
+			s, waited := se.env, m.waitedOver(c, se)
 			switch {
-			case s.Outcome == SettleRefunded && waited && !m.rerunServed(c, s):
+			case s.Outcome == SettleRefunded && waited && !m.rerunServed(c, se):
 				return bad(HarmWrongRefusal, "a refusal meaning "+ReasonInProgress+" (retryable): the operator refunded the operation while this call waited before its dispatch, so it runs nothing")
 			case s.Outcome != SettleCompleted:
 			case (s.Receipt == "" || c.a.Receipt == s.Receipt) && (s.Digest == "" || c.a.Digest == s.Digest):
@@ -1686,7 +1681,7 @@ func (m *model) dispatchedAfterSettled(observer string, flagged map[string]bool)
 		}
 		stalled := true
 		for _, c := range o.calls {
-			if c.start.Before(e.t) && c.end.After(e.t) && !m.waitedOver(c, e.env) {
+			if c.start.Before(e.t) && c.end.After(e.t) && !m.waitedOver(c, e) {
 				stalled = false
 			}
 		}
@@ -1700,9 +1695,8 @@ func (m *model) dispatchedAfterSettled(observer string, flagged map[string]bool)
 			}
 		}
 		var after []int
-		for i, op := range m.ops {
-			var v EffectValue
-			if op.F == FDispatch && op.Time.After(e.t) && json.Unmarshal(op.Value, &v) == nil && v.Token == o.token {
+		for _, i := range m.dispatchesOf(o.token) {
+			if m.ops[i].Time.After(e.t) {
 				after = append(after, i)
 			}
 		}
