@@ -375,11 +375,11 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 func countCells(m map[string]int) []countCell {
 	var out []countCell
 	for _, k := range knownVerdicts {
-		out = append(out, countCell{Verdict: k, Class: verdictClass(k), N: m[k]})
+		out = append(out, countCell{Verdict: string(k), Class: verdictClass(k), N: m[string(k)]})
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !isKnownVerdict(k) {
-			out = append(out, countCell{Verdict: k, Class: verdictClass(k), N: m[k]})
+			out = append(out, countCell{Verdict: k, Class: verdictClass(judge.Verdict(k)), N: m[k]})
 		}
 	}
 	return out
@@ -712,7 +712,7 @@ func outcome(e Exchange) (text, class string) {
 	}
 }
 
-func verdictClass(v string) string {
+func verdictClass(v judge.Verdict) string {
 	switch v {
 	case judge.Passed:
 		return "v-pass"

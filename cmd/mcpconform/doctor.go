@@ -70,7 +70,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintf(stdout, "highest level it can claim: %s\n", d.Level)
 	fmt.Fprintln(stdout, "what run will make of each scenario when nothing fails:")
 	for _, g := range d.Groups {
-		head := g.Verdict
+		head := string(g.Verdict)
 		if g.Why != "" {
 			head += ", " + g.Why
 		}

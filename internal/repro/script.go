@@ -699,7 +699,7 @@ func (g *gen) header() {
 		rec += " with bug switch(es) " + strings.Join(t.Bugs, ", ")
 	}
 	if sc.Verdict != "" {
-		rec += ": " + sc.Verdict
+		rec += ": " + string(sc.Verdict)
 		if r := firstLine(sc.Reason); r != "" {
 			rec += " (" + r + ")"
 		}
