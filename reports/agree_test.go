@@ -34,8 +34,8 @@ type ciView struct {
 // recorded is a scenario as steps/world.go records it: a passed Given step,
 // one Then step per check in the given states (a violated check fails its
 // step), then the steps after the checks, by godog status.
-func recorded(id, verdict string, states []string, tail ...string) Scenario {
-	s := Scenario{ID: id, Title: "a " + verdict + " scenario", Feature: "Mix", File: "mix.feature", Line: 3, Level: "must",
+func recorded(id string, verdict judge.Verdict, states []string, tail ...string) Scenario {
+	s := Scenario{ID: id, Title: "a " + string(verdict) + " scenario", Feature: "Mix", File: "mix.feature", Line: 3, Level: "must",
 		Tags: []string{"@" + id, "@must"}, Verdict: verdict, Steps: []StepResult{{Keyword: "Given ", Text: "a wallet", Status: "passed"}}}
 	if verdict != judge.Passed {
 		s.Reason = "why " + id + "\nin detail"
@@ -92,7 +92,7 @@ func drawRun(t *rapid.T) Run {
 	// is interrupted or edited only when it must be.
 	interrupted := rapid.IntRange(0, 3).Draw(t, "interrupted") == 3
 	edited := rapid.Bool().Draw(t, "edited")
-	verdicts := rapid.SliceOfNDistinct(rapid.SampledFrom(knownVerdicts), 1, 4, rapid.ID[string]).Draw(t, "verdicts")
+	verdicts := rapid.SliceOfNDistinct(rapid.SampledFrom(knownVerdicts), 1, 4, rapid.ID[judge.Verdict]).Draw(t, "verdicts")
 	// A slice, not a loop: rapid shrinks a slice by dropping elements.
 	ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Scenario { return drawScenario(t, verdicts, edited) }), 0, 12).Draw(t, "scenarios")
 	for i := range ss {
@@ -109,7 +109,7 @@ func drawRun(t *rapid.T) Run {
 // checks whose state changed or went missing (older files have only OK).
 // That makes a not-applicable or a passed scenario beside a violated check,
 // a pass with a check not observed or with none, a pass whose steps did not.
-func drawScenario(t *rapid.T, verdicts []string, edited bool) Scenario {
+func drawScenario(t *rapid.T, verdicts []judge.Verdict, edited bool) Scenario {
 	verdict := rapid.SampledFrom(verdicts).Draw(t, "verdict")
 	states, tail := drawRecord(t, verdict)
 	s := recorded("s", verdict, states, tail...) // drawRun numbers it
@@ -143,7 +143,7 @@ func drawScenario(t *rapid.T, verdicts []string, edited bool) Scenario {
 
 // drawRecord draws the check states and the steps after them that
 // steps/world.go's decide gives the verdict.
-func drawRecord(t *rapid.T, verdict string) (states, tail []string) {
+func drawRecord(t *rapid.T, verdict judge.Verdict) (states, tail []string) {
 	checks := func(min int, states ...string) []string {
 		return rapid.SliceOfN(rapid.SampledFrom(states), min, 3).Draw(t, "check states")
 	}
@@ -179,7 +179,7 @@ func drawRecord(t *rapid.T, verdict string) (states, tail []string) {
 		return checks(0, judge.Held, judge.NotObserved, judge.Violated), []string{"failed", "not run"}
 	case judge.ExpectedFailure:
 		// runner.applyExpected waives failed, skipped and incomplete ones.
-		return drawRecord(t, rapid.SampledFrom([]string{judge.Failed, judge.Skipped, judge.Incomplete}).Draw(t, "waived"))
+		return drawRecord(t, rapid.SampledFrom([]judge.Verdict{judge.Failed, judge.Skipped, judge.Incomplete}).Draw(t, "waived"))
 	}
 	panic("no record for verdict " + verdict)
 }
@@ -190,7 +190,7 @@ func judged(run Run) ciView {
 	result, _ := Judge(run)
 	v := ciView{total: len(run.Scenarios), result: result, counts: map[string]int{}, keeping: len(problems(run))}
 	for _, k := range knownVerdicts {
-		v.counts[k] = 0
+		v.counts[string(k)] = 0
 	}
 	for _, s := range run.Scenarios {
 		v.counts[verdictKey(s.Verdict)]++
@@ -257,15 +257,15 @@ func TestEveryOutputCountsTheSame(t *testing.T) {
 		// PASS, the rest of which are skipped; only a passed verdict
 		// passes, and every failing verdict fails (a contradicted one may
 		// fail beside them: failed counts at least those).
-		failing := want.counts[judge.Failed] + want.counts[judge.Undefined] + want.counts[judge.UnexpectedPass]
+		failing := want.counts[string(judge.Failed)] + want.counts[string(judge.Undefined)] + want.counts[string(judge.UnexpectedPass)]
 		for k, n := range want.counts {
 			if !isKnownVerdict(k) {
 				failing += n
 			}
 		}
-		if want.failed > want.keeping || want.keeping-want.failed > want.skipped || want.passed > want.counts[judge.Passed] || want.failed < failing {
+		if want.failed > want.keeping || want.keeping-want.failed > want.skipped || want.passed > want.counts[string(judge.Passed)] || want.failed < failing {
 			t.Errorf("%d passed, %d failed, %d skipped, with %d scenarios keeping the run from a PASS, %d passed and %d failing verdicts",
-				want.passed, want.failed, want.skipped, want.keeping, want.counts[judge.Passed], failing)
+				want.passed, want.failed, want.skipped, want.keeping, want.counts[string(judge.Passed)], failing)
 		}
 		if t.Failed() {
 			t.Logf("the run:\n%s", describe(run))

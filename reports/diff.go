@@ -12,11 +12,11 @@ import (
 
 // Change is one scenario whose standing differs between two runs.
 type Change struct {
-	ID     string `json:"id"`
-	Title  string `json:"title,omitempty"`
-	Old    string `json:"old,omitempty"` // verdict before; "" when new
-	New    string `json:"new,omitempty"` // verdict now; "" when removed
-	Reason string `json:"reason,omitempty"`
+	ID     string        `json:"id"`
+	Title  string        `json:"title,omitempty"`
+	Old    judge.Verdict `json:"old,omitempty"` // verdict before; "" when new
+	New    judge.Verdict `json:"new,omitempty"` // verdict now; "" when removed
+	Reason string        `json:"reason,omitempty"`
 }
 
 // Diff is what changed from one run to the next, for a release gate.
@@ -160,11 +160,11 @@ func PrintDiff(w io.Writer, d Diff) {
 			line := fmt.Sprintf("%-10s %s", label, termText(displayID(c.ID), 0))
 			switch {
 			case c.Old == "":
-				line += " (" + termText(c.New, 0) + ")"
+				line += " (" + termText(string(c.New), 0) + ")"
 			case c.New == "":
-				line += " (was " + termText(c.Old, 0) + ")"
+				line += " (was " + termText(string(c.Old), 0) + ")"
 			default:
-				line += fmt.Sprintf(" %s -> %s", termText(c.Old, 0), termText(c.New, 0))
+				line += fmt.Sprintf(" %s -> %s", termText(string(c.Old), 0), termText(string(c.New), 0))
 			}
 			if c.Reason != "" {
 				line += ": " + termText(c.Reason, maxReasonRunes)

@@ -66,10 +66,10 @@ const notInNewRun = "not in the new run: deselected (--tags, --id) or gone from 
 
 // How a release gate classifies each kind of change, and its answer.
 func TestCompareClassifies(t *testing.T) {
-	run := func(result string, interrupted bool, verdicts ...string) Summary {
+	run := func(result string, interrupted bool, verdicts ...any) Summary { // ID, judge.Verdict, ...
 		s := Summary{Result: result, Interrupted: interrupted, Version: "0.1.0", Commit: "abc"}
 		for i := 0; i+1 < len(verdicts); i += 2 {
-			s.Scenarios = append(s.Scenarios, SummaryScenario{ID: verdicts[i], Verdict: verdicts[i+1]})
+			s.Scenarios = append(s.Scenarios, SummaryScenario{ID: verdicts[i].(string), Verdict: verdicts[i+1].(judge.Verdict)})
 		}
 		return s
 	}

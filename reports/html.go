@@ -375,11 +375,11 @@ func buildView(run Run, sum Summary, names []string) htmlView {
 func countCells(m map[string]int) []countCell {
 	var out []countCell
 	for _, k := range knownVerdicts {
-		out = append(out, countCell{Verdict: k, Class: verdictClass(k), N: m[k]})
+		out = append(out, countCell{Verdict: string(k), Class: verdictClass(k), N: m[string(k)]})
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !isKnownVerdict(k) {
-			out = append(out, countCell{Verdict: k, Class: verdictClass(k), N: m[k]})
+			out = append(out, countCell{Verdict: k, Class: verdictClass(judge.Verdict(k)), N: m[k]})
 		}
 	}
 	return out
@@ -691,18 +691,15 @@ func outcome(e Exchange) (text, class string) {
 	if e.Status != 0 {
 		status = "HTTP " + strconv.Itoa(e.Status)
 	}
-	if m, ok := rpcMessage(e.ResponseBody); ok {
-		switch {
-		case m.Error != nil:
-			why := m.Error.reason()
-			return status + " · " + why, "o-rpcerr"
-		case m.Result != nil:
-			if r := m.Result.receipt(); r != nil && r.ID != "" {
-				if r.Replayed {
-					return status + " · " + r.ID + " (replay)", "o-replay"
-				}
-				return status + " · " + r.ID, "o-ok"
-			}
+	a := readAnswer(e)
+	switch a.Kind() {
+	case AnswerRefusal:
+		return status + " · " + a.Reason, "o-rpcerr"
+	case AnswerReplay:
+		return status + " · " + a.Receipt + " (replay)", "o-replay"
+	case AnswerResult:
+		if a.Receipt != "" {
+			return status + " · " + a.Receipt, "o-ok"
 		}
 	}
 	switch {
@@ -715,78 +712,7 @@ func outcome(e Exchange) (text, class string) {
 	}
 }
 
-type rpcMsg struct {
-	Result *rpcResult `json:"result"`
-	Error  *rpcError  `json:"error"`
-}
-
-type rpcResult struct {
-	Meta map[string]json.RawMessage `json:"_meta"`
-}
-
-type rpcReceipt struct {
-	ID       string `json:"id"`
-	Replayed bool   `json:"replayed"`
-}
-
-func (r *rpcResult) receipt() *rpcReceipt {
-	raw, ok := r.Meta["io.mcpconform/receipt"]
-	if !ok {
-		return nil
-	}
-	var rc rpcReceipt
-	if json.Unmarshal(raw, &rc) != nil {
-		return nil
-	}
-	return &rc
-}
-
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
-
-func (e *rpcError) reason() string {
-	var d struct {
-		Reason string `json:"reason"`
-	}
-	if json.Unmarshal(e.Data, &d) == nil && d.Reason != "" {
-		return d.Reason
-	}
-	return "rpc error " + strconv.Itoa(e.Code)
-}
-
-// rpcMessage finds the JSON-RPC answer in a body: the body itself, or for
-// an SSE stream the last event whose data is an answer.
-func rpcMessage(body string) (rpcMsg, bool) {
-	try := func(s string) (rpcMsg, bool) {
-		var m rpcMsg
-		if json.Unmarshal([]byte(s), &m) != nil || (m.Result == nil && m.Error == nil) {
-			return rpcMsg{}, false
-		}
-		return m, true
-	}
-	if m, ok := try(body); ok {
-		return m, true
-	}
-	var found rpcMsg
-	ok := false
-	for event := range strings.SplitSeq(strings.ReplaceAll(body, "\r\n", "\n"), "\n\n") {
-		var data []string
-		for line := range strings.SplitSeq(event, "\n") {
-			if rest, isData := strings.CutPrefix(line, "data:"); isData {
-				data = append(data, strings.TrimPrefix(rest, " "))
-			}
-		}
-		if m, good := try(strings.Join(data, "\n")); good {
-			found, ok = m, true
-		}
-	}
-	return found, ok
-}
-
-func verdictClass(v string) string {
+func verdictClass(v judge.Verdict) string {
 	switch v {
 	case judge.Passed:
 		return "v-pass"

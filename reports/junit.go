@@ -108,10 +108,10 @@ func JUnit(run Run) ([]byte, error) {
 			tc.Failure = &junitMessage{Message: failureMessage(s, reasons[i]), Type: verdictKey(s.Verdict), Body: checkLines(s)}
 		case OutcomeError:
 			suite.Errors++
-			tc.Error = &junitMessage{Message: failureMessage(s, reasons[i]), Type: s.Verdict, Body: s.Reason}
+			tc.Error = &junitMessage{Message: failureMessage(s, reasons[i]), Type: string(s.Verdict), Body: s.Reason}
 		default:
 			suite.Skipped++
-			msg := strings.ToUpper(s.Verdict) + ": " + firstLine(s.Reason)
+			msg := strings.ToUpper(string(s.Verdict)) + ": " + firstLine(s.Reason)
 			tc.Skipped = &junitMessage{Message: msg, Body: checkLines(s)}
 		}
 		suite.Cases = append(suite.Cases, tc)

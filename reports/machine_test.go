@@ -44,7 +44,7 @@ func TestJSONLAgreesWithSummary(t *testing.T) {
 		t.Fatalf("%d lines for %d scenarios, want one each and a summary", len(lines), len(run.Scenarios))
 	}
 	for i, s := range sum.Scenarios {
-		if lines[i]["type"] != "scenario" || lines[i]["id"] != s.ID || lines[i]["verdict"] != s.Verdict || lines[i]["fails_run"] != s.FailsRun {
+		if lines[i]["type"] != "scenario" || lines[i]["id"] != s.ID || lines[i]["verdict"] != string(s.Verdict) || lines[i]["fails_run"] != s.FailsRun {
 			t.Errorf("line %d = %v, want scenario %s %s", i, lines[i], s.ID, s.Verdict)
 		}
 	}

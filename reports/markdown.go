@@ -89,7 +89,7 @@ func writeRegressions(b *strings.Builder, d Diff) {
 				fmt.Fprintf(b, "\n… %d more, see `mcpconform diff`\n", len(d.Regressions)-i)
 				break
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", mdCode(displayID(c.ID), true), mdText(orDash(c.Old), 0), mdText(orDash(c.New), 0), mdText(c.Reason, mdMaxCell))
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", mdCode(displayID(c.ID), true), mdText(orDash(string(c.Old)), 0), mdText(orDash(string(c.New)), 0), mdText(c.Reason, mdMaxCell))
 		}
 		b.WriteString("\n")
 	}

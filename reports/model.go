@@ -87,17 +87,17 @@ type CatchCheck struct {
 
 // Scenario is the verdict and evidence of one scenario.
 type Scenario struct {
-	ID          string   `json:"id"` // stable tag, e.g. "retry-01"
-	Title       string   `json:"title"`
-	Feature     string   `json:"feature"`
-	File        string   `json:"file,omitempty"` // the feature file, and the scenario's line in it
-	Line        int64    `json:"line,omitempty"`
-	Level       string   `json:"level"` // "must" or "should"
-	Tags        []string `json:"tags"`
-	Requirement string   `json:"requirement"` // the quoted requirement
-	Source      string   `json:"source"`      // where it comes from
-	Verdict     string   `json:"verdict"`
-	Reason      string   `json:"reason,omitempty"` // failure message or skip reason
+	ID          string        `json:"id"` // stable tag, e.g. "retry-01"
+	Title       string        `json:"title"`
+	Feature     string        `json:"feature"`
+	File        string        `json:"file,omitempty"` // the feature file, and the scenario's line in it
+	Line        int64         `json:"line,omitempty"`
+	Level       string        `json:"level"` // "must" or "should"
+	Tags        []string      `json:"tags"`
+	Requirement string        `json:"requirement"` // the quoted requirement
+	Source      string        `json:"source"`      // where it comes from
+	Verdict     judge.Verdict `json:"verdict"`
+	Reason      string        `json:"reason,omitempty"` // failure message or skip reason
 	// Concurrency is how many clients its concurrent step used, if any.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Missing is the capability whose absence skipped the scenario.

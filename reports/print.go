@@ -82,7 +82,7 @@ func verdictCounts(run Run) string {
 	counts := countVerdicts(run.Scenarios)
 	parts := make([]string, 0, len(counts))
 	for _, v := range knownVerdicts {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+		parts = append(parts, fmt.Sprintf("%d %s", counts[string(v)], v))
 	}
 	for _, v := range slices.Sorted(maps.Keys(counts)) {
 		if !isKnownVerdict(v) {
@@ -98,7 +98,8 @@ func ciTotals(run Run) string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", t.passed, t.failed, t.skipped)
 }
 
-func isKnownVerdict(v string) bool { return slices.Contains(knownVerdicts, v) }
+// isKnownVerdict says a count's key (a verdict as shown) is a known verdict.
+func isKnownVerdict(v string) bool { return slices.Contains(knownVerdicts, judge.Verdict(v)) }
 
 // termText makes s safe for one table cell: control characters (tabs,
 // newlines, ESC, C1 codes, bidi overrides), invalid UTF-8 and DEL are

@@ -48,7 +48,7 @@ func Recheck(s Scenario) (out []judge.Check, mismatch bool) {
 
 // runVerdict is the verdict the rule gave before the run weighed its
 // expected failures: a waived failure was failed, an unexpected pass passed.
-func runVerdict(v string) string {
+func runVerdict(v judge.Verdict) judge.Verdict {
 	switch v {
 	case judge.ExpectedFailure:
 		return judge.Failed

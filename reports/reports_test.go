@@ -78,7 +78,7 @@ func TestFixtureShape(t *testing.T) {
 	if tw.Verdict != judge.Failed || len(tw.Dispatches) < 2 || len(tw.Exchanges) < 2 || !wantsTimeline(tw) {
 		t.Errorf("twins-03 should be a failed concurrent scenario with two lanes and dispatches")
 	}
-	for _, v := range []string{judge.Skipped, judge.ExpectedFailure, judge.Undefined, judge.Passed} {
+	for _, v := range []judge.Verdict{judge.Skipped, judge.ExpectedFailure, judge.Undefined, judge.Passed} {
 		found := false
 		for _, s := range run.Scenarios {
 			found = found || s.Verdict == v
@@ -184,7 +184,7 @@ func TestDurationRoundTrip(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	sc := func(id, level, verdict string) Scenario {
+	sc := func(id, level string, verdict judge.Verdict) Scenario {
 		return Scenario{ID: id, Level: level, Verdict: verdict, Reason: "why " + id}
 	}
 	held := func(step, capability string) judge.Check {

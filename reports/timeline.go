@@ -497,12 +497,7 @@ func receiptOf(e Exchange) string {
 	if e.Error != "" {
 		return ""
 	}
-	if m, ok := rpcMessage(e.ResponseBody); ok && m.Result != nil {
-		if r := m.Result.receipt(); r != nil {
-			return r.ID
-		}
-	}
-	return ""
+	return readAnswer(e).Receipt
 }
 
 // ticks returns about six round offsets from 0 to span inclusive.

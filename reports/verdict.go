@@ -216,14 +216,14 @@ func firstLine(s string) string {
 }
 
 // knownVerdicts, in the order reports show them.
-var knownVerdicts = []string{judge.Passed, judge.Failed, judge.Incomplete, judge.Skipped, judge.Undefined, judge.NotApplicable, judge.Interrupted, judge.ExpectedFailure, judge.UnexpectedPass}
+var knownVerdicts = []judge.Verdict{judge.Passed, judge.Failed, judge.Incomplete, judge.Skipped, judge.Undefined, judge.NotApplicable, judge.Interrupted, judge.ExpectedFailure, judge.UnexpectedPass}
 
 // countVerdicts counts scenarios per verdict; every known verdict is present,
 // zero or not, and an unknown verdict gets a key of its own.
 func countVerdicts(ss []Scenario) map[string]int {
 	m := make(map[string]int, len(knownVerdicts))
 	for _, v := range knownVerdicts {
-		m[v] = 0
+		m[string(v)] = 0
 	}
 	for _, s := range ss {
 		m[verdictKey(s.Verdict)]++
@@ -231,11 +231,11 @@ func countVerdicts(ss []Scenario) map[string]int {
 	return m
 }
 
-func verdictKey(v string) string {
+func verdictKey(v judge.Verdict) string {
 	if v == "" {
 		return "(none)"
 	}
-	return v
+	return string(v)
 }
 
 func levelKey(l string) string {

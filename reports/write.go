@@ -60,14 +60,14 @@ type Summary struct {
 
 // SummaryScenario is one scenario's line in summary.json.
 type SummaryScenario struct {
-	ID       string   `json:"id"`
-	Title    string   `json:"title"`
-	Feature  string   `json:"feature,omitempty"`
-	Level    string   `json:"level"`
-	Tags     []string `json:"tags,omitempty"`
-	Verdict  string   `json:"verdict"`
-	Reason   string   `json:"reason,omitempty"`
-	Duration Duration `json:"duration"`
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Feature  string        `json:"feature,omitempty"`
+	Level    string        `json:"level"`
+	Tags     []string      `json:"tags,omitempty"`
+	Verdict  judge.Verdict `json:"verdict"`
+	Reason   string        `json:"reason,omitempty"`
+	Duration Duration      `json:"duration"`
 	// FailsRun is true when this scenario is one of the reasons in Why.
 	FailsRun bool `json:"fails_run"`
 	// Evidence and History are slash-separated paths relative to the output

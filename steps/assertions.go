@@ -483,7 +483,7 @@ func lostConnection(ctx context.Context, who string) error {
 	if err != nil {
 		return err
 	}
-	timedOut := a != nil && (strings.Contains(a.TransportError, "deadline exceeded") || strings.Contains(a.TransportError, "Client.Timeout"))
+	timedOut := a != nil && judge.ClientTimedOut(a.TransportError)
 	ok := a != nil && (a.TransportError != "" || a.Status == 0) && !a.IsResult() && !a.IsRefusal() && !timedOut
 	return w.check(checkOf(judge.KindLostConnection, "", "client", who), fmt.Sprintf("%s lost the connection", who), judge.CapWire, ok, "the connection closed by the gateway with no answer (not a client timeout)", w.describe(a))
 }

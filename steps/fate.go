@@ -15,8 +15,8 @@ import (
 // fails, known before it runs: `doctor` prints it, and the steps reach it
 // by the same rules (inapplicable, absentFeature, the situations below).
 type Fate struct {
-	Verdict    string // judge.Passed, judge.Incomplete, judge.Skipped or judge.NotApplicable
-	Capability string // the capability whose absence decides it; "" for passed and policy or version
+	Verdict    judge.Verdict // judge.Passed, judge.Incomplete, judge.Skipped or judge.NotApplicable
+	Capability string        // the capability whose absence decides it; "" for passed and policy or version
 	// Situation: a step's situation needs Capability (the run records it
 	// as the scenario's missing capability), not a check.
 	Situation bool

@@ -20,7 +20,7 @@ func TestFateOfAFaultPoint(t *testing.T) {
 		name   string
 		caps   map[string]bool
 		points []string
-		want   string
+		want   judge.Verdict
 	}{
 		{"no faults", map[string]bool{}, nil, judge.Skipped},
 		{"faults, every point listed", map[string]bool{judge.CapFaults: true}, []string{"reserve.done", "takeover.read"}, judge.Passed},
@@ -60,8 +60,8 @@ func TestFateWithEffects(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		env         *Env
-		counts      string
-		holds       string
+		counts      judge.Verdict
+		holds       judge.Verdict
 		missing     string
 		holdMissing string
 	}{

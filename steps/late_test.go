@@ -189,13 +189,13 @@ func TestLateDuplicateIsJudged(t *testing.T) {
 		// when the duplicate comes: before the scenario's end ("scenario")
 		// or after it ("run"); "" for none.
 		late string
-		want []string // the verdicts at the scenario's end and at the run's
+		want []judge.Verdict // the verdicts at the scenario's end and at the run's
 	}{
-		{"probe, no duplicate", judge.CapUpstream, "", []string{judge.Passed, judge.Passed}},
-		{"probe, before the end", judge.CapUpstream, "scenario", []string{judge.Failed, judge.Failed}},
-		{"probe, after the end", judge.CapUpstream, "run", []string{judge.Passed, judge.Failed}},
-		{"effects, before the end", judge.CapEffects, "scenario", []string{judge.Failed, judge.Failed}},
-		{"effects, after the end", judge.CapEffects, "run", []string{judge.Passed, judge.Failed}},
+		{"probe, no duplicate", judge.CapUpstream, "", []judge.Verdict{judge.Passed, judge.Passed}},
+		{"probe, before the end", judge.CapUpstream, "scenario", []judge.Verdict{judge.Failed, judge.Failed}},
+		{"probe, after the end", judge.CapUpstream, "run", []judge.Verdict{judge.Passed, judge.Failed}},
+		{"effects, before the end", judge.CapEffects, "scenario", []judge.Verdict{judge.Failed, judge.Failed}},
+		{"effects, after the end", judge.CapEffects, "run", []judge.Verdict{judge.Passed, judge.Failed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probe := &fakeProbe{ds: []judge.Dispatch{{Token: "op1-x", At: t0}}}
@@ -232,7 +232,7 @@ func TestLateDuplicateIsJudged(t *testing.T) {
 			if _, err := env.Recount(context.Background(), time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
-			got := []string{w.evidence.Verdict, env.Results()[0].Verdict}
+			got := []judge.Verdict{w.evidence.Verdict, env.Results()[0].Verdict}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("verdicts %v, want %v\n%s", got, tc.want, env.Results()[0].Reason)
 			}

@@ -41,15 +41,15 @@ type world struct {
 	toolInfo     map[string]toolInfo // tool name on the target -> its role and price
 	prices       map[string]int64    // alias -> price
 	clients      map[string]*client
-	faults       map[string]string // fault point -> fault id
+	faults       map[string]string         // fault point -> fault id
 	faultArmed   map[string]judge.EnvValue // fault point -> its last fault as the history has it
-	principal    map[string]string // principal name -> principal id on the target
-	permits      map[string]string // permit alias in the feature -> permit id on the target
-	baseline     int64             // wallet balance right after the fixture
-	receipts     []string          // every receipt seen, in order
-	tokens       []string          // every probe token used
-	crowd        []*answer         // answers of the last concurrent step
-	holdToken    string            // the token a held crowd stalls at the probe
+	principal    map[string]string         // principal name -> principal id on the target
+	permits      map[string]string         // permit alias in the feature -> permit id on the target
+	baseline     int64                     // wallet balance right after the fixture
+	receipts     []string                  // every receipt seen, in order
+	tokens       []string                  // every probe token used
+	crowd        []*answer                 // answers of the last concurrent step
+	holdToken    string                    // the token a held crowd stalls at the probe
 	workloadTool string
 	staleLock    time.Duration // a scenario's own stale-lock threshold, if it set one
 	keep         time.Duration // a scenario's own retention, if it set one

@@ -19,7 +19,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,22 +34,26 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/bench"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 func main() {
-	out := flag.String("out", "bench/results.md", "markdown file the results are written to")
-	conc := flag.Int("concurrency", 8, "client goroutines of every load phase")
-	warmup := flag.Duration("warmup", 300*time.Millisecond, "warm-up of each load phase, not counted")
-	dur := flag.Duration("duration", 2*time.Second, "measured time of each load phase")
-	storm := flag.Int("storm", 256, "identical calls in a twin storm")
-	suite := flag.Bool("suite", true, "time the harness (full suite per store, scenario-count and twin-count growth)")
-	rounds := flag.Int("rounds", 5, "interleaved rounds (bare server, then the gateway's phases) that judge the rate targets on each store")
-	scale := flag.String("scale", "1,2,4,8,16", "client counts of the scale table (keyed first calls on one wallet)")
-	procs := flag.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
-	profiles := flag.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
-	allocs := flag.Int("allocs", 500, "calls of each kind (keyed first, replay, unkeyed) the gateway's call path's allocations are counted over; 0 skips it")
-	limits := flag.Bool("limits", true, "measure the store alone in every round and write the same-run limits (the gateway against the ideal composition of the bare server and the store)")
-	flag.Parse()
+	fs := cli.NewFlagSet("mcpbench", "Usage of "+os.Args[0]+":\n", os.Stderr, os.Stderr) // the text flag.Parse printed
+	out := fs.String("out", "bench/results.md", "markdown file the results are written to")
+	conc := fs.Int("concurrency", 8, "client goroutines of every load phase")
+	warmup := fs.Duration("warmup", 300*time.Millisecond, "warm-up of each load phase, not counted")
+	dur := fs.Duration("duration", 2*time.Second, "measured time of each load phase")
+	storm := fs.Int("storm", 256, "identical calls in a twin storm")
+	suite := fs.Bool("suite", true, "time the harness (full suite per store, scenario-count and twin-count growth)")
+	rounds := fs.Int("rounds", 5, "interleaved rounds (bare server, then the gateway's phases) that judge the rate targets on each store")
+	scale := fs.String("scale", "1,2,4,8,16", "client counts of the scale table (keyed first calls on one wallet)")
+	procs := fs.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
+	profiles := fs.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
+	allocs := fs.Int("allocs", 500, "calls of each kind (keyed first, replay, unkeyed) the gateway's call path's allocations are counted over; 0 skips it")
+	limits := fs.Bool("limits", true, "measure the store alone in every round and write the same-run limits (the gateway against the ideal composition of the bare server and the store)")
+	if code, ok := cli.Parse(fs, os.Args[1:]); !ok {
+		os.Exit(code)
+	}
 	clients, err := ints(*scale)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mcpbench: -scale: %v\n", err)

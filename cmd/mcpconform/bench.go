@@ -21,6 +21,7 @@ import (
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/internal/bench"
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/steps"
@@ -93,7 +94,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&bc.storm, "storm", 16, "identical calls in a storm")
 	fs.IntVar(&bc.rounds, "rounds", 3, "interleaved rounds of the phases; the figures are their medians")
 	fs.StringVar(&bc.out, "out", "mcpconform-bench", "directory bench.md and bench.json are written to")
-	if _, code, ok := parseArgs(fs, args, 0); !ok {
+	if _, code, ok := cli.ParseArgs(fs, args, 0); !ok {
 		return code
 	}
 	if msg := bc.problem(); msg != "" {

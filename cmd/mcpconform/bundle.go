@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcpconform/mcpconform/internal/bundle"
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -44,7 +45,7 @@ func bundleCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "archive to write (default: DIR.bundle.tar.gz)")
 	keyFile := fs.String("sign-key", "", "sign the manifest with this ed25519 private key (PEM; see keygen)")
 	profile := fs.String("profile", "", "the profile the run used; it goes into the manifest with every credential redacted")
-	pos, code, ok := parseArgs(fs, args, 1)
+	pos, code, ok := cli.ParseArgs(fs, args, 1)
 	if !ok {
 		return code
 	}
@@ -149,7 +150,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", verifyUsage, stderr)
 	pubFile := fs.String("pub-key", "", "the signer's ed25519 public key (PEM); the bundle must be signed by it")
 	profile := fs.String("profile", "", "the profile the bundle must have been made for (compared with its credentials redacted)")
-	pos, code, ok := parseArgs(fs, args, 1)
+	pos, code, ok := cli.ParseArgs(fs, args, 1)
 	if !ok {
 		return code
 	}

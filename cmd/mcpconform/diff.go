@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/reports"
 )
 
@@ -22,7 +23,7 @@ regressed).
 
 func diffCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("diff", diffUsage, stderr)
-	pos, code, ok := parseArgs(fs, args, 2)
+	pos, code, ok := cli.ParseArgs(fs, args, 2)
 	if !ok {
 		return code
 	}

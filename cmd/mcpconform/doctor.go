@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/runner"
 )
 
@@ -36,12 +36,8 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&cfg.Target, "target", "reference", "\"reference\" or a gateway URL")
 	fs.StringVar(&cfg.Profile, "profile", "", "profile file describing a URL target (docs/profile.md)")
 	peerFlags(fs, &cfg)
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if cfg.Target != "reference" && cfg.Profile == "" {
 		fmt.Fprintln(stderr, "mcpconform doctor: a URL target needs --profile")
@@ -74,7 +70,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintf(stdout, "highest level it can claim: %s\n", d.Level)
 	fmt.Fprintln(stdout, "what run will make of each scenario when nothing fails:")
 	for _, g := range d.Groups {
-		head := g.Verdict
+		head := string(g.Verdict)
 		if g.Why != "" {
 			head += ", " + g.Why
 		}

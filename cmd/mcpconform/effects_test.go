@@ -37,7 +37,7 @@ func effectsRun(t *testing.T, o effectsrv.Options, ids []string) runner.Outcome 
 		prof = effectsParamsProfile()
 	}
 	cfg := runner.Config{Target: srv.URL(), Profile: writeProfile(t, prof), Seed: 3, IDs: ids}
-	var predicted map[string]string
+	var predicted map[string]judge.Verdict
 	if o.Bugs == (effectsrv.Bugs{}) {
 		// What doctor says a run will make of each scenario, held to the
 		// run: the read tool stands in for the probe in both alike.

@@ -22,15 +22,15 @@ func TestExpectedFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, list string
 		ok               bool
-		verdicts         map[string]string
+		verdicts         map[string]judge.Verdict
 	}{
 		{"bug's catchers listed", "expected.txt", "# floor-bucket is known\nwindow-01 no previous-bucket join yet\nwindow-02 # the same bug\n", true,
-			map[string]string{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
+			map[string]judge.Verdict{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
 		{"a passing scenario listed", "expected.txt", "window-01 boundary bug\nwindow-02 boundary bug\nretry-01 # fixed since\n", false,
-			map[string]string{"window-01": judge.ExpectedFailure, "retry-01": judge.UnexpectedPass}},
+			map[string]judge.Verdict{"window-01": judge.ExpectedFailure, "retry-01": judge.UnexpectedPass}},
 		// The official MCP conformance suite's format, as its baselines write it.
 		{"the official suite's YAML", "expected-failures.yml", "server:\n  # no previous-bucket join yet\n  - window-01\n  - window-02 # the same bug\n", true,
-			map[string]string{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
+			map[string]judge.Verdict{"window-01": judge.ExpectedFailure, "window-02": judge.ExpectedFailure, "retry-01": judge.Passed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.file)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/explore"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
@@ -36,7 +37,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if removedStrict("explore", args, stderr) {
 		return 2
 	}
-	if _, code, ok := parseArgs(fs, args, 0); !ok {
+	if _, code, ok := cli.ParseArgs(fs, args, 0); !ok {
 		return code
 	}
 	switch {

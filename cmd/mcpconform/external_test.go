@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
@@ -61,8 +60,8 @@ func writeProfile(t *testing.T, p map[string]any) string {
 	return path
 }
 
-func verdicts(run reports.Run) map[string]string {
-	m := map[string]string{}
+func verdicts(run reports.Run) map[string]judge.Verdict {
+	m := map[string]judge.Verdict{}
 	for _, s := range run.Scenarios {
 		m[s.ID] = s.Verdict
 	}
@@ -83,15 +82,15 @@ func TestExternalTargetWithControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range out.Run.Scenarios {
-		want := []string{judge.Passed}
+		want := []judge.Verdict{judge.Passed}
 		switch {
 		case slices.Contains(s.Tags, "@needs-two-urls"):
-			want = []string{judge.Skipped, judge.Incomplete}
+			want = []judge.Verdict{judge.Skipped, judge.Incomplete}
 		case s.ID == "refuse-10":
-			want = []string{judge.NotApplicable} // the reference derives unkeyed keys
+			want = []judge.Verdict{judge.NotApplicable} // the reference derives unkeyed keys
 		}
 		if !slices.Contains(want, s.Verdict) {
-			t.Errorf("%s: verdict %s, want %s", s.ID, s.Verdict, strings.Join(want, " or "))
+			t.Errorf("%s: verdict %s, want %s", s.ID, s.Verdict, want)
 		}
 	}
 	if out.Result != reports.RunPass || out.Run.Level != reports.LevelMetered || out.Code != runner.ExitOK {
@@ -130,7 +129,7 @@ func TestExternalTargetWithoutControlAPI(t *testing.T) {
 		}
 	}
 	v := verdicts(out.Run)
-	for id, want := range map[string]string{
+	for id, want := range map[string]judge.Verdict{
 		"retry-01": judge.Incomplete, // the probe saw one dispatch; the ledger is not observable
 		"scope-02": judge.Passed,     // wire and probe only
 		"iga-01":   judge.Incomplete, // principals by the harness's tokens; its ledger check is not observed

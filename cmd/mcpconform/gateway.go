@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/server"
@@ -82,10 +83,9 @@ func gatewayConfig(args []string, stderr io.Writer) (server.Config, bool, error)
 	lockTimeout := fs.Duration("lock-timeout", def.LockTimeout, "how long a store write waits for a lock (SQLite busy timeout, PostgreSQL lock_timeout); a timeout answers idempotency_in_progress")
 	maxSessions := fs.Int("max-sessions-per-key", wire.DefaultMaxSessionsPerKey, "live 2025-11-25 sessions one API key may hold in this process; an initialize over it is refused session_limit_reached; 0: no bound")
 	verbose := fs.Bool("v", false, "log requests the gateway refuses or fails, and other details, to stderr")
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, false, err
+	if code, ok := cli.Parse(fs, args); !ok {
+		if code == 0 {
+			return cfg, false, flag.ErrHelp
 		}
 		return cfg, false, errUsage
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/idp"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 const idpUsage = `Usage: mcpconform idp [flags]
@@ -41,7 +42,7 @@ func idpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:8721", "listen address (host:port; port 0 picks one); the issuer is http://ADDR")
 	keyFile := fs.String("key", "", "PEM file holding the signing key (created if missing); default a fresh key for this process")
 	aud := fs.String("audience", idp.DefaultAudience, "audience of the tokens it mints when a request names none")
-	if _, code, ok := parseArgs(fs, args, 0); !ok {
+	if _, code, ok := cli.ParseArgs(fs, args, 0); !ok {
 		return code
 	}
 	opts := idp.Options{Addr: *addr, Audience: *aud, Mint: true}
@@ -82,7 +83,7 @@ func idpTokenCmd(args []string, stdout, stderr io.Writer) int {
 	subject := fs.String("subject", "", "the sub claim: the principal's subject (required)")
 	aud := fs.String("audience", idp.DefaultAudience, "the aud claim")
 	ttl := fs.Duration("ttl", 10*time.Minute, "lifetime; negative for a token that already expired")
-	if _, code, ok := parseArgs(fs, args, 0); !ok {
+	if _, code, ok := cli.ParseArgs(fs, args, 0); !ok {
 		return code
 	}
 	switch {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/internal/catalog"
 	"github.com/mcpconform/mcpconform/internal/catalog/tagexpr"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 func listCmd(args []string, stdout, stderr io.Writer) int {
@@ -19,12 +19,8 @@ func listCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	long := fs.Bool("requirements", false, "print each scenario's requirement and source")
 	tags := fs.String("tags", "", "list only the scenarios this tag expression selects (as in mcpconform run --tags)")
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	es, err := catalog.Load(features.FS)
 	if err != nil {

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"strings"
 
 	"github.com/mcpconform/mcpconform/drivers/probe"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 const probeUsage = `Usage: mcpconform probe [flags]
@@ -42,24 +41,15 @@ Flags:
 `
 
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		var tools strings.Builder
-		for _, t := range probe.Tools {
-			fmt.Fprintf(&tools, "  %-14s %s: %s\n", t.Name, toolKind(t), t.Description)
-		}
-		fmt.Fprintf(stderr, probeUsage, tools.String())
-		fs.PrintDefaults()
+	var toolList strings.Builder
+	for _, t := range probe.Tools {
+		fmt.Fprintf(&toolList, "  %-14s %s: %s\n", t.Name, toolKind(t), t.Description)
 	}
+	fs := newFlagSet("probe", fmt.Sprintf(probeUsage, toolList.String()), stderr)
 	addr := fs.String("addr", "127.0.0.1:8720", "listen address (host:port; port 0 picks one)")
 	verbose := fs.Bool("v", false, "log the MCP server's messages to stderr")
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpconform probe: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 const profileUsage = `Usage: mcpconform profile check FILE
@@ -39,17 +38,13 @@ func profileCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, profileUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("profile check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {} // -h is not an error: its text goes to stdout, below
-	briefOnError(fs, args[1:])
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, profileUsage)
-			return 0
+	// -h is not an error: its text goes to stdout.
+	fs := cli.NewFlagSet("mcpconform profile check", profileUsage, stdout, stderr)
+	if code, ok := cli.Parse(fs, args[1:]); !ok {
+		if code != 0 {
+			fmt.Fprintf(stderr, "\n%s", profileUsage)
 		}
-		fmt.Fprintf(stderr, "\n%s", profileUsage)
-		return 2
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "mcpconform profile check: want one FILE, got %d arguments\n\n%s", fs.NArg(), profileUsage)

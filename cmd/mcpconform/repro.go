@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mcpconform/mcpconform/features"
 	"github.com/mcpconform/mcpconform/internal/catalog"
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/repro"
 	"github.com/mcpconform/mcpconform/internal/runner"
 )
@@ -33,12 +33,8 @@ func reproCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if removedStrict("repro", args, stderr) {
 		return 2
 	}
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	rest := fs.Args()
 	if id == "" && len(rest) > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	refbugs "github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reports"
@@ -38,15 +39,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	settleFlag(fs, &cfg)
 	format := fs.String("format", reports.FormatText, "what goes to standard output at the end: text (table and verdict), jsonl (a JSON line per scenario, then a summary line) or github (GitHub Actions annotations at each failing scenario's feature line, then the text)")
 	verbose := fs.Bool("v", false, "show the reference gateway's logs")
-	briefOnError(fs, args)
 	if removedStrict("run", args, stderr) {
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpconform run: unexpected arguments %q\n", fs.Args())

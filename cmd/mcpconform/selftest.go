@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpconform/mcpconform/internal/bugmap"
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/explore"
 	"github.com/mcpconform/mcpconform/internal/runner"
 	"github.com/mcpconform/mcpconform/reports"
@@ -27,12 +27,8 @@ func selftestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Var(&only, "bug", "run only this bug switch (repeatable; in the wire modes, one the mode lists)")
 	withExplore := fs.Bool("explore", false, "hold explore to the bug switches instead of the suite: explore the reference once per switch with its default budget, and print which it caught, by which harm, in which scenario and how soon")
 	mode := fs.String("mode", "full", "full: the reference with its control API; wire, wire-principals or wire-refuse: the reference presented as a vendor's gateway without one (fixtures file, remote probe; wire-principals also trusts the harness's identity provider; wire-refuse has unkeyed policy refuse)")
-	briefOnError(fs, args)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, ok := cli.Parse(fs, args); !ok {
+		return code
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/mcpconform/mcpconform/internal/buildinfo"
+	"github.com/mcpconform/mcpconform/internal/cli"
 )
 
 const versionUsage = `Usage: mcpconform version [--json]
@@ -20,7 +21,7 @@ Flags:
 func versionCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("version", versionUsage, stderr)
 	asJSON := fs.Bool("json", false, "print version, commit, commit time and Go version as JSON")
-	_, code, ok := parseArgs(fs, args, 0)
+	_, code, ok := cli.ParseArgs(fs, args, 0)
 	if !ok {
 		return code
 	}

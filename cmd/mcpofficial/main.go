@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -17,17 +16,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/officialsuite"
 )
 
 func main() {
 	home, _ := os.UserHomeDir()
 	cfg := officialsuite.Config{Log: os.Stderr}
-	flag.StringVar(&cfg.Cache, "cache", filepath.Join(home, ".cache", "mcpconform"), "where Node.js and the suite are installed (outside the checkout)")
-	flag.StringVar(&cfg.Work, "work", "", "directory for results and logs (default: a new temporary one)")
-	flag.StringVar(&cfg.Gateway, "gateway", "bin/mcpconform", "the mcpconform binary whose gateway is tested")
-	baselines := flag.String("baselines", "internal/officialsuite", "directory of expected-failures-<version>.yml")
-	flag.Parse()
+	fs := cli.NewFlagSet("mcpofficial", "Usage of "+os.Args[0]+":\n", os.Stderr, os.Stderr) // the text flag.Parse printed
+	fs.StringVar(&cfg.Cache, "cache", filepath.Join(home, ".cache", "mcpconform"), "where Node.js and the suite are installed (outside the checkout)")
+	fs.StringVar(&cfg.Work, "work", "", "directory for results and logs (default: a new temporary one)")
+	fs.StringVar(&cfg.Gateway, "gateway", "bin/mcpconform", "the mcpconform binary whose gateway is tested")
+	baselines := fs.String("baselines", "internal/officialsuite", "directory of expected-failures-<version>.yml")
+	if code, ok := cli.Parse(fs, os.Args[1:]); !ok {
+		os.Exit(code)
+	}
 	cfg.Go = os.Getenv("GO")
 	if cfg.Go == "" {
 		cfg.Go = "go"

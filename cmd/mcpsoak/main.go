@@ -12,7 +12,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,24 +20,28 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
+	"github.com/mcpconform/mcpconform/internal/cli"
 	"github.com/mcpconform/mcpconform/internal/soak"
 )
 
 func main() {
 	var cfg soak.Config
-	out := flag.String("out", "bench/soak.md", `markdown file the figures are written to ("" writes none)`)
-	flag.Int64Var(&cfg.Seed, "seed", 0, "workload seed (0: from the clock; printed)")
-	flag.IntVar(&cfg.Calls, "calls", 10_000, "calls to send")
-	flag.IntVar(&cfg.Processes, "processes", 4, "reference gateway processes on the one store")
-	flag.StringVar(&cfg.Store, "store", "postgres", "the store the processes share: postgres (DATABASE_URL) or sqlite (a file in a temporary directory)")
-	flag.IntVar(&cfg.Concurrency, "concurrency", 16, "operations in flight")
-	flag.DurationVar(&cfg.Deadline, "deadline", 5*time.Minute, "bound of the workload")
-	flag.Func("bug", "run the gateways with bug switch `NAME` (repeatable; \"mcpconform bugs\" lists them)", func(v string) error {
+	fs := cli.NewFlagSet("mcpsoak", "Usage of "+os.Args[0]+":\n", os.Stderr, os.Stderr) // the text flag.Parse printed
+	out := fs.String("out", "bench/soak.md", `markdown file the figures are written to ("" writes none)`)
+	fs.Int64Var(&cfg.Seed, "seed", 0, "workload seed (0: from the clock; printed)")
+	fs.IntVar(&cfg.Calls, "calls", 10_000, "calls to send")
+	fs.IntVar(&cfg.Processes, "processes", 4, "reference gateway processes on the one store")
+	fs.StringVar(&cfg.Store, "store", "postgres", "the store the processes share: postgres (DATABASE_URL) or sqlite (a file in a temporary directory)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "operations in flight")
+	fs.DurationVar(&cfg.Deadline, "deadline", 5*time.Minute, "bound of the workload")
+	fs.Func("bug", "run the gateways with bug switch `NAME` (repeatable; \"mcpconform bugs\" lists them)", func(v string) error {
 		cfg.Bugs = append(cfg.Bugs, v)
 		return nil
 	})
-	verbose := flag.Bool("v", false, "also print the gateways' output")
-	flag.Parse()
+	verbose := fs.Bool("v", false, "also print the gateways' output")
+	if code, ok := cli.Parse(fs, os.Args[1:]); !ok {
+		os.Exit(code)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

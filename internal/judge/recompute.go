@@ -257,8 +257,16 @@ type answer struct {
 func (a answer) isResult() bool { return a.typ == OK }
 
 func (a answer) lostConnection() bool {
-	timedOut := strings.Contains(a.Error, "deadline exceeded") || strings.Contains(a.Error, "Client.Timeout")
-	return a.typ == Info && a.Error != "" && !timedOut
+	return a.typ == Info && a.Error != "" && !ClientTimedOut(a.Error)
+}
+
+// ClientTimedOut says a call's recorded transport error is the client's
+// own timeout (a context deadline, net/http's Client.Timeout), not a
+// connection the gateway closed. It reads the error's text because the
+// history records only the text; the live step (steps' lostConnection)
+// asks the same question through it, so the two always agree.
+func ClientTimedOut(transportErr string) bool {
+	return strings.Contains(transportErr, "deadline exceeded") || strings.Contains(transportErr, "Client.Timeout")
 }
 
 func (a answer) isRefusal() bool {

@@ -5,25 +5,32 @@ import (
 	"strings"
 )
 
+// Verdict is a scenario's verdict, as summary.json and the other outputs
+// write it.
+type Verdict string
+
 // Scenario verdicts. Nothing is "passed" unless its checks were observed.
 const (
-	Passed = "passed" // every check observed and held, at least one
-	Failed = "failed" // a check was observed and violated
+	Passed Verdict = "passed" // every check observed and held, at least one
+	Failed Verdict = "failed" // a check was observed and violated
 	// Incomplete: nothing violated, but some check could not be observed
 	// (the target lacks the capability that would observe it).
-	Incomplete = "incomplete"
+	Incomplete Verdict = "incomplete"
 	// Skipped: the situation could not be created at all (no clock to move,
 	// no fault point to pause at); the scenario names the capability.
-	Skipped   = "skipped"
-	Undefined = "undefined" // a step without a definition (a harness defect)
+	Skipped   Verdict = "skipped"
+	Undefined Verdict = "undefined" // a step without a definition (a harness defect)
 	// NotApplicable: decided before the scenario runs: it is for another
 	// unkeyed policy, an MCP version the target does not serve, or a
 	// feature the profile does not declare. It does not count.
-	NotApplicable   = "not-applicable"
-	Interrupted     = "interrupted" // the run was stopped before it finished
-	ExpectedFailure = "expected-failure"
-	UnexpectedPass  = "unexpected-pass" // listed as an expected failure but passed: fails the run
+	NotApplicable   Verdict = "not-applicable"
+	Interrupted     Verdict = "interrupted" // the run was stopped before it finished
+	ExpectedFailure Verdict = "expected-failure"
+	UnexpectedPass  Verdict = "unexpected-pass" // listed as an expected failure but passed: fails the run
 )
+
+// String is the verdict as written.
+func (v Verdict) String() string { return string(v) }
 
 // Ending is how a scenario's steps ended, besides its checks: what the
 // verdict rule needs to know that the checks do not say.
@@ -45,7 +52,7 @@ type Ending struct {
 
 // Decision is a scenario's verdict and the reason shown with it.
 type Decision struct {
-	Verdict string
+	Verdict Verdict
 	Reason  string
 	// First is the index in the checks of the finding: the violated check
 	// that leads (the most harmful, then the first), -1 when none.

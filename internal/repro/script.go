@@ -645,22 +645,28 @@ func violated(sc reports.Scenario) []judge.Check {
 
 // Kind is how an answer ended, in terms the script's kind function reads
 // from the raw answer the same way: "refusal REASON", "replay", "result",
-// "http STATUS" or "no answer".
+// "http STATUS" or "no answer". It reads the body as the script's grep
+// does, not as JSON (reports reads it so for the report): the kind it
+// expects must be the one the script computes from the same bytes. The
+// order of the decision is reports.Answer's, the one every reader uses.
 func Kind(status int, body, transportErr string) string {
-	switch {
-	case status == 0:
-		return "no answer"
-	case strings.Contains(body, `"error":{`):
+	a := reports.Answer{
+		Status:   status,
+		Refusal:  strings.Contains(body, `"error":{`),
+		Replayed: replayRE.MatchString(body),
+		Result:   strings.Contains(body, `"result":`),
+	}
+	switch k := a.Kind(); k {
+	case reports.AnswerRefusal:
 		if m := reasonRE.FindStringSubmatch(body); m != nil {
 			return "refusal " + m[1]
 		}
 		return "refusal"
-	case replayRE.MatchString(body):
-		return "replay"
-	case strings.Contains(body, `"result":`):
-		return "result"
+	case reports.AnswerHTTP:
+		return fmt.Sprintf("http %d", status)
+	default: // "no answer", "replay", "result"
+		return string(k)
 	}
-	return fmt.Sprintf("http %d", status)
 }
 
 var (
@@ -693,7 +699,7 @@ func (g *gen) header() {
 		rec += " with bug switch(es) " + strings.Join(t.Bugs, ", ")
 	}
 	if sc.Verdict != "" {
-		rec += ": " + sc.Verdict
+		rec += ": " + string(sc.Verdict)
 		if r := firstLine(sc.Reason); r != "" {
 			rec += " (" + r + ")"
 		}

@@ -47,8 +47,8 @@ type Diagnosis struct {
 }
 
 // Predicted is each scenario's verdict, by ID, as the groups have it.
-func (d Diagnosis) Predicted() map[string]string {
-	out := map[string]string{}
+func (d Diagnosis) Predicted() map[string]judge.Verdict {
+	out := map[string]judge.Verdict{}
 	for _, g := range d.Groups {
 		for _, id := range g.Scenarios {
 			out[id] = g.Verdict
@@ -236,7 +236,7 @@ func fates(env *steps.Env, entries []catalog.Entry, level string) []Group {
 			g.Keeping++
 		}
 	}
-	rank := map[string]int{judge.Passed: 0, judge.Incomplete: 1, judge.Skipped: 2, judge.NotApplicable: 3}
+	rank := map[judge.Verdict]int{judge.Passed: 0, judge.Incomplete: 1, judge.Skipped: 2, judge.NotApplicable: 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if rank[a.Verdict] != rank[b.Verdict] {

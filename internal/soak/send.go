@@ -57,6 +57,10 @@ func (r *runner) send(ctx context.Context, w *wallet, proc int, call wire.Call, 
 
 // classify turns an answer into an Attempt. ctx is the soak's: a call cut
 // off because the soak ran out of time is abandoned, not the gateway's fault.
+// It reads the live answer through wire.Answer's parser, and answers what
+// only a live call can (was it given up, is the refusal retryable), in the
+// Kind values its history stores; reports.Answer is the classifier of
+// recorded answers (an evidence Exchange's status and body).
 func classify(ctx context.Context, proc int, a *wire.Answer, err error, how abandon, gaveUp bool, lat time.Duration) Attempt {
 	at := Attempt{Proc: proc, Latency: lat}
 	switch {
