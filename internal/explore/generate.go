@@ -103,6 +103,10 @@ type gen struct {
 	window0   bool              // unkeyed calls are refused (policy refuse, or window 0)
 	small     bool              // set up a small wallet, an exact multiple of the write tool's price
 	frozen    bool              // the clock was frozen before a boundary
+	// frac is the frozen gateway clock's time past its whole second: what
+	// the moves since the freeze added below a second (windows, stale
+	// thresholds and permit lives are whole seconds).
+	frac time.Duration
 	// clockSpent is how far ahead of real time the gateway clock may be.
 	clockSpent time.Duration
 	// staleSecs is the stale-lock threshold the scenario set, 0 none.
@@ -453,7 +457,7 @@ func (g *gen) episodes() []ep {
 		{on(faults, 3), g.epFault, false},
 		{on(clock, 2), g.epClock, false},
 		{on(d.has(judge.CapSettings), 3), g.epSetting, false},
-		{on(d.has(judge.CapSettings) && clock, 2), g.epRetention, false},
+		{on(d.has(judge.CapSettings) && clock, 3), g.epRetention, false},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke, false},
 		{on(fix, 4), g.epPermit, false},
 		{on(fix, 3), g.epRounds, false},
@@ -461,7 +465,7 @@ func (g *gen) episodes() []ep {
 		{on(fix, 1), g.epRemove, false},
 		{2, g.epUpstream, false},
 		{2, g.epKeyForms, false},
-		{w: on(fix, 1), f: g.epDrain, small: true},
+		{w: on(fix, 2), f: g.epDrain, small: true},
 	}
 	for v, w := range pauseWeights {
 		eps = append(eps, ep{on(faults, w), func() { g.epPause(v) }, false})
@@ -865,10 +869,18 @@ func (g *gen) epHold() {
 	}
 	// A duplicate once the upstream has been slow for a while: an in-flight
 	// claim must last as long as its dispatch, not a second or two.
-	if g.room() > 3 && g.chance(0.6) {
+	late := ""
+	if g.room() > 4 && g.chance(0.85) {
 		if o := g.sameScope(who); o != "" {
 			g.add(Action{Kind: KWait, Dur: 1500 * time.Millisecond})
-			g.call(o, op)
+			g.markCalled(op, o)
+			if g.sc.Ops[op].Keyed() {
+				// Its answer may come only once the probe lets go.
+				g.add(Action{Kind: KCall, Client: o, Op: op, Variant: VariantWhileHeld})
+				g.pending[o], late = true, o
+			} else {
+				g.add(Action{Kind: KCall, Client: o, Op: op})
+			}
 		}
 	}
 	if g.room() > 1 && g.chance(0.5) {
@@ -880,6 +892,9 @@ func (g *gen) epHold() {
 	}
 	g.add(Action{Kind: KUnhold, Op: op, Group: grp})
 	g.settle(who, op)
+	if late != "" {
+		g.settle(late, op)
+	}
 }
 
 // settle ends a client's call in flight with its retry, after a wait now
@@ -1034,8 +1049,17 @@ func (g *gen) epDrain() {
 		g.add(Action{Kind: KUpstream, Client: who, Op: refused, Variant: probe.FailRefuse})
 	}
 	left := g.balance("") - g.spent[""]
+	if refused < 0 && left >= p && g.chance(0.4) && g.drainHeld(who, p) {
+		return
+	}
 	if g.chance(0.5) {
+		// More calls at once than the wallet pays for, now and then many
+		// more: the more of them check the balance before any is charged,
+		// the surer a check made apart from the debit lets two through.
 		n := int(min(max(left/p+1, 2), 8))
+		if g.chance(0.5) {
+			n = 8
+		}
 		op := g.newOp(ToolWrite, g.chance(0.7))
 		g.markCalled(op, who)
 		g.spent[""] += p * int64(n-1)
@@ -1050,6 +1074,32 @@ func (g *gen) epDrain() {
 	}
 }
 
+// drainHeld is funds-02's situation: a call held between its reservation
+// and its charge while other operations spend whatever the wallet has left
+// (as many as its whole balance pays for at price p: the generator knows
+// only the most the scenario may have spent); released, it is refused
+// insufficient_funds (or, where the gateway held the credits at its
+// reservation, the others are). False when the target or the scenario
+// leaves no room for it.
+func (g *gen) drainHeld(who string, p int64) bool {
+	others := slices.DeleteFunc(g.free(true), func(c string) bool { return c == who })
+	n := g.balance("") / p
+	if !g.d.has(judge.CapFaults) || len(others) == 0 || g.sc.Clients[who].URL > 1 || n > 6 || g.room() < int(n)+4 {
+		return false
+	}
+	held := g.newOp(ToolWrite, g.window0 || g.chance(0.6))
+	grp := g.group()
+	g.markCalled(held, who)
+	g.add(Action{Kind: KPause, Client: who, Op: held, Point: "reserve.done", Group: grp})
+	g.pending[who] = true
+	for range n {
+		g.call(pick(g, others), g.newOp(ToolWrite, g.window0 || g.chance(0.7)))
+	}
+	g.add(Action{Kind: KRelease, Group: grp})
+	g.settle(who, held)
+	return true
+}
+
 // setStale sets the stale-lock threshold.
 func (g *gen) setStale(secs int64) {
 	g.staleSecs = secs
@@ -1060,6 +1110,10 @@ func (g *gen) setStale(secs int64) {
 // gateway clock: the harness signs principal tokens for ten minutes, and a
 // gateway rightly refuses one its clock says has expired.
 const clockBudget = 8 * time.Minute
+
+// justBeforeSecond is where a call is made whose retry half a second short
+// of the window is read a whole window later in whole seconds.
+const justBeforeSecond = 999 * time.Millisecond
 
 // clock moves the gateway clock, unless that could put it more than the
 // clock budget ahead of real time; false when it did not. A freeze puts
@@ -1089,6 +1143,16 @@ func (g *gen) clock(a Action) bool {
 		return false
 	}
 	g.clockSpent = ahead
+	switch a.Variant {
+	case ClockFreezeBefore:
+		g.frac = (time.Second - a.Dur%time.Second) % time.Second
+	case ClockFreezeAt:
+		g.frac = 0
+	case ClockAdvance:
+		g.frac = (g.frac + a.Dur) % time.Second
+	case ClockShortOfWindow:
+		g.frac = (g.frac + time.Second - a.Dur%time.Second) % time.Second
+	}
 	a.Kind = KClock
 	g.add(a)
 	return true
@@ -1317,6 +1381,12 @@ func (g *gen) epClock() {
 		}
 		g.frozen = true
 	}
+	if v == ClockShortOfWindow && g.frozen && g.frac != justBeforeSecond {
+		// The clock was frozen earlier and moved by parts of a second
+		// since: back to just before a whole second, where the call's and
+		// its retry's whole seconds are a window apart.
+		g.clock(Action{Variant: ClockAdvance, Dur: (justBeforeSecond - g.frac + time.Second) % time.Second})
+	}
 	op := g.newOp(pick(g, g.writeToolsOr()), keyed)
 	g.call(who, op)
 	if v == ClockShortOfWindow {
@@ -1347,11 +1417,45 @@ func (g *gen) epRetention() {
 	// move to the retention would be a day's.
 	grp := g.group()
 	g.add(Action{Kind: KSetting, Variant: SetRetention, Value: 60, Group: grp})
+	if g.retainHeld(grp) {
+		return
+	}
 	op := g.newOp(pick(g, g.writeToolsOr()), true)
 	g.call(who, op)
 	g.maybeWait(0.3)
 	g.clock(Action{Variant: v, Dur: 30 * time.Second, Group: grp})
 	g.retries(op, who, 1+g.rng.Intn(2))
+}
+
+// retainHeld is retention-02's situation: a keyed call charged and held
+// before its dispatch while the clock passes the retention, and a retry
+// meanwhile: an operation in progress or uncertain is never purged, so
+// the retry is refused as the holder's age implies, not run anew. False
+// when the target or the scenario leaves no room for it.
+func (g *gen) retainHeld(grp int) bool {
+	first := g.firstURL(g.free(true))
+	tools := slices.DeleteFunc(g.writeToolsOr(), func(t string) bool { return g.unmet[t] })
+	if !g.d.has(judge.CapFaults) || len(first) == 0 || len(g.free(true)) < 2 || len(tools) == 0 || g.room() < 5 || !g.chance(0.6) {
+		return false
+	}
+	who := pick(g, first)
+	others := slices.DeleteFunc(g.free(true), func(c string) bool { return c == who })
+	op := g.newOp(pick(g, tools), true)
+	if !g.dispatches(op, who) {
+		g.call(who, op)
+		return true
+	}
+	pause := g.group()
+	g.markCalled(op, who)
+	g.add(Action{Kind: KPause, Client: who, Op: op, Point: "dispatch.before", Group: pause})
+	g.pending[who] = true
+	g.clock(Action{Variant: ClockPastRetention, Group: grp})
+	o := pick(g, others)
+	g.call(o, op)
+	g.add(Action{Kind: KRelease, Group: pause})
+	g.settle(who, op)
+	g.retries(op, o, 1)
+	return true
 }
 
 // epSetting: the unkeyed window or the stale-lock threshold changed
@@ -1432,6 +1536,19 @@ func (g *gen) epPermit() {
 			g.unmet[ToolWrite] = true
 		}
 		g.clock(Action{Variant: ClockAdvance, Dur: 61 * time.Second})
+		g.retries(op, who, 1+g.rng.Intn(2))
+		return
+	}
+	if p := g.sc.Prices[ToolWrite]; p > 0 && !g.removed[ToolWrite] && g.affords(who, ToolWrite, 2) && g.room() >= 3 && g.chance(0.35) {
+		// A permit that pays for one call, whose first dispatch the
+		// upstream refuses: the refund gives the permit its budget back
+		// as it gives the wallet its credits, and the retry runs.
+		name := fmt.Sprintf("P%d", len(g.sc.Permits)+1)
+		g.sc.Permits[name] = Permit{Tool: ToolWrite, Budget: p, TTL: 60 * time.Second}
+		op := g.newOp(ToolWrite, false)
+		g.sc.Ops[op].Permit = name
+		g.markCalled(op, who)
+		g.add(Action{Kind: KUpstream, Client: who, Op: op, Variant: probe.FailRefuse})
 		g.retries(op, who, 1+g.rng.Intn(2))
 		return
 	}

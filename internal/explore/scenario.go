@@ -156,6 +156,12 @@ const (
 	// VariantReordered: a KCall that sends Op's arguments with their
 	// members the other way round.
 	VariantReordered = "reordered"
+	// VariantWhileHeld: a KCall of a keyed Op while the probe holds its
+	// dispatch: the call's wait ends at its answer or at the probe seeing
+	// the operation dispatched again (a gateway that lets the duplicate
+	// through has it held too), and its answer is collected by the
+	// client's next retry.
+	VariantWhileHeld = "while-held"
 	// VariantDistinct: a KTwins whose calls are each an operation of its
 	// own (their tokens and keys suffixed -0, -1...).
 	VariantDistinct = "distinct"
@@ -353,6 +359,9 @@ func (s Scenario) Normalize() Scenario {
 				continue
 			}
 			delete(pending, a.Client)
+			if a.Variant == VariantWhileHeld {
+				pending[a.Client] = a.Op + 1
+			}
 			lastOp[a.Client] = a.Op + 1
 		case KCancel:
 			if p == 0 {
@@ -660,12 +669,14 @@ func (s Scenario) steps() []step {
 			if a.Variant == VariantReordered {
 				op.reordered = true
 				add(callText(a.Client, "calls", op))
+			} else if a.Variant == VariantWhileHeld && op.Keyed() {
+				add(fmt.Sprintf("%s while the probe holds \"$op%d\"", callText(a.Client, "calls", op), op.Token))
 			} else if last[a.Client] == a.Op+1 && (pending[a.Client] || op.Tool != ToolAsk || a.Variant == "again") {
 				add(fmt.Sprintf("%q retries its last call with a new JSON-RPC id", a.Client))
 			} else {
 				add(callText(a.Client, "calls", op))
 			}
-			pending[a.Client] = false
+			pending[a.Client] = a.Variant == VariantWhileHeld
 			last[a.Client] = a.Op + 1
 		case KDrop:
 			add(fmt.Sprintf("%q calls %q with %s using key %q and drops the connection once the tool runs", a.Client, op.Tool, op.args(), op.keyText()))
