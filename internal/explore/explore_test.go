@@ -132,18 +132,29 @@ func TestGeneratedScenariosAreTheSuitesSteps(t *testing.T) {
 // a release with no pause or hold, a pause or hold never released.
 func invalid(s Scenario) string {
 	pending := map[string]int{}
+	held := map[string]bool{} // a call sent while the probe held its operation is in flight
 	open := map[int]bool{}
 	for _, a := range s.Actions {
 		if p := pending[a.Client]; p != 0 && a.Client != "" {
 			switch {
+			case a.Kind == KCancel && held[a.Client]:
+				return fmt.Sprintf("%s cancels a call sent while the probe held it, which may have been answered", a.Client)
 			case a.Kind == KCall && p == a.Op+1, a.Kind == KCancel:
 				delete(pending, a.Client)
+				if a.Kind == KCall && a.Variant == VariantWhileHeld {
+					pending[a.Client] = a.Op + 1
+				}
 			default:
 				return fmt.Sprintf("%s acts (%s) while its call is in flight", a.Client, a.Kind)
 			}
 			continue
 		}
+		held[a.Client] = a.Kind == KCall && a.Variant == VariantWhileHeld
 		switch a.Kind {
+		case KCall:
+			if held[a.Client] {
+				pending[a.Client] = a.Op + 1
+			}
 		case KPause, KHold:
 			pending[a.Client] = a.Op + 1
 			open[a.Group] = true

@@ -345,8 +345,12 @@ func (s Scenario) Normalize() Scenario {
 	c := s.clone()
 	c.Actions = c.Actions[:0]
 	pending := map[string]int{} // client -> op of its call in flight, +1
-	lastOp := map[string]int{}  // client -> op of its last call, +1
-	started := map[int]bool{}   // groups whose pause or hold is kept
+	// whileHeld: clients whose call in flight was sent while the probe
+	// held its operation: it may have been answered, so only a retry
+	// collects it (a cancellation would find nothing in flight).
+	whileHeld := map[string]bool{}
+	lastOp := map[string]int{} // client -> op of its last call, +1
+	started := map[int]bool{}  // groups whose pause or hold is kept
 	for _, a := range s.Actions {
 		p := pending[a.Client]
 		switch a.Kind {
@@ -359,12 +363,13 @@ func (s Scenario) Normalize() Scenario {
 				continue
 			}
 			delete(pending, a.Client)
-			if a.Variant == VariantWhileHeld {
+			whileHeld[a.Client] = a.Variant == VariantWhileHeld
+			if whileHeld[a.Client] {
 				pending[a.Client] = a.Op + 1
 			}
 			lastOp[a.Client] = a.Op + 1
 		case KCancel:
-			if p == 0 {
+			if p == 0 || whileHeld[a.Client] {
 				continue
 			}
 			delete(pending, a.Client)
