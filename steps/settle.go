@@ -36,12 +36,11 @@ func registerSettle(sc *godog.ScenarioContext) {
 		return settleOperation(ctx, who, control.SettleRequest{Outcome: judge.SettleRefunded})
 	})
 	sc.Step(`^the operator settles the operation of "([^"]*)" as completed with (\{.*\})$`, func(ctx context.Context, who, result string) error {
-		w := getWorld(ctx)
-		raw := json.RawMessage(w.expand(result))
-		if !json.Valid(raw) {
-			return fmt.Errorf("settled result %s: not JSON", result)
+		in, err := settledCompleted(ctx, result)
+		if err != nil {
+			return err
 		}
-		return settleOperation(ctx, who, control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw})
+		return settleOperation(ctx, who, in)
 	})
 	sc.Step(`^the last answer of "([^"]*)" replays the settled result$`, replaysSettled)
 	// explore's forms: the operation may not be uncertain (a gateway that
@@ -52,12 +51,22 @@ func registerSettle(sc *godog.ScenarioContext) {
 		return settleIfUncertain(ctx, who, control.SettleRequest{Outcome: judge.SettleRefunded})
 	})
 	sc.Step(`^the operator settles the operation of "([^"]*)" as completed with (\{.*\}), if it is listed uncertain$`, func(ctx context.Context, who, result string) error {
-		raw := json.RawMessage(getWorld(ctx).expand(result))
-		if !json.Valid(raw) {
-			return fmt.Errorf("settled result %s: not JSON", result)
+		in, err := settledCompleted(ctx, result)
+		if err != nil {
+			return err
 		}
-		return settleIfUncertain(ctx, who, control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw})
+		return settleIfUncertain(ctx, who, in)
 	})
+}
+
+// settledCompleted is the settlement of an operation as completed with the
+// step's result, its placeholders filled in.
+func settledCompleted(ctx context.Context, result string) (control.SettleRequest, error) {
+	raw := json.RawMessage(getWorld(ctx).expand(result))
+	if !json.Valid(raw) {
+		return control.SettleRequest{}, fmt.Errorf("settled result %s: not JSON", result)
+	}
+	return control.SettleRequest{Outcome: judge.SettleCompleted, Result: raw}, nil
 }
 
 // settleIfUncertain settles who's operation when the target lists it
@@ -67,7 +76,7 @@ func settleIfUncertain(ctx context.Context, who string, in control.SettleRequest
 	w.mu.Lock()
 	why := w.notApplicableWhy
 	w.mu.Unlock()
-	op, _, err := w.uncertainOf(ctx, who)
+	op, receipt, err := w.uncertainOf(ctx, who)
 	if errors.Is(err, godog.ErrSkip) {
 		// No listing to settle from is no reason to stop the scenario.
 		w.mu.Lock()
@@ -81,7 +90,7 @@ func settleIfUncertain(ctx context.Context, who string, in control.SettleRequest
 	if err != nil {
 		return err
 	}
-	return settleOperation(ctx, who, in)
+	return w.settleListed(ctx, who, op, receipt, in)
 }
 
 // lastOperation is who's last call as the history holds it (its token and
@@ -181,6 +190,13 @@ func settleOperation(ctx context.Context, who string, in control.SettleRequest) 
 	if op == nil {
 		return fmt.Errorf("settle the operation of %s: the gateway does not list it as uncertain", who)
 	}
+	return w.settleListed(ctx, who, op, receipt, in)
+}
+
+// settleListed settles op, the uncertain operation the gateway listed for
+// who's last call (receipt: the one its answer named), and records the
+// settlement for the model.
+func (w *world) settleListed(ctx context.Context, who string, op *control.Operation, receipt string, in control.SettleRequest) error {
 	got, err := w.env.Control().SettleOperation(ctx, op.Key, in)
 	if err != nil {
 		return fmt.Errorf("settle the operation of %s (%s) %s: %w", who, op.Key, in.Outcome, err)
