@@ -14,13 +14,10 @@ import (
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
-// Kinds of the settlement steps' checks. Neither is recomputed from the
-// history: the listing is the control API's, which the history does not
-// hold, and the settled result's content is the step's own argument.
-const (
-	kindListedUncertain = "listed-uncertain" // client
-	kindSettledReplay   = "settled-replay"   // client
-)
+// kindListedUncertain is the listing step's check, not recomputed from
+// the history: the listing is the control API's, which the history does
+// not hold. (The settled result's replay is: judge.KindSettledReplay.)
+const kindListedUncertain = "listed-uncertain" // client
 
 // settlement is the operator's decision a scenario made, for the steps
 // after it.
@@ -235,7 +232,7 @@ func replaysSettled(ctx context.Context, who string) error {
 		return fmt.Errorf("the last answer of %s: no operation was settled completed", who)
 	}
 	step := fmt.Sprintf("the last answer of %s replays the settled result", who)
-	id := checkOf(kindSettledReplay, judge.HarmLostOutcome, "client", who)
+	id := checkOf(judge.KindSettledReplay, judge.HarmLostOutcome, "client", who)
 	want := fmt.Sprintf("the settled result: receipt %q, marked a replay, the operator's content", s.receipt)
 	if !a.IsResult() || a.Receipt() != s.receipt {
 		return w.check(id, step, judge.CapWire, false, want, w.describe(a))

@@ -13,11 +13,16 @@ import (
 // Kinds of the checks Then steps make, each with the arguments it names.
 // Recompute redoes a check of each kind from the history alone.
 const (
-	KindGetsResult     = "gets-result"     // client
-	KindNewReceipt     = "new-receipt"     // client
-	KindRefused        = "refused"         // client, reason, retryable
-	KindReplays        = "replays"         // client, of, nth (0-based)
-	KindMarkedReplay   = "marked-replay"   // client
+	KindGetsResult   = "gets-result"   // client
+	KindNewReceipt   = "new-receipt"   // client
+	KindRefused      = "refused"       // client, reason, retryable
+	KindReplays      = "replays"       // client, of, nth (0-based)
+	KindMarkedReplay = "marked-replay" // client
+	// KindSettledReplay: the client's last answer is the result an operator
+	// settled the operation completed with: under the debit's receipt,
+	// not marked a first answer, the operator's content (the settlement's
+	// digest).
+	KindSettledReplay  = "settled-replay"  // client
 	KindOwnOperation   = "own-operation"   // client, of, nth
 	KindProbeCount     = "probe-count"     // token, n, at_most; late: scenario|run once recounted
 	KindProbeTotal     = "probe-total"     // n
@@ -157,6 +162,8 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 		}
 		ok, exp, act := MarkedReplay(last.Replayed)
 		return Recomputed{OK: ok, Expected: exp, Observed: act, Complete: true}, true
+	case KindSettledReplay:
+		return h.settledReplay(who, i)
 	case KindNewReceipt:
 		return h.newReceipt(who, i)
 	case KindRefused:
@@ -318,6 +325,35 @@ func (h view) last(who string, i int) (answer, bool) {
 		return answer{}, false
 	}
 	return os[len(os)-1], true
+}
+
+// settledReplay redoes the settled-replay check: who's last answer
+// against the last settlement as completed made by step i.
+func (h view) settledReplay(who string, i int) (Recomputed, bool) {
+	last, found := h.last(who, i)
+	var s EnvValue
+	settled := false
+	for _, op := range h.ops {
+		var e EnvValue
+		if op.F == FEnv && atStep(op, i) && json.Unmarshal(op.Value, &e) == nil && e.Kind == EnvSettle {
+			s, settled = e, e.Outcome == SettleCompleted
+		}
+	}
+	if !found || !settled {
+		return Recomputed{}, false
+	}
+	r := Recomputed{Expected: fmt.Sprintf("the settled result: receipt %q, marked a replay, the operator's content", s.Receipt), Complete: true}
+	switch {
+	case !last.isResult() || last.Receipt != s.Receipt:
+		r.Observed = last.String()
+	case last.Replayed != nil && !*last.Replayed:
+		r.Observed = "a result not marked a replay"
+	case s.Digest != "" && last.Digest != s.Digest:
+		r.Observed = fmt.Sprintf("receipt %q with other content than the operator's (digest %s, settled %s)", last.Receipt, last.Digest, s.Digest)
+	default:
+		r.OK, r.Observed = true, fmt.Sprintf("receipt %q with the operator's content", last.Receipt)
+	}
+	return r, true
 }
 
 func (h view) nth(who string, n, i int) (answer, bool) {

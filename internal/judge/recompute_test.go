@@ -189,3 +189,42 @@ func TestRecomputeMarkedReplay(t *testing.T) {
 		})
 	}
 }
+
+// The settled-replay check redone from the history: the client's last
+// answer against the operator's completed settlement (its receipt and the
+// digest of its content), as the live step holds it.
+func TestRecomputeSettledReplay(t *testing.T) {
+	yes, no := true, false
+	step := 0
+	settle := func(outcome string) Op {
+		b, _ := json.Marshal(EnvValue{Kind: EnvSettle, Outcome: outcome, Receipt: "r1", Digest: "d1", Client: "A"})
+		return Op{Process: "harness", Type: OK, F: FEnv, Value: b, Step: &step}
+	}
+	outcome := func(v CallValue, typ string) Op {
+		b, _ := json.Marshal(v)
+		return Op{Process: "A", Type: typ, F: FCall, Value: b, Step: &step}
+	}
+	check := Check{StepIndex: 0, Kind: KindSettledReplay, Args: map[string]string{"client": "A"}}
+	for _, tc := range []struct {
+		name      string
+		ops       []Op
+		want      bool
+		wantKnown bool
+	}{
+		{"the settled result, marked", []Op{settle(SettleCompleted), outcome(CallValue{Receipt: "r1", Digest: "d1", Replayed: &yes}, OK)}, true, true},
+		{"the settled result, no marker", []Op{settle(SettleCompleted), outcome(CallValue{Receipt: "r1", Digest: "d1"}, OK)}, true, true},
+		{"marked a first answer", []Op{settle(SettleCompleted), outcome(CallValue{Receipt: "r1", Digest: "d1", Replayed: &no}, OK)}, false, true},
+		{"a fresh receipt", []Op{settle(SettleCompleted), outcome(CallValue{Receipt: "r2", Digest: "d1"}, OK)}, false, true},
+		{"the tool's content, not the operator's", []Op{settle(SettleCompleted), outcome(CallValue{Receipt: "r1", Digest: "d9"}, OK)}, false, true},
+		{"a refusal", []Op{settle(SettleCompleted), outcome(CallValue{Reason: ReasonInProgress, Retryable: true}, Info)}, false, true},
+		{"settled refunded: not this check's", []Op{settle(SettleRefunded), outcome(CallValue{Receipt: "r1", Digest: "d1"}, OK)}, false, false},
+		{"no settlement in the history", []Op{outcome(CallValue{Receipt: "r1", Digest: "d1"}, OK)}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, known := Recompute(check, tc.ops)
+			if known != tc.wantKnown || (known && r.OK != tc.want) {
+				t.Errorf("Recompute = %+v, known %v; want OK %v, known %v", r, known, tc.want, tc.wantKnown)
+			}
+		})
+	}
+}
