@@ -2,6 +2,7 @@ package steps
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
@@ -33,7 +34,7 @@ func TestReceiptsElsewhere(t *testing.T) {
 			t.Fatalf("scenario %d: %+v, want %+v", i, got[i], w)
 		}
 		for j := range w {
-			if got[i][j] != w[j] {
+			if !reflect.DeepEqual(got[i][j], w[j]) {
 				t.Errorf("scenario %d event %d: %+v, want %+v", i, j, got[i][j], w[j])
 			}
 		}

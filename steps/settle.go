@@ -141,6 +141,16 @@ func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation
 		// Served, and failing: the gateway's fault, not a missing feature.
 		return nil, "", fmt.Errorf("list uncertain operations: %w", err)
 	}
+	// The listing goes into the history: an operation listed uncertain
+	// right after a retry was answered in progress was uncertain then,
+	// and the model holds that answer to outcome_unknown.
+	listed := judge.EnvValue{Kind: judge.EnvListed, Receipts: []string{}}
+	for _, op := range ops {
+		if op.WalletID == w.walletID && op.Receipt != "" {
+			listed.Receipts = append(listed.Receipts, op.Receipt)
+		}
+	}
+	w.noteEnv(listed)
 	if receipt == "" {
 		// Nothing names which of the wallet's uncertain operations is
 		// who's: settling one would settle another client's.

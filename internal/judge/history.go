@@ -267,6 +267,10 @@ const (
 	// "refunded" (its debit, Receipt, given back; a later call runs it
 	// afresh).
 	EnvSettle = "settle"
+	// EnvListed: the target's control API listed its uncertain operations
+	// (charged, their owner silent for the stale-lock threshold); Receipts
+	// are the receipts of those of Wallet's ("" the scenario's own).
+	EnvListed = "listed-uncertain"
 	// EnvUnread: the target's read tool (effects) could not give Token's
 	// count (it failed, or never settled: Action says why), so the
 	// history may lack some of its dispatches: a count below what the
@@ -308,6 +312,8 @@ type EnvValue struct {
 	// Digest is EnvSettle's settled result as a replay must return it (the
 	// digest CallValue.Digest holds of a result); "" for a refund.
 	Digest string `json:"digest,omitempty"`
+	// Receipts are EnvListed's: the listed operations' receipts.
+	Receipts []string `json:"receipts,omitempty"`
 }
 
 // Dispatch is one call the upstream probe received.

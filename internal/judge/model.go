@@ -788,6 +788,58 @@ func (m *model) upstreamRefused(c *mcall) bool {
 	return false
 }
 
+// listedUncertain says the target listed c's operation uncertain (control
+// API) within a second of gateway time after c was answered, while a call
+// of the operation still waited at a pause and no other call of it began:
+// listed, its record had not been written for the stale-lock threshold,
+// so it had not been when c was answered either (a gateway that renews a
+// live holder's lease never lists it). The operation is known by the
+// receipt any of its answers carries.
+func (m *model) listedUncertain(c *mcall) bool {
+	receipts := map[string]bool{}
+	for _, d := range c.op.calls {
+		if d.a.Receipt != "" {
+			receipts[d.a.Receipt] = true
+		}
+	}
+	if len(receipts) == 0 {
+		return false
+	}
+	for _, e := range m.env {
+		if e.env.Kind != EnvListed || e.env.Wallet != c.v.Wallet || !e.t.After(c.end) ||
+			m.gatewayTime(e.t).Sub(m.gatewayTime(c.end)) >= time.Second ||
+			!slices.ContainsFunc(e.env.Receipts, func(r string) bool { return receipts[r] }) {
+			continue
+		}
+		quiet := true
+		for _, d := range c.op.calls {
+			if d != c && d.start.After(c.end) && d.start.Before(e.t) {
+				quiet = false
+			}
+		}
+		if quiet && m.waitingAt(c.op, e.t) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingAt says a call of o was seen waiting at a pause before t and
+// still there at t.
+func (m *model) waitingAt(o *mop, t time.Time) bool {
+	for _, w := range m.env {
+		if w.env.Kind != EnvWaiting || !w.t.Before(t) || !m.releaseOf(w).After(t) {
+			continue
+		}
+		for _, d := range o.calls {
+			if d.proc == w.env.Client && d.start.Before(w.t) && d.end.After(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // faultMeets says a fault armed as e may meet call c: a fault names its
 // tool, and may name a wallet ("" any).
 func faultMeets(e EnvValue, c *mcall) bool {
@@ -815,6 +867,11 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	}
 	if uncertain && m.whyNotUncertain(c) == "" {
 		a[ReasonOutcomeUnknown] = true
+		if m.listedUncertain(c) {
+			// Uncertain when it was answered, as the gateway's own
+			// listing shows: in progress would have c retry for ever.
+			delete(a, ReasonInProgress)
+		}
 	}
 	for _, d := range m.calls {
 		if d == c || !d.start.Before(c.end) || (d.fp == c.fp && d.v.Tool == c.v.Tool && d.scope == c.scope) {
