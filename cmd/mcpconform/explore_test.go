@@ -197,31 +197,6 @@ var uncaughtByExplore = map[string][]string{
 		// progress where lock-02 and lock-03 want a result, which the
 		// model allows while an earlier call of the operation may run.
 		"release-unpinned",
-		// In progress for an operation its owner charged and went silent
-		// on is an answer the model admits (it cannot tell silence from a
-		// renewed lease), and explore releases every pause it arms: no
-		// owner stays silent for good. lost-04 and window-04 want
-		// outcome_unknown.
-		"uncertain-in-progress",
-		// Explore releases every pause it arms: never a holder stalled
-		// after its charge for a whole retention, the one record this
-		// switch's purge takes. retention-02 catches it.
-		"purge-uncertain",
-		// Explore's explicit permits pay for three calls, and an upstream
-		// refusal rarely falls on a call under one: the refund's lost
-		// budget never runs a permit dry.
-		"permit-refund-kept",
-		// Explore draws these situations (a retry half a second short of
-		// the window from a call just before a boundary; distinct
-		// operations racing for a wallet's last credits; a duplicate more
-		// than a second after a held dispatch's claim), but seed 1's
-		// scenarios do not meet them within the budget since the draws of
-		// the retention, settlement and takeover episodes came in.
-		// window-05, funds-02/03 and twins-03-later catch them; wire mode
-		// explore catches claim-lapses.
-		"window-whole-seconds",
-		"funds-unlocked",
-		"claim-lapses",
 	},
 }
 

@@ -1301,7 +1301,7 @@ func (m *model) answer(c *mcall) []Check {
 	}
 	if first := o.outcome; first == c {
 		for _, e := range m.env {
-			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) && !o.mayHaveRunBefore(e.t) {
+			if e.env.Kind == EnvRemoveTool && e.env.Tool == c.v.Tool && e.t.Before(c.start) && !o.mayHaveRunBefore(e.t) && !m.lostMayHaveBegun(c, e.t) {
 				return bad(HarmWrongRefusal, fmt.Sprintf("a refusal meaning %s, or an outcome stored before the tool was removed: a removed tool starts no work", ReasonUnknownTool), e.i)
 			}
 		}
@@ -1429,6 +1429,24 @@ func (m *model) othersMayHaveRun(c *mcall) bool {
 func (o *mop) mayHaveRunBefore(t time.Time) bool {
 	for _, c := range o.calls {
 		if c.start.Before(t) && !c.ranNothing() {
+			return true
+		}
+	}
+	return false
+}
+
+// lostMayHaveBegun says an unkeyed call of c's arguments whose answer was
+// lost, made before t past the window of the operation the model counts
+// it in, may have begun c's operation before t: the model starts a new
+// unkeyed operation only at a result, so such a call stays counted in the
+// operation before, though it may have run the one c's result is of.
+func (m *model) lostMayHaveBegun(c *mcall, t time.Time) bool {
+	if c.keyed() || c.v.Permit != "" {
+		return false
+	}
+	for _, d := range m.calls {
+		if d != c && d.op != c.op && d.op != nil && m.sameOperation(d, c) && d.start.Before(t) &&
+			!d.result() && !d.ranNothing() && m.mayBeAnew(d.op, d) {
 			return true
 		}
 	}

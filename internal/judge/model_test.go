@@ -789,6 +789,28 @@ func TestModel(t *testing.T) {
 			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
 			h.result("A", write, "r1", "d1")
 		}, nil},
+		// explore-10-7 (seed 9's sweep, reference on SQLite): past the
+		// window an unkeyed call starts a new operation whose answer a
+		// drop_response fault loses (stored, not answered), the tool is
+		// removed, and the retry is that new operation's stored outcome.
+		{"a removed tool serves a new unkeyed operation's outcome whose answer was lost", func(h *hist) {
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.after", Action: "drop_response", Tool: "write"})
+			h.lost("A", unkeyed(write))
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", unkeyed(write), "r2", "d2")
+		}, nil},
+		{"a removed tool starts a new unkeyed operation past the window", func(h *hist) {
+			h.result("A", unkeyed(write), "r1", "d1")
+			h.dispatch("op1")
+			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(121 * time.Second)), Frozen: true})
+			h.env(EnvValue{Kind: EnvRemoveTool, Tool: "write"})
+			h.result("A", unkeyed(write), "r2", "d2")
+			h.dispatch("op1")
+		}, []string{"answer/wrong-refusal"}},
 		{"a removed tool runs an operation refused before its removal", func(h *hist) {
 			h.env(EnvValue{Kind: EnvFault, Point: "dispatch.before", Action: "fail", Tool: "write"})
 			h.refused("A", write, ReasonDispatchFailed, true)
