@@ -207,6 +207,10 @@ var uncaughtByExplore = map[string][]string{
 		// after its charge for a whole retention, the one record this
 		// switch's purge takes. retention-02 catches it.
 		"purge-uncertain",
+		// Only a reservation whose process died is never taken over, and
+		// explore kills no process (it arms no crash): every takeover it
+		// draws is the holder's own process's. crash-01 catches it.
+		"stale-reservation-kept",
 		// Explore's explicit permits pay for three calls, and an upstream
 		// refusal rarely falls on a call under one: the refund's lost
 		// budget never runs a permit dry.
