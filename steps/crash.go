@@ -69,11 +69,11 @@ func crashesAt(ctx context.Context, who, point string) error {
 		c.answers = append(c.answers, a)
 	}
 	crashed := a != nil && a.TransportError != "" && !a.IsResult() && !a.IsRefusal()
-	if !crashed {
-		w.noteAnswer(a)
-		return w.check(checkOf("crashes-at-point", "", "client", who, "point", point), fmt.Sprintf("the gateway process serving %s crashes at %s", who, point), judge.CapFaults, false,
-			fmt.Sprintf("the process killed at fault point %s: the call ends with no answer", point),
-			"it answered: "+w.describe(a))
+	w.noteAnswer(a)
+	if err := w.check(checkOf("crashes-at-point", "", "client", who, "point", point), fmt.Sprintf("the gateway process serving %s crashes at %s", who, point), judge.CapFaults, crashed,
+		fmt.Sprintf("the process killed at fault point %s: the call ends with no answer", point),
+		w.describe(a)); err != nil || !crashed {
+		return err
 	}
 	armed := w.faultArmed[point]
 	w.noteEnv(judge.EnvValue{Kind: judge.EnvCrash, Point: point, Client: who, Tool: armed.Tool})
