@@ -14,7 +14,7 @@ import (
 
 // crashAction is the fault action that kills the gateway process at its
 // point (docs/control-api.md, Faults).
-const crashAction = "crash"
+const crashAction = control.FaultCrash
 
 // restartBudget bounds how long a step waits for a crashed gateway process
 // to serve again: the reference's supervisor restarts it at once; a
