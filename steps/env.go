@@ -107,8 +107,11 @@ type Env struct {
 	// FaultPoints are the fault points the control API lists: a scenario
 	// arming another is not applicable there.
 	FaultPoints []string
-	Catalog     map[string]catalog.Entry
-	Seed        int64
+	// FaultActions are the fault actions the control API lists: a
+	// scenario arming another (a crash) is not applicable there.
+	FaultActions []string
+	Catalog      map[string]catalog.Entry
+	Seed         int64
 	// Evident are optional features (reports.Cap*) the target showed it has
 	// (its tools/list), with what showed it: their scenarios are gaps, not
 	// "not applicable", when the profile leaves the feature out.

@@ -112,6 +112,9 @@ type situation struct {
 	secondURL bool
 	// point: the step names a fault point, which the target must list too.
 	point bool
+	// action: the fault action the step arms, which the target must list
+	// too ("" any the target has).
+	action string
 	// observed: the capability is a dispatch observer's, which the
 	// target's read tool (effects) stands in for: the tool it counts is
 	// the operator's own, and need not reach the probe.
@@ -130,6 +133,7 @@ var situations = []situation{
 	{re: regexp.MustCompile(`^the tool "[^"]*" is removed$`), capability: judge.CapFixtures},
 	{re: regexp.MustCompile(`^the gateway clock (?:is frozen|advances) `), capability: judge.CapClock},
 	{re: regexp.MustCompile(`^a (?:pause|failure) is armed at "([^"]*)"`), capability: judge.CapFaults, point: true},
+	{re: regexp.MustCompile(`^a crash is armed at "([^"]*)"`), capability: judge.CapFaults, point: true, action: crashAction},
 	{re: regexp.MustCompile(`^the gateway will drop the response after dispatching `), capability: judge.CapFaults},
 	{re: regexp.MustCompile(`^\d+ clients split across every gateway URL `), capability: judge.CapTwoURLs},
 	{re: regexp.MustCompile(` on the other gateway URL(?: until it is not in progress)?$`), capability: judge.CapTwoURLs},
@@ -163,7 +167,7 @@ func (e *Env) situationNeeds(text string) (capability string, met bool) {
 		if s.observed {
 			return s.capability, e.observes(s.capability)
 		}
-		return s.capability, e.Caps[s.capability] && (!s.point || e.HasFaultPoint(m[1]))
+		return s.capability, e.Caps[s.capability] && (!s.point || e.HasFaultPoint(m[1])) && (s.action == "" || e.HasFaultAction(s.action))
 	}
 	return "", true
 }

@@ -79,3 +79,38 @@ func TestFateWithEffects(t *testing.T) {
 		})
 	}
 }
+
+// A crash is a fault action the target must list too: a control API with
+// faults whose fault_actions leave out "crash" skips the crash scenarios,
+// naming faults, like a fault point it does not list.
+func TestFateOfACrash(t *testing.T) {
+	entry := catalog.Entry{ID: "crash-01", Steps: []catalog.Step{
+		{Keyword: "Given ", Text: `a crash is armed at "reserve.done" for "write"`},
+		{Keyword: "Then ", Text: `"A" lost the connection without an answer`},
+	}}
+	faults := map[string]bool{judge.CapFaults: true}
+	for _, tc := range []struct {
+		name    string
+		caps    map[string]bool
+		actions []string
+		points  []string
+		want    judge.Verdict
+	}{
+		{"no faults", map[string]bool{}, nil, nil, judge.Skipped},
+		{"crash listed", faults, []string{"pause", "crash"}, []string{"reserve.done"}, judge.Passed},
+		{"no action list", faults, nil, nil, judge.Passed},
+		{"crash not listed", faults, []string{"pause", "fail", "drop_response"}, nil, judge.Skipped},
+		{"the point not listed", faults, []string{"crash"}, []string{"dispatch.before"}, judge.Skipped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Env{Caps: tc.caps, FaultPoints: tc.points, FaultActions: tc.actions}
+			f := e.Fate(entry)
+			if f.Verdict != tc.want {
+				t.Fatalf("fate %+v, want %s", f, tc.want)
+			}
+			if tc.want == judge.Skipped && f.Capability != judge.CapFaults {
+				t.Errorf("skipped for %q, want %q", f.Capability, judge.CapFaults)
+			}
+		})
+	}
+}

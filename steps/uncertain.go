@@ -30,7 +30,9 @@ func (w *world) holderAge(holder, who string) (least, most time.Duration, known 
 			answered = op.Time
 		case op.F == judge.FEnv:
 			var e judge.EnvValue
-			if json.Unmarshal(op.Value, &e) == nil && e.Kind == judge.EnvWaiting && e.Client == holder {
+			// A holder seen waiting at a pause, or whose process was seen
+			// killed (a crash), writes nothing from then on.
+			if json.Unmarshal(op.Value, &e) == nil && (e.Kind == judge.EnvWaiting || e.Kind == judge.EnvCrash) && e.Client == holder {
 				waited = op.Time
 			}
 		}

@@ -461,6 +461,7 @@ func Register(sc *godog.ScenarioContext, env *Env) {
 	registerFixtures(sc)
 	registerCalls(sc)
 	registerControl(sc)
+	registerCrash(sc)
 	registerSettle(sc)
 	registerAssertions(sc)
 	registerCrowds(sc)

@@ -48,6 +48,14 @@ const (
 	CapSettings    = controlapi.CapSettings
 )
 
+// Fault actions of fault_actions.
+const (
+	FaultPause        = controlapi.FaultPause
+	FaultFail         = controlapi.FaultFail
+	FaultDropResponse = controlapi.FaultDropResponse
+	FaultCrash        = controlapi.FaultCrash
+)
+
 // Ptr is a helper for the optional fields of request literals.
 func Ptr[T any](v T) *T { return &v }
 

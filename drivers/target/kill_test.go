@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -125,4 +126,69 @@ func storeArg(t *testing.T, tg *Target, i int) string {
 		t.Fatal(err)
 	}
 	return caps.StoreArg
+}
+
+// TestRestartCrashed: with RestartCrashed, a worker that dies on its own
+// (a crash fault's SIGKILL, here sent from outside) is started again on
+// the same address and store, and the restart is logged; a worker Kill
+// stopped stays stopped.
+func TestRestartCrashed(t *testing.T) {
+	ctx := testCtx(t)
+	o := fakeOpts("ok")
+	o.Workers, o.RestartCrashed = 2, true
+	var log syncBuffer
+	o.Log = &log
+	tg, err := Reference(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	pid, storeBefore := tg.Pid(0), storeArg(t, tg, 0)
+	if err := tg.proc(0).cmd.Process.Kill(); err != nil { // SIGKILL, not through Kill
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tg.Pid(0) == pid || func() error { _, err := tg.Control(0).Capabilities(ctx); return err }() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker 0 not restarted after its crash; log:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := storeArg(t, tg, 0); got != storeBefore {
+		t.Fatalf("restarted on store %q, before %q", got, storeBefore)
+	}
+	for time.Now().Before(deadline) && !strings.Contains(log.String(), "[gateway 0] restarted on") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "[gateway 0] exited on its own") || !strings.Contains(log.String(), "[gateway 0] restarted on") {
+		t.Errorf("the restart is not logged:\n%s", log.String())
+	}
+	killed := tg.Pid(1)
+	if err := tg.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.Control(1).Capabilities(ctx); err == nil || tg.Pid(1) != killed {
+		t.Fatalf("a worker Kill stopped was restarted (pid %d, was %d)", tg.Pid(1), killed)
+	}
+	if err := tg.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// syncBuffer is a log the workers' output and the target write to at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

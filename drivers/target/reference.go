@@ -46,6 +46,10 @@ type Options struct {
 	ProtocolVersion string
 	ReadyTimeout    time.Duration // default 30s per worker
 	StopTimeout     time.Duration // SIGTERM grace before SIGKILL; default 10s
+	// RestartCrashed restarts a worker that dies on its own (a crash fault
+	// kills it) on the same address and arguments, as a supervisor would,
+	// and logs the restart; a worker Kill or Close stopped stays stopped.
+	RestartCrashed bool
 }
 
 // Reference starts Workers reference gateways on free loopback ports with a
@@ -106,7 +110,10 @@ func Reference(ctx context.Context, o Options) (*Target, error) {
 			t.Close()
 			return nil, fmt.Errorf("reference target: worker %d: %w", i, err)
 		}
+		t.mu.Lock()
 		t.procs = append(t.procs, p)
+		t.mu.Unlock()
+		t.watch(i, p)
 		t.URLs = append(t.URLs, "http://"+p.addr+"/mcp")
 		if !o.NoControl {
 			t.ControlURLs = append(t.ControlURLs, "http://"+p.addr+"/control")
@@ -173,7 +180,7 @@ func (t *Target) Kill(i int) error {
 	if i < 0 || i >= len(t.procs) {
 		return fmt.Errorf("kill: no reference worker %d", i)
 	}
-	p := t.procs[i]
+	p := t.proc(i)
 	p.mu.Lock()
 	p.stopping = true // an exit caused by us is no error on Close
 	p.mu.Unlock()
@@ -190,10 +197,10 @@ func (t *Target) Kill(i int) error {
 
 // Pid is the process id of reference worker i, 0 when there is none.
 func (t *Target) Pid(i int) int {
-	if i < 0 || i >= len(t.procs) || t.procs[i].cmd.Process == nil {
+	if i < 0 || i >= len(t.procs) || t.proc(i).cmd.Process == nil {
 		return 0
 	}
-	return t.procs[i].cmd.Process.Pid
+	return t.proc(i).cmd.Process.Pid
 }
 
 // Restart starts reference worker i again, on the same store, address,
@@ -205,7 +212,10 @@ func (t *Target) Restart(ctx context.Context, i int) error {
 	if i < 0 || i >= len(t.procs) {
 		return fmt.Errorf("restart: no reference worker %d", i)
 	}
-	old := t.procs[i]
+	old := t.proc(i)
+	old.mu.Lock()
+	old.stopping = true // replaced here: no restart of its own
+	old.mu.Unlock()
 	select {
 	case <-old.done:
 	default:
@@ -213,28 +223,84 @@ func (t *Target) Restart(ctx context.Context, i int) error {
 			return fmt.Errorf("restart worker %d: %w", i, err)
 		}
 	}
+	if err := t.startInPlace(ctx, i, old); err != nil {
+		return fmt.Errorf("restart worker %d: %w", i, err)
+	}
+	return nil
+}
+
+// proc is worker i as it runs now.
+func (t *Target) proc(i int) *proc {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.procs[i]
+}
+
+// watch restarts worker i once p dies on its own (RestartCrashed): not
+// stopped by Kill, Restart or Close. The restart is written to the log and
+// to the worker's output tail.
+func (t *Target) watch(i int, p *proc) {
+	if !t.opts.RestartCrashed {
+		return
+	}
+	go func() {
+		<-p.done
+		p.mu.Lock()
+		stopping, werr := p.stopping, p.waitErr
+		p.mu.Unlock()
+		t.mu.Lock()
+		closed := t.closed || t.procs[i] != p
+		t.mu.Unlock()
+		if stopping || closed {
+			return
+		}
+		t.logf("[gateway %d] exited on its own (%v): restarting it on %s", i, werr, p.addr)
+		fmt.Fprintf(p.tail, "exited on its own (%v): restarting\n", werr)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*t.opts.ReadyTimeout)
+		defer cancel()
+		if err := t.startInPlace(ctx, i, p); err != nil {
+			t.logf("[gateway %d] restart failed: %v", i, err)
+			return
+		}
+		t.logf("[gateway %d] restarted on %s", i, p.addr)
+	}()
+}
+
+// startInPlace starts worker i again in place of old, which is gone (it
+// died, or was stopped), on its address, store, control token, bug
+// switches and arguments, and waits until it is ready. The port was old's
+// a moment ago; a kernel that has not quite let go of it yet gets a few
+// more tries. A target closed meanwhile, or whose worker i another start
+// replaced, keeps what it has and the new process is stopped.
+func (t *Target) startInPlace(ctx context.Context, i int, old *proc) error {
 	args := gatewayArgs(old.addr, t.storeArg, t.ControlToken)
 	for _, b := range t.opts.Bugs {
 		args = append(args, "--bug", b)
 	}
 	args = append(args, t.opts.ExtraArgs...)
-	// The port was ours a moment ago; a kernel that has not quite let go
-	// of it yet gets a few more tries.
 	var lastErr error
 	for attempt := range 5 {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("restart worker %d: %w (last: %v)", i, ctx.Err(), lastErr)
+				return fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
 			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 		}
 		p, err := startProc(t.opts, args, old.addr, i)
 		if err != nil {
-			return fmt.Errorf("restart worker %d: %w", i, err)
+			return err
 		}
 		if err = p.waitReady(ctx, t.ControlToken, t.opts.ReadyTimeout); err == nil {
+			t.mu.Lock()
+			if t.closed || t.procs[i] != old {
+				t.mu.Unlock()
+				_ = p.stop()
+				return errors.New("the target was closed or the worker started again meanwhile")
+			}
 			t.procs[i] = p
+			t.mu.Unlock()
+			t.watch(i, p)
 			return nil
 		}
 		_ = p.stop()
@@ -243,7 +309,14 @@ func (t *Target) Restart(ctx context.Context, i int) error {
 			break
 		}
 	}
-	return fmt.Errorf("restart worker %d: %w", i, lastErr)
+	return lastErr
+}
+
+// logf writes a line of the target's own to the log, if any.
+func (t *Target) logf(format string, args ...any) {
+	if t.opts.Log != nil {
+		fmt.Fprintf(t.opts.Log, format+"\n", args...)
+	}
 }
 
 // gatewayArgs are a worker's first arguments; no token, no control API.

@@ -33,6 +33,8 @@ type Target struct {
 	Store        string   // reference only: "sqlite" or "postgres"
 	Bugs         []string // reference only: bug switches it runs with
 
+	mu       sync.Mutex // procs[i] as a crashed worker's restart replaces it; closed
+	closed   bool
 	procs    []*proc
 	opts     Options // reference only: how the workers were started (Restart)
 	storeArg string  // reference only: the --store argument
@@ -150,7 +152,7 @@ func (t *Target) LogTail(i int) string {
 	if i < 0 || i >= len(t.procs) {
 		return ""
 	}
-	return t.procs[i].tail.String()
+	return t.proc(i).tail.String()
 }
 
 // Close stops the reference's processes (SIGTERM, then SIGKILL after the
@@ -159,7 +161,11 @@ func (t *Target) LogTail(i int) string {
 func (t *Target) Close() error {
 	t.once.Do(func() {
 		var errs []error
-		for i, p := range t.procs {
+		t.mu.Lock()
+		t.closed = true
+		procs := slices.Clone(t.procs)
+		t.mu.Unlock()
+		for i, p := range procs {
 			if err := p.stop(); err != nil {
 				errs = append(errs, fmt.Errorf("gateway worker %d: %w", i, err))
 			}

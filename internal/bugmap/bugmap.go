@@ -110,7 +110,9 @@ var Catchers = map[string][]Check{
 	"permit-expiry-blocks-replay": at(`the last answer of "A" carries the receipt the ledger debited`, "retry-08"),
 	// A keyed holder stalled before its charge is run again by the naive
 	// lease, outside the reservation it still owns: both dispatch.
-	"takeover-charged": at(dispatchedOnce, "lost-04", "window-04", "lock-01-keyed"),
+	// crash-02: the retry past the threshold runs the crashed holder's
+	// charged operation, and the retry after the refund runs it again.
+	"takeover-charged": at(dispatchedOnce, "lost-04", "window-04", "lock-01-keyed", "crash-02"),
 	// B read A's reservation stale and uncharged; A charged before B's
 	// write, which then took it over anyway: both dispatch.
 	"takeover-trusts-read": at(dispatchedOnce, "lock-05"),
@@ -170,7 +172,7 @@ var Catchers = map[string][]Check{
 	"running-slot-expires":   at(dispatchedOnce, "window-04"),
 	"stalled-permit-expired": at(`"A" is refused with retryable "dispatch_failed"`, "lost-06", "lost-06-keyed"),
 	// Issue 25: the operation a killed owner charged is never decided.
-	"uncertain-in-progress": at(`"B" is refused as the age of the operation "A" holds implies`, "lost-04", "window-04"),
+	"uncertain-in-progress": at(`"B" is refused as the age of the operation "A" holds implies`, "lost-04", "window-04", "crash-02"),
 	// Issue 25: a settlement decides an uncertain operation for good. The
 	// woken holder writes over it (settle-01: its dispatch served as a
 	// replay, no fresh run; settle-02: its own result, no replay mark),
@@ -260,7 +262,7 @@ var Catchers = map[string][]Check{
 		at(dispatchedOnce, "lock-01-keyed", "lock-03-keyed"),
 		at(neverDispatched, "lost-05"),
 	),
-	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed"),
+	"keyed-records-per-process": at(dispatchedOnce, "lost-01-two-urls", "retry-01-two-urls", "twins-04-keyed", "crash-03"),
 	"finished-key-expires":      at(dispatchedOnce, "retry-01-later"),
 	"claim-lapses":              at(dispatchedOnce, "twins-03-later"),
 	// Harms that live in the shapes of keys, arguments, balances and
@@ -296,6 +298,9 @@ var Catchers = map[string][]Check{
 	// A charged record in progress purged: only a holder stalled a whole
 	// retention after its charge reaches it.
 	"purge-uncertain": at(`"B" is refused as the age of the operation "A" holds implies`, "retention-02"),
+	// The reservation of a process killed before its charge is never
+	// taken over: every retry past the threshold is still in progress.
+	"stale-reservation-kept": at(`"B" retries its last call with a new JSON-RPC id until it is not in progress`, "crash-01"),
 }
 
 // Collateral maps a bug switch to scenarios that may also fail with it on,

@@ -110,4 +110,7 @@ var Harms = map[string][]judge.Harm{
 	// purge-uncertain: the retry is charged again for an operation whose
 	// debit stands; where the holder had dispatched, it runs twice too.
 	"purge-uncertain": {judge.HarmDoubleCharge, judge.HarmWrongRefusal, judge.HarmDoubleDispatch},
+	// A reservation nobody will charge kept in progress for ever: the
+	// client never gets its operation run.
+	"stale-reservation-kept": {judge.HarmLostOutcome, judge.HarmWrongRefusal},
 }

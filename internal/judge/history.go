@@ -240,7 +240,7 @@ const (
 	EnvLetGo       = "let-go"      // the probe lets Token's dispatches go
 	EnvWallet      = "wallet"      // a wallet the scenario uses: Wallet, Balance (when known)
 	EnvTool        = "tool"        // a tool the scenario uses: Tool, Role, Price
-	EnvCrash       = "crash"       // a gateway process was killed
+	EnvCrash       = "crash"       // the gateway process serving Client's call was killed at Point (a crash fault for Tool): that call gets no answer and its holder never wakes
 	EnvEntitlement = "entitlement" // Principal's entitlement to Tool changed: On
 	// EnvUpstreamFail: the probe fails Token's next dispatch, Action says
 	// how: "tool_error" (the tool runs and answers isError, a result like

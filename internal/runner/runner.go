@@ -454,6 +454,9 @@ func bringUp(ctx context.Context, cfg Config) (*steps.Env, func(), reports.Targe
 			Binary: cfg.Binary, Store: store, DSN: dsn, Workers: cfg.Workers, Bugs: cfg.Bugs,
 			// A short store lock wait keeps the lock-timeout scenario quick.
 			ExtraArgs: append([]string{"--lock-timeout", "300ms"}, cfg.GatewayArgs...), Log: cfg.Log,
+			// A crash fault kills a worker; the run goes on with it
+			// restarted, as a vendor's supervisor would restart theirs.
+			RestartCrashed: true,
 		})
 		if err != nil {
 			return fail(setupErr("start reference gateway: %w", err))
@@ -539,6 +542,7 @@ func capabilities(ctx context.Context, env *steps.Env, reference bool) (map[stri
 	}
 	env.Settings = got.Settings
 	env.FaultPoints = got.FaultPoints
+	env.FaultActions = got.FaultActions
 	if reference {
 		// The reference's policy is its setting: window 0 refuses.
 		env.Policy = target.UnkeyedDerived

@@ -108,6 +108,10 @@ const (
 	// The retention purge.
 	PurgeInsideWindow = "purge-inside-window"
 	PurgeUncertain    = "purge-uncertain"
+	// StaleReservationKept: a keyed reservation whose owner process died
+	// before its charge is never taken over (crash-01): leases kept in
+	// process memory, each process reclaiming only its own.
+	StaleReservationKept = "stale-reservation-kept"
 )
 
 // Bug describes one switch.
@@ -195,6 +199,7 @@ var All = []Bug{
 	{Name: ReplayRevalidates, Description: "stale-while-revalidate: a replay serves the stored result at once, then sends the operation to the upstream again in the background 300 ms later (its answer discarded, no ledger entry): the tool runs twice, after the checks made right after the answer"},
 	{Name: ReplayUnmarkedUndelivered, Description: "a replay is marked (replayed: true) only once the gateway saw the stored result delivered: an outcome whose response was dropped or failed after the tool ran is served to the retry as a first answer (replayed: false), under its original receipt, so the client cannot tell the tool ran once, before its retry"},
 	{Name: PurgeInsideWindow, Description: "the retention purge takes half the retention for its horizon (a cache tier's TTL for the store's): a finished record is deleted while the contract still keeps it, so a keyed retry inside the retention is taken for new work, dispatched and charged again under a new receipt"},
+	{Name: StaleReservationKept, Description: "stale keyed reservations are reclaimed only by the process that made them (leases kept in process memory): one whose process was killed before its charge is never taken over, and past the stale-lock threshold a retry through another process is still answered idempotency_in_progress, retryable, for ever, though nothing was charged or run; the client never gets its operation run"},
 	{Name: PurgeUncertain, Description: "the purge of a key read past its retention ignores the record's state: a charged operation still in progress (its owner stalled or killed between its charge and storing its outcome) whose record was last written a retention ago is deleted like a finished one, so a keyed retry is taken for new work, dispatched and charged again, where it must be answered outcome_unknown"},
 }
 

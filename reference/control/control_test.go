@@ -219,7 +219,7 @@ func TestCapabilities(t *testing.T) {
 		"control_api":   "mcpconform/1",
 		"capabilities":  []any{"fixtures", "ledger", "dispatch_log", "clock", "faults", "principals", "upstream", "locks", "settings"},
 		"fault_points":  []any{"lock.acquired", "fence.read", "claim.held", "takeover.read", "reserve.done", "dispatch.before", "dispatch.after"},
-		"fault_actions": []any{"pause", "fail", "drop_response"},
+		"fault_actions": []any{"pause", "fail", "drop_response", "crash"},
 		"settings": map[string]any{"window_seconds": 300.0, "permit_ttl_seconds": 120.0, "effective_window_seconds": 120.0,
 			"stale_lock_seconds": 120.0, "lock_timeout": "5s", "retention_seconds": 86400.0},
 		"store": "sqlite",

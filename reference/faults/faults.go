@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -38,6 +39,10 @@ const (
 	Pause        = "pause"
 	Fail         = "fail"
 	DropResponse = "drop_response"
+	// Crash: the process that reaches the point is killed at once, as
+	// kill -9 would kill it: nothing after the point is written, answered
+	// or cleaned up. Whatever restarts the gateway serves the retries.
+	Crash = "crash"
 )
 
 // MaxPause bounds how long a paused request waits when nobody releases it.
@@ -56,7 +61,7 @@ var (
 func Points() []string { return append([]string(nil), points...) }
 
 // Actions lists the actions.
-func Actions() []string { return []string{Pause, Fail, DropResponse} }
+func Actions() []string { return []string{Pause, Fail, DropResponse, Crash} }
 
 // Match narrows a fault to some calls; empty fields match all.
 type Match struct {
@@ -97,6 +102,10 @@ type fault struct {
 
 // Registry is one process's armed faults.
 type Registry struct {
+	// Kill carries out a crash; nil kills this process with SIGKILL
+	// (KillSelf). A test sets its own, to see the crash without dying.
+	Kill func()
+
 	mu      sync.Mutex
 	faults  map[string]*fault
 	seq     int
@@ -239,7 +248,9 @@ func (r *Registry) Armed(point string, m Match) bool {
 
 // Hit is called by the gateway at a point. It returns the action taken: ""
 // when no armed fault matched, Pause after the pause ended, or Fail /
-// DropResponse for the caller to carry out. Only the oldest matching fault
+// DropResponse for the caller to carry out. A Crash never returns in the
+// gateway: the process is killed inside Hit (Kill); a Registry whose Kill
+// returns (a test's) returns Crash, which the gateway treats as no fault. Only the oldest matching fault
 // with hits left takes the hit.
 func (r *Registry) Hit(ctx context.Context, point string, m Match) string {
 	r.mu.Lock()
@@ -257,6 +268,15 @@ func (r *Registry) Hit(ctx context.Context, point string, m Match) string {
 		return ""
 	}
 	hit.Hits++
+	if hit.Action == Crash {
+		r.mu.Unlock()
+		kill := r.Kill
+		if kill == nil {
+			kill = KillSelf
+		}
+		kill()
+		return Crash
+	}
 	if hit.Action != Pause {
 		r.notifyLocked()
 		r.mu.Unlock()
@@ -279,4 +299,16 @@ func (r *Registry) Hit(ctx context.Context, point string, m Match) string {
 	r.notifyLocked()
 	r.mu.Unlock()
 	return Pause
+}
+
+// KillSelf kills this process at once with SIGKILL, the signal it cannot
+// catch: no deferred function, no store write, no response after it. It
+// does not return (the signal is delivered before the process could go
+// on; should it not be, the caller blocks for ever rather than continue
+// past the crash).
+func KillSelf() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill() // SIGKILL on Unix, TerminateProcess on Windows
+	}
+	select {}
 }

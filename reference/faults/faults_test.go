@@ -127,3 +127,26 @@ func TestArmed(t *testing.T) {
 		t.Error("armed after its one hit")
 	}
 }
+
+// A crash is carried out by Kill at the point, once, for a matching call
+// only; the real Kill (KillSelf) would end the test process.
+func TestCrashKillsAtThePoint(t *testing.T) {
+	r := New()
+	kills := 0
+	r.Kill = func() { kills++ }
+	if _, err := r.Arm(Spec{Point: ReserveDone, Action: Crash, Match: Match{Tool: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Armed(ReserveDone, Match{Tool: "t"}) {
+		t.Fatal("a crash armed at reserve.done is not Armed there")
+	}
+	if got := r.Hit(context.Background(), ReserveDone, Match{Tool: "other"}); got != "" || kills != 0 {
+		t.Fatalf("another tool's call met the crash: %q, %d kills", got, kills)
+	}
+	if got := r.Hit(context.Background(), ReserveDone, Match{Tool: "t"}); got != Crash || kills != 1 {
+		t.Fatalf("Hit = %q with %d kills, want crash and 1", got, kills)
+	}
+	if got := r.Hit(context.Background(), ReserveDone, Match{Tool: "t"}); got != "" || kills != 1 {
+		t.Fatalf("a second hit met the spent crash: %q, %d kills", got, kills)
+	}
+}

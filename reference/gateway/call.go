@@ -451,7 +451,7 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 		if g.bugs.On(bugs.ClaimLapses) && time.Since(rec.UpdatedAt) > bugLease {
 			return g.dispatchUnreserved(ctx, c, rec) // BUG claim-lapses: a lease, not the reservation, keeps duplicates out
 		}
-		if !rec.Charged && g.stale(c, rec) {
+		if !rec.Charged && g.stale(c, rec) && g.reclaimable(rec) {
 			return g.takeOver(ctx, c, rec)
 		}
 		early := rec.Charged && g.bugs.On(bugs.UncertainEarly)                                 // BUG uncertain-early
@@ -480,6 +480,26 @@ func (g *Gateway) existing(ctx context.Context, c *callState, rec store.Record) 
 // and a moved clock only ever runs ahead, so only real time passing lapses
 // them. A variable only so that this package's tests wait less.
 var bugLease = time.Second
+
+// ownedHere notes owner as one of this process's reservations, under the
+// stale-reservation-kept bug (which alone needs to know).
+func (g *Gateway) ownedHere(owner string) {
+	if g.bugs.On(bugs.StaleReservationKept) {
+		g.owners.Store(owner, true)
+	}
+}
+
+// reclaimable says a stale, uncharged reservation may be taken over: any
+// may, but under the stale-reservation-kept bug only one this process made,
+// as a gateway that keeps its leases in process memory reclaims only its
+// own: a reservation left by a process that died is never taken over.
+func (g *Gateway) reclaimable(rec store.Record) bool {
+	if !g.bugs.On(bugs.StaleReservationKept) {
+		return true
+	}
+	_, mine := g.owners.Load(rec.Owner) // BUG stale-reservation-kept
+	return mine
+}
 
 // stale: the record was last written at least the stale-lock threshold ago,
 // so its owner is presumed gone (killed, or stalled as long as a lock holder
@@ -519,6 +539,7 @@ func (g *Gateway) takeOver(ctx context.Context, c *callState, old store.Record) 
 	rec := old
 	rec.Owner, rec.State, rec.Charged = uuid.NewString(), store.StateInProgress, false
 	rec.Receipt, rec.Result, rec.CreatedAt, rec.UpdatedAt = "", nil, c.now, c.now
+	g.ownedHere(rec.Owner) // BUG stale-reservation-kept
 	// The read that found old stale and uncharged proves nothing by the
 	// time of the write, which re-checks both: the holder may have charged
 	// meanwhile (a pause at takeover.read makes that race deterministic).

@@ -54,6 +54,9 @@ type Gateway struct {
 	unsent  map[string]bool   // record keys whose outcome's response was never written, for the replay-unmarked-undelivered bug
 	// instance names this gateway's keyspace for the keyed-records-per-process bug.
 	instance string
+	// owners are the reservation owners this process made, for the
+	// stale-reservation-kept bug (a lease tracked in process memory).
+	owners sync.Map
 
 	// lastSweep is the gateway time (Unix ns) of the last retention sweep.
 	lastSweep atomic.Int64

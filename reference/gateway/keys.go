@@ -296,6 +296,7 @@ func (g *Gateway) slotAge(rec store.Record, now time.Time) time.Duration {
 // newRecord is the reservation written in step 4 or 5.
 func (g *Gateway) newRecord(c *callState, p keyPlan, owner string) store.Record {
 	r := c.r
+	g.ownedHere(owner) // BUG stale-reservation-kept
 	return store.Record{
 		Key:         p.key,
 		Kind:        p.kind,

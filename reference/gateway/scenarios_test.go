@@ -676,6 +676,28 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// The holder's process is gone (crash-01 kills it): its pause is
+		// never released, and the retry reaches another process.
+		name:    "a reservation another process left before its charge is taken over by a retry past the threshold",
+		catches: []string{bugs.StaleReservationKept},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			f := e.arm(faults.ReserveDone, faults.Pause, e.write)
+			a := e.async(req{key: key})
+			e.await(f, a) // A reserved: nothing debited or dispatched
+			other := e.process()
+			e.clk.Advance(e.g.Settings().StaleLock + time.Second)
+			rb, errB := ok(run(e.call(req{key: key, gw: other}))) // B takes the reservation over and runs it
+			rc, errC := ok(run(e.call(req{key: key, gw: other})))
+			n, err := e.dispatches(e.write)
+			l := e.ledger()
+			e.release(f)
+			e.wait(a)
+			return first(errB, errC, err, want("B replayed", rb.Replayed, false), want("C's receipt", rc.ID, rb.ID),
+				want("C replayed", rc.Replayed, true), want("dispatches", n, 1), want("debits", l.debits, 1), want("refunds", l.refunds, 0))
+		},
+	},
+	{
 		name:    "a keyed retry that reaches another gateway process replays",
 		catches: []string{bugs.KeyedRecordsPerProcess},
 		run: func(e *env) error {

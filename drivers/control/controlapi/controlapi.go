@@ -34,6 +34,15 @@ const (
 	CapServers     = "servers"
 )
 
+// Fault actions a gateway may list in fault_actions (docs/control-api.md,
+// Faults): FaultCrash kills the gateway process at the point, as kill -9.
+const (
+	FaultPause        = "pause"
+	FaultFail         = "fail"
+	FaultDropResponse = "drop_response"
+	FaultCrash        = "crash"
+)
+
 // Error is every error answer; Fault is set on an await that timed out.
 type Error struct {
 	Error  string      `json:"error"`
