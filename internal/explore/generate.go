@@ -455,7 +455,7 @@ func (g *gen) episodes() []ep {
 		{3, g.epHold, false},
 		{2, g.epDrop, false},
 		{on(faults, 3), g.epFault, false},
-		{on(clock, 2), g.epClock, false},
+		{on(clock, 3), g.epClock, false},
 		{on(d.has(judge.CapSettings), 3), g.epSetting, false},
 		{on(d.has(judge.CapSettings) && clock, 3), g.epRetention, false},
 		{on(d.has(judge.CapPrincipals), 2), g.epRevoke, false},
@@ -1368,9 +1368,13 @@ func (g *gen) epClock() {
 	if !keyed {
 		// An unkeyed retry's replay depends on the window alone: its edge
 		// is where a slot's age is misread.
-		variants = append(variants, ClockShortOfWindow, ClockShortOfWindow)
+		variants = append(variants, ClockShortOfWindow, ClockShortOfWindow, ClockShortOfWindow)
 	}
 	v := pick(g, variants)
+	if v == ClockShortOfWindow && g.clockSpent+2*time.Minute+2*time.Second > clockBudget && (g.frozen || g.clockSpent > 0) {
+		// No budget left for the move: the clock goes 2 ms on instead.
+		v = ClockAdvance
+	}
 	if !g.frozen && (v == ClockShortOfWindow || g.chance(0.7)) {
 		// Half a second short of the window from a call made just before a
 		// boundary: the two calls' whole seconds are a window apart.
@@ -1587,10 +1591,13 @@ func (g *gen) epRounds() {
 	if g.room() > 0 && g.chance(0.8) {
 		g.add(Action{Kind: KAnswer, Client: who, Op: op, Needs: []int{first}})
 	}
-	for i, n := 0, g.rng.Intn(3); i < n && g.room() > 0; i++ {
+	// At least one more call of it: its last round again, or its first
+	// round sent again once the call finished (a replay of the final
+	// result, never a key reused).
+	for i, n := 0, 1+g.rng.Intn(2); i < n && g.room() > 0; i++ {
 		g.maybeWait(0.3)
 		a := Action{Kind: KCall, Client: who, Op: op}
-		if g.chance(0.5) {
+		if g.chance(0.4) {
 			a.Variant = "again"
 		}
 		g.add(a)
