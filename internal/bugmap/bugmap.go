@@ -193,7 +193,7 @@ var Catchers = map[string][]Check{
 	// is read again once the probe settled and at the run's end, so the
 	// late dispatch fails the same step whenever it lands.
 	"replay-revalidates": join(
-		at(dispatchedOnce, "args-01", "args-03", "args-04", "cancel-01", "cancel-02", "ledger-01", "ledger-01-keyed", "lost-04",
+		at(dispatchedOnce, "args-01", "args-03", "args-04", "ledger-01", "ledger-01-keyed", "lost-04",
 			"retry-01", "retry-03", "retry-06", "retry-07", "retry-08", "retry-09", "retry-10", "upstream-02", "window-01", "window-02", "window-03", "window-05"),
 		at(dispatchedOnce, wired("lost-01", "lost-02", "lost-03")...),
 		at(dispatchedOnce, "lost-01-two-urls", "lost-02-keyed", "retry-01-later", "retry-01-two-urls", "retry-03-two-urls", "twins-03-later"),
@@ -214,7 +214,7 @@ var Catchers = map[string][]Check{
 	// An adversarial review of the lock and ledger fixes. A late debit fails each
 	// scenario's last ledger check when the run's end reads the wallet again.
 	"late-debit": join(
-		at(oneDebit, "cancel-01", "cancel-02", "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "lost-06",
+		at(oneDebit, "lock-01", "lock-02", "lock-03", "lock-04", "lost-04", "lost-06",
 			"retry-02", "retry-03", "retry-06", "retry-07", "retry-08", "window-01", "window-02", "window-03", "window-04"),
 		at(oneDebit, wired("lost-01", "lost-02", "lost-03", "scope-03", "twins-01", "twins-02", "twins-03", "twins-04")...),
 		at(oneDebit, "lock-01-keyed", "lock-03-keyed", "lost-01-two-urls", "lost-02-keyed", "lost-06-keyed", "retry-01-later", "retry-03-two-urls",
@@ -336,7 +336,11 @@ var Collateral = map[string][]string{
 	// seed decides whether any of its retries replays. settle-02's
 	// replays of the settled result are revalidated too, though no
 	// dispatch of it may happen: its count of 0 fails, not of 1.
-	"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-03", "ledger-02", "settle-02", "twins-02-keyed", "twins-04-keyed"),
+	// cancel-01 and cancel-02 fail with it, or not, by the order in which
+	// the client's cancellation and the probe's release of the held
+	// dispatch reach the gateway: on a loaded machine both orders come
+	// (each passed once in self-tests run beside explore's).
+	"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-01", "cancel-02", "cancel-03", "ledger-02", "settle-02", "twins-02-keyed", "twins-04-keyed"),
 	// On PostgreSQL A's claim held open at claim.held does not hold B, who
 	// took the stale lock without a fence: B is answered with a result of a
 	// second dispatch, not in progress. On SQLite A's open transaction holds
@@ -350,7 +354,9 @@ var Collateral = map[string][]string{
 	"fresh-receipt-on-replay": append(wired("twins-01", "twins-02", "twins-04"), "twins-02-keyed", "twins-04-keyed"),
 	// The workload outlasts the 300 ms on a slower store: the bank
 	// invariant then reads some late debits itself.
-	"late-debit": {"ledger-02"},
+	// cancel-01 and cancel-02: as for replay-revalidates, by the order the
+	// cancellation and the release reach the gateway.
+	"late-debit": {"cancel-01", "cancel-02", "ledger-02"},
 	// Twins whose duplicates were all answered in progress saw no replay.
 	"replay-drops-structured": append(wired("twins-01", "twins-02", "twins-04"), "twins-02-keyed", "twins-04-keyed"),
 	// B runs the stale keyed reservation outside it and never reaches its
