@@ -75,7 +75,7 @@ var External = map[string]map[string][]Check{
 		"replay-unmarked-undelivered": at(`the last answer of "A" is marked a replay`, wired("lost-01")...),
 		// Issue 26: the late dispatch of a replay fails the count of every
 		// scenario here whose retry surely replays, read again at the end.
-		"replay-revalidates": at(dispatchedOnce, append(wired("lost-01"), "args-01", "args-03", "args-04", "cancel-01", "cancel-02",
+		"replay-revalidates": at(dispatchedOnce, append(wired("lost-01"), "args-01", "args-03", "args-04",
 			"retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10", "twins-03-later", "upstream-02")...),
 	},
 	// Only what the identity provider adds: the other switches are the
@@ -90,7 +90,7 @@ var External = map[string]map[string][]Check{
 	},
 	ModeWireRefuse: {
 		"replay-unmarked-undelivered": at(`the last answer of "A" is marked a replay`, wired("lost-01")...),
-		"replay-revalidates": at(dispatchedOnce, append(wired("lost-01"), "args-01", "args-04", "cancel-01", "cancel-02",
+		"replay-revalidates": at(dispatchedOnce, append(wired("lost-01"), "args-01", "args-04",
 			"retry-01", "retry-01-later", "retry-06", "retry-07", "retry-09", "retry-10", "twins-03-later", "upstream-02")...),
 		"no-idempotency": join(
 			at(dispatchedOnce, "cancel-01", "cancel-02", "retry-01", "retry-01-later", "retry-06", "retry-07", "retry-09", "retry-10", "twins-02-keyed", "twins-03-later"),
@@ -131,11 +131,13 @@ var ExternalCollateral = map[string]map[string][]string{
 		// As in the full self-test: the flag, not the harm these name.
 		"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09"},
 		// As in the full self-test: twins all answered in progress saw no
-		// replay, and the workload's seed decides whether any retry replays.
-		"replay-revalidates": append(wired("twins-02", "twins-04"), "ledger-02", "twins-02-keyed", "twins-04-keyed"),
+		// replay, the workload's seed decides whether any retry replays, and
+		// the cancel scenarios' by the order the cancellation and the
+		// probe's release reach the gateway.
+		"replay-revalidates": append(wired("twins-02", "twins-04"), "cancel-01", "cancel-02", "ledger-02", "twins-02-keyed", "twins-04-keyed"),
 	},
 	ModeWireRefuse: {
 		"refusals-retryable": {"refuse-06", "refuse-08", "refuse-09"},
-		"replay-revalidates": {"ledger-02", "twins-02-keyed", "twins-04-keyed"},
+		"replay-revalidates": {"cancel-01", "cancel-02", "ledger-02", "twins-02-keyed", "twins-04-keyed"},
 	},
 }
