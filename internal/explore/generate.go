@@ -338,6 +338,10 @@ func (g *gen) dispatches(op int, client string) bool {
 	switch {
 	case g.removed[o.Tool], o.Permit != "", g.revoked[g.sc.Clients[client].Principal]:
 		return false
+	case g.unmet[o.Tool]:
+		// A failure may still be armed for the tool: the call may be
+		// failed before it dispatches.
+		return false
 	case o.Tool == ToolAsk || o.Tool == ToolSample || o.Tool == ToolPricey:
 		return false
 	case !o.Keyed() && (g.window0 || o.Tool == ToolRead || o.Tool == ToolApproval):
