@@ -77,7 +77,9 @@ func isRefusedAsHeld(ctx context.Context, who, holder string) error {
 	case inProgress:
 		return isRefused(ctx, who, inProgress, true)
 	}
-	if w.isReason(a, inProgress) && w.retryableIs(a, true) {
+	if w.isReason(a, inProgress) && w.retryableIs(a, true) && !w.crashed(holder) {
+		// A holder that lives may have its lease renewed; a killed one
+		// renews nothing, so its operation's in-progress answer is wrong.
 		listed, err := w.listedUncertain(ctx)
 		if err != nil {
 			return err
@@ -90,6 +92,20 @@ func isRefusedAsHeld(ctx context.Context, who, holder string) error {
 		}
 	}
 	return isRefused(ctx, who, unknown, false)
+}
+
+// crashed says holder's gateway process was killed under its call (an env
+// crash event in the history).
+func (w *world) crashed(holder string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, op := range w.history {
+		var e judge.EnvValue
+		if op.F == judge.FEnv && json.Unmarshal(op.Value, &e) == nil && e.Kind == judge.EnvCrash && e.Client == holder {
+			return true
+		}
+	}
+	return false
 }
 
 // heldRefusal is the one refusal a retry of a charged operation whose

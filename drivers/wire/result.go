@@ -53,7 +53,7 @@ func (a *Answer) ResultValue() judge.CallValue {
 func (a *Answer) ResultMember(field string) string {
 	v := CanonicalJSON(a.resultField(field))
 	switch {
-	case field == "isError" && v == "":
+	case field == "isError" && (v == "" || v == "null"):
 		return "false"
 	case field == "structuredContent" && v == "null":
 		return ""

@@ -47,6 +47,13 @@ func TestModelCrash(t *testing.T) {
 			h.marked("B", write, "r1", true)
 			h.read(one)
 		}, ""},
+		{"reserve.done: the takeover's fresh run marked a replay", func(h *hist) {
+			crash(h, "reserve.done")
+			pastStale(h)
+			h.dispatch("op1")
+			h.marked("B", write, "r1", true)
+			h.read(one)
+		}, "answer/lost-outcome"},
 		{"reserve.done: the takeover runs it twice", func(h *hist) {
 			crash(h, "reserve.done")
 			pastStale(h)
@@ -73,6 +80,32 @@ func TestModelCrash(t *testing.T) {
 			h.answer("B", inv, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
 			h.read(one)
 		}, "answer/wrong-refusal"},
+		// A killed process renews no lease: past the threshold since the
+		// crash, in progress would have the client retry for ever.
+		{"dispatch.before: in progress past the threshold since the crash", func(h *hist) {
+			crash(h, "dispatch.before")
+			pastStale(h)
+			h.refused("B", write, ReasonInProgress, true)
+			h.read(one)
+		}, "answer/wrong-refusal"},
+		{"reserve.done: in progress past the threshold since the crash", func(h *hist) {
+			crash(h, "reserve.done")
+			pastStale(h)
+			h.refused("B", write, ReasonInProgress, true)
+		}, "answer/wrong-refusal"},
+		{"dispatch.before: in progress within the threshold", func(h *hist) {
+			crash(h, "dispatch.before")
+			h.refused("B", write, ReasonInProgress, true)
+			h.read(one)
+		}, ""},
+		{"dispatch.before: in progress past the threshold while another call of it runs", func(h *hist) {
+			crash(h, "dispatch.before")
+			pastStale(h)
+			c := h.call("C", write)
+			h.refused("B", write, ReasonInProgress, true)
+			h.answer("C", c, Fail, CallValue{Tool: "write", Token: "op1", Reason: ReasonOutcomeUnknown, Receipt: "r1", Status: 200})
+			h.read(one)
+		}, ""},
 		{"dispatch.after: the retry replays the stored outcome", func(h *hist) {
 			ranThenCrashed(h)
 			h.marked("B", write, "r1", true)

@@ -817,27 +817,58 @@ func (m *model) listedUncertain(c *mcall) bool {
 				quiet = false
 			}
 		}
-		if quiet && m.waitingAt(c.op, e.t) {
+		// The holder wrote nothing since it reached its pause: its record
+		// was at least that old when c was answered, and the listing shows
+		// no lease renewed. Only an age past the threshold then makes the
+		// operation uncertain at c (it may have charged just before).
+		since, waiting := m.waitingSince(c.op, e.t)
+		if s, known := m.staleLock(c); quiet && waiting && known && m.gatewayTime(c.end).Sub(m.gatewayTime(since)) >= s {
 			return true
 		}
 	}
 	return false
 }
 
-// waitingAt says a call of o was seen waiting at a pause before t and
-// still there at t.
-func (m *model) waitingAt(o *mop, t time.Time) bool {
+// waitingSince is when a call of o was last seen arriving at a pause it
+// still waited at at t (it wrote nothing after); ok is false when none did.
+func (m *model) waitingSince(o *mop, t time.Time) (since time.Time, ok bool) {
 	for _, w := range m.env {
 		if w.env.Kind != EnvWaiting || !w.t.Before(t) || !m.releaseOf(w).After(t) {
 			continue
 		}
 		for _, d := range o.calls {
 			if d.proc == w.env.Client && d.start.Before(w.t) && d.end.After(t) {
-				return true
+				since, ok = w.t, true
 			}
 		}
 	}
-	return false
+	return since, ok
+}
+
+// crashedStale says a call of c's operation died with its gateway process
+// (an env crash event) at least the stale-lock threshold of gateway time
+// before c began, and no other call of the operation overlaps c.
+func (m *model) crashedStale(c *mcall) bool {
+	s, known := m.staleLock(c)
+	if !known {
+		return false
+	}
+	crashed := false
+	for _, e := range m.env {
+		if e.env.Kind == EnvCrash && e.t.Before(c.start) && m.lastOpOf(e.env.Client, e.t) == c.op &&
+			m.gatewayTime(c.start).Sub(m.gatewayTime(e.t)) >= s {
+			crashed = true
+		}
+	}
+	if !crashed {
+		return false
+	}
+	for _, d := range c.op.calls {
+		if d != c && d.start.Before(c.end) && d.end.After(c.start) {
+			return false
+		}
+	}
+	return true
 }
 
 // faultMeets says a fault armed as e may meet call c: a fault names its
@@ -864,6 +895,14 @@ func (m *model) allowed(c *mcall) map[string]bool {
 	held := m.during(c, EnvHold, EnvLetGo, func(e EnvValue) bool { return e.Token == c.v.Token })
 	if busy || uncertain || faulted || held {
 		a[ReasonInProgress] = true
+	}
+	if a[ReasonInProgress] && !faulted && !held && m.crashedStale(c) {
+		// The call that held the operation died with its process, longer
+		// than the stale-lock threshold ago, and no other call of it is
+		// in flight: nothing can still be running it, nor renewing its
+		// lease. A retry is taken over and run (never charged), replayed
+		// (stored), or told outcome_unknown (charged), never told to wait.
+		delete(a, ReasonInProgress)
 	}
 	if uncertain && m.whyNotUncertain(c) == "" {
 		a[ReasonOutcomeUnknown] = true
@@ -1416,7 +1455,19 @@ func (m *model) dispatchesOf(token string) []int {
 // have run it: c's result may then be a replay.
 func (m *model) othersMayHaveRun(c *mcall) bool {
 	for _, d := range m.calls {
-		if d != c && m.sameOperation(d, c) && d.start.Before(c.end) && !d.ranNothing() {
+		if d != c && m.sameOperation(d, c) && d.start.Before(c.end) && !d.ranNothing() && !m.crashedBeforeDispatch(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// crashedBeforeDispatch says d's gateway process was killed under it at a
+// point before the dispatch (an env crash event): d ran nothing.
+func (m *model) crashedBeforeDispatch(d *mcall) bool {
+	for _, e := range m.env {
+		if e.env.Kind == EnvCrash && e.env.Client == d.proc && !e.t.Before(d.start) && e.env.Point != "" && !afterOutcome[e.env.Point] &&
+			m.lastOpOf(d.proc, e.t) == d.op {
 			return true
 		}
 	}
@@ -1441,12 +1492,20 @@ func (o *mop) mayHaveRunBefore(t time.Time) bool {
 // unkeyed operation only at a result, so such a call stays counted in the
 // operation before, though it may have run the one c's result is of.
 func (m *model) lostMayHaveBegun(c *mcall, t time.Time) bool {
-	if c.keyed() || c.v.Permit != "" {
+	if c.keyed() || c.v.Permit != "" || (c.a.Replayed != nil && !*c.a.Replayed) {
+		// A result marked a first answer says the tool ran for c itself.
 		return false
 	}
 	for _, d := range m.calls {
-		if d != c && d.op != c.op && d.op != nil && m.sameOperation(d, c) && d.start.Before(t) &&
-			!d.result() && !d.ranNothing() && m.mayBeAnew(d.op, d) {
+		if d == c || d.op == c.op || d.op == nil || !m.sameOperation(d, c) || !d.start.Before(t) ||
+			d.result() || d.ranNothing() || !m.mayBeAnew(d.op, d) {
+			continue
+		}
+		// Where the probe is watched, the lost call ran only if it saw a
+		// dispatch of the token after the call began and before t.
+		if !m.facts.Has(CapUpstream) || slices.ContainsFunc(m.dispatchesOf(c.v.Token), func(i int) bool {
+			return m.ops[i].Time.After(d.start) && m.ops[i].Time.Before(t)
+		}) {
 			return true
 		}
 	}
