@@ -790,12 +790,18 @@ func (m *model) upstreamRefused(c *mcall) bool {
 
 // listedUncertain says the target listed c's operation uncertain (control
 // API) within a second of gateway time after c was answered, while a call
-// of the operation still waited at a pause and no other call of it began:
-// listed, its record had not been written for the stale-lock threshold,
-// so it had not been when c was answered either (a gateway that renews a
-// live holder's lease never lists it). The operation is known by the
-// receipt any of its answers carries.
+// of the operation still waited at a pause it had reached at least the
+// stale-lock threshold before c was answered, and no other call of it
+// began: the holder wrote nothing since reaching its pause, and the
+// listing shows no lease renewed (a gateway that renews a live holder's
+// lease never lists it), so the operation was uncertain when c was
+// answered. The operation is known by the receipt any of its answers
+// carries.
 func (m *model) listedUncertain(c *mcall) bool {
+	stale, known := m.staleLock(c)
+	if !known {
+		return false
+	}
 	receipts := map[string]bool{}
 	for _, d := range c.op.calls {
 		if d.a.Receipt != "" {
@@ -817,20 +823,18 @@ func (m *model) listedUncertain(c *mcall) bool {
 				quiet = false
 			}
 		}
-		// The holder wrote nothing since it reached its pause: its record
-		// was at least that old when c was answered, and the listing shows
-		// no lease renewed. Only an age past the threshold then makes the
-		// operation uncertain at c (it may have charged just before).
+		// The holder may have charged just before it reached its pause:
+		// only its age from there tells the record was stale at c.
 		since, waiting := m.waitingSince(c.op, e.t)
-		if s, known := m.staleLock(c); quiet && waiting && known && m.gatewayTime(c.end).Sub(m.gatewayTime(since)) >= s {
+		if quiet && waiting && m.gatewayTime(c.end).Sub(m.gatewayTime(since)) >= stale {
 			return true
 		}
 	}
 	return false
 }
 
-// waitingSince is when a call of o was last seen arriving at a pause it
-// still waited at at t (it wrote nothing after); ok is false when none did.
+// waitingSince is when a call of o was last seen arriving at a pause where
+// it still waited at t (it wrote nothing after); ok is false when none did.
 func (m *model) waitingSince(o *mop, t time.Time) (since time.Time, ok bool) {
 	for _, w := range m.env {
 		if w.env.Kind != EnvWaiting || !w.t.Before(t) || !m.releaseOf(w).After(t) {
