@@ -99,7 +99,7 @@ func medianLimit(rounds []Round, phase string) (l Limit, ofBare, ofIdeal float64
 func limitStoreWork(phase string) string {
 	switch phase {
 	case PhaseKeyedReplay:
-		return "the tool and the record read"
+		return "the API key and the record read"
 	case PhaseUnkeyed:
 		return "ReserveSlot, then Finish"
 	}

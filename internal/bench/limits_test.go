@@ -106,7 +106,7 @@ func TestRenderLimits(t *testing.T) {
 	}{
 		{"section", "## Same-run limits (SQLite)"},
 		{"first call row", "| keyed first calls | 1 | 1800/s | 900/s | Reserve with its charge, then Finish | 600/s | 500/s | 0.28× | 0.83× |"},
-		{"replay's ideal: bare plus reads", "| keyed replays | 1 | 1800/s | 9000/s | the tool and the record read | 1500/s | 1700/s | 0.94× | 1.13× |"},
+		{"replay's ideal: bare plus reads", "| keyed replays | 1 | 1800/s | 9000/s | the API key and the record read | 1500/s | 1700/s | 0.94× | 1.13× |"},
 		{"median row", "| keyed first calls | median of 3 |"},
 		{"store-alone error", "- SQLite, store alone: unkeyed calls: 2 error(s), first: reserve slot: store busy"},
 		{"round databases", "Every round runs on a fresh database file."},

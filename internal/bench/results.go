@@ -642,10 +642,11 @@ func profileNote(pr Profiled, hot float64) string {
 		if sat != "" {
 			head = sat + "A replay"
 		}
-		return head + fmt.Sprintf(" writes nothing; it costs its reads and the MCP stack. It reads the API key from the process's cache, "+
-			"then the tool once (the Mcp-Param header check's read, which the call reuses) and the stored record: two store round trips. "+
+		return head + fmt.Sprintf(" writes nothing; it costs its reads and the MCP stack. It reads the API key, with the tool registry's version in the same statement "+
+			"(the process keeps the tool's entry while that version stays the same), and the stored record: two store round trips. "+
 			"go-sdk's server and the gateway's wire layer are on %.0f%% of the CPU samples' stacks (HTTP, JSON-RPC, the stored result written into the answer). "+
-			"What would meet the target: tool entries cached with a cross-process invalidation, as API keys are, so that a replay makes one read, and a cheaper MCP stack.", 100*mcp)
+			"Its store work is the two reads its ideal counts, so what is left between it and the target is the MCP stack's own cost "+
+			"(go-sdk's JSON path takes a fresh decoder buffer for each internal Unmarshal, which the GC then collects).", 100*mcp)
 	}
 	var lock, wal float64
 	for _, w := range pr.DBWaits {

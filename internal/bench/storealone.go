@@ -248,16 +248,17 @@ func (s *StoreAlone) Unkeyed(ctx context.Context) Stats {
 	return st
 }
 
-// Replay is a replay's reads: the tool, then the stored record of one of
-// the last First's calls, round robin.
+// Replay is a replay's reads: the API key (with the tool registry's
+// version, which lets the gateway use the tool entry it keeps), then the
+// stored record of one of the last First's calls, round robin.
 func (s *StoreAlone) Replay(ctx context.Context) Stats {
 	if len(s.done) == 0 {
 		return Stats{Name: PhaseStoreReplay, FirstError: "no store-alone first call to replay"}
 	}
 	done := s.done
 	st := RunWorkers(ctx, s.l, func(ctx context.Context, _, i int) error {
-		if _, err := s.st.Tool(ctx, s.tool.Name); err != nil {
-			return fmt.Errorf("read tool: %w", err)
+		if _, err := s.st.APIKey(ctx, s.apiKey); err != nil {
+			return fmt.Errorf("read API key: %w", err)
 		}
 		rec, err := s.st.Record(ctx, done[i%len(done)])
 		if err != nil {

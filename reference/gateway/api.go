@@ -35,6 +35,10 @@ type Caller struct {
 	WalletID  string
 	APIKeyID  string
 	Principal *PrincipalRef // nil without a principal token
+	// ToolsVersion is the tool registry's version read with the API key
+	// (store.APIKey.ToolsVersion); 0 when unknown. The call uses the
+	// process's tool entries of that version (ToolMemo).
+	ToolsVersion int64
 }
 
 // CallRequest is one tools/call, parsed and authenticated.

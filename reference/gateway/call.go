@@ -130,7 +130,11 @@ func (g *Gateway) call(ctx context.Context, r CallRequest) (CallResponse, error)
 	// is owed the stored outcome even if the tool went away since. The
 	// request's first read of the tool (the wire's Mcp-Param header check)
 	// is reused: a tool is read from the store once per request.
-	tool, err := toolmemo.From(ctx).Tool(ctx, g.store, r.Tool)
+	memo := toolmemo.From(ctx)
+	if memo == nil {
+		memo = g.ToolMemo(r.Caller)
+	}
+	tool, err := memo.Tool(ctx, g.store, r.Tool)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.tool = store.Tool{Name: r.Tool}

@@ -318,6 +318,12 @@ func (e *env) call(r req) (gateway.CallResponse, error) {
 	if cr.Tool == "" {
 		cr.Tool = e.write
 	}
+	// Each call is a request of its own, authenticated afresh: the tool
+	// registry's version is the one its key reads now, as the wire's
+	// Authenticate would read it (a caller made once holds an old one).
+	if k, err := e.st.APIKey(e.ctx, cr.Caller.APIKeyID); err == nil {
+		cr.Caller.ToolsVersion = k.ToolsVersion
+	}
 	if r.args == "" {
 		cr.Arguments = json.RawMessage(`{"text":"hello"}`)
 	}

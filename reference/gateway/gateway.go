@@ -20,6 +20,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/clock"
 	"github.com/mcpconform/mcpconform/reference/faults"
 	"github.com/mcpconform/mcpconform/reference/store"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // Options build a Gateway.
@@ -57,6 +58,10 @@ type Gateway struct {
 	// owners are the reservation owners this process made, for the
 	// stale-reservation-kept bug (a lease tracked in process memory).
 	owners sync.Map
+
+	// tools are the tool entries this process read, each with the
+	// registry version it was read at (toolmemo.Cache).
+	tools *toolmemo.Cache
 
 	// lastSweep is the gateway time (Unix ns) of the last retention sweep.
 	lastSweep atomic.Int64
@@ -102,6 +107,7 @@ func New(o Options) (*Gateway, error) {
 		settings:  s,
 		initial:   s,
 		instance:  uuid.NewString(),
+		tools:     toolmemo.NewCache(),
 	}
 	if g.clock == nil {
 		g.clock = clock.New()
@@ -201,8 +207,13 @@ func (g *Gateway) Authenticate(ctx context.Context, apiKey string) (Caller, erro
 	if k.Revoked {
 		return Caller{}, Refuse(ReasonUnauthenticated, "API key %s is revoked", k.ID)
 	}
-	return Caller{WalletID: k.WalletID, APIKeyID: k.ID}, nil
+	return Caller{WalletID: k.WalletID, APIKeyID: k.ID, ToolsVersion: k.ToolsVersion}, nil
 }
+
+// ToolMemo returns the Memo of one request of c: its reads of a tool share
+// one store read, and use this process's entry read at the registry version
+// c authenticated with, if it has one.
+func (g *Gateway) ToolMemo(c Caller) *toolmemo.Memo { return g.tools.Memo(c.ToolsVersion) }
 
 // IssueAPIKey creates an API key for an existing wallet. The whole key is
 // returned once; only the hash of its secret is stored.

@@ -91,6 +91,10 @@ type APIKey struct {
 	// Revoked keys authenticate nothing. The row stays, so the id is never
 	// taken again by another wallet or secret.
 	Revoked bool
+	// ToolsVersion is the tool registry's version (see VersionedTool) in
+	// the same read as the key: a tool entry read at this version is what
+	// the registry held when the key was read.
+	ToolsVersion int64
 }
 
 // Principal is an enterprise identity named by a verified token.
@@ -477,6 +481,11 @@ type Store interface {
 	PutTool(ctx context.Context, t Tool) error
 	// Tool returns a tool, removed ones included (Removed set).
 	Tool(ctx context.Context, name string) (Tool, error)
+	// VersionedTool is Tool with the tool registry's version in the same
+	// read. Every PutTool and RemoveTool raises the version in its own
+	// commit, so an entry read at version v is the tool for as long as the
+	// registry's version is v, in every process.
+	VersionedTool(ctx context.Context, name string) (Tool, int64, error)
 	Tools(ctx context.Context) ([]Tool, error) // not removed
 	RemoveTool(ctx context.Context, name string) error
 

@@ -9,23 +9,25 @@ import (
 	"github.com/mcpconform/mcpconform/reference/store"
 )
 
-// fakeReader answers from tools, or with fail while it is set, and counts reads.
+// fakeReader answers from tools at version, or with fail while it is set,
+// and counts reads.
 type fakeReader struct {
-	tools map[string]store.Tool
-	fail  error
-	reads int
+	tools   map[string]store.Tool
+	version int64
+	fail    error
+	reads   int
 }
 
-func (r *fakeReader) Tool(_ context.Context, name string) (store.Tool, error) {
+func (r *fakeReader) VersionedTool(_ context.Context, name string) (store.Tool, int64, error) {
 	r.reads++
 	if r.fail != nil {
-		return store.Tool{}, r.fail
+		return store.Tool{}, 0, r.fail
 	}
 	t, ok := r.tools[name]
 	if !ok {
-		return store.Tool{}, fmt.Errorf("tool %s: %w", name, store.ErrNotFound)
+		return store.Tool{}, r.version, fmt.Errorf("tool %s: %w", name, store.ErrNotFound)
 	}
-	return t, nil
+	return t, r.version, nil
 }
 
 func TestMemo(t *testing.T) {
@@ -69,4 +71,67 @@ func TestMemo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCache: requests share an entry only at the registry version it was
+// read at. Each step is one request: the registry's version its API key was
+// read with, what the store holds then, and whether the store was read.
+func TestCache(t *testing.T) {
+	type request struct {
+		version  int64 // the request's authentication version; the store's too unless storeAt
+		storeAt  int64 // the store's version by the time of the tool read, if later
+		price    int64 // the tool's price in the store at the read
+		removed  bool
+		wantRead bool
+		want     int64 // the price the request gets
+	}
+	tests := []struct {
+		name     string
+		requests []request
+	}{
+		{"the same version reads once", []request{{1, 0, 3, false, true, 3}, {1, 0, 3, false, false, 3}, {1, 0, 3, false, false, 3}}},
+		{"a change in another process is read at once", []request{{1, 0, 3, false, true, 3}, {2, 0, 7, false, true, 7}, {2, 0, 7, false, false, 7}}},
+		{"a removal is read and kept removed", []request{{1, 0, 3, false, true, 3}, {2, 0, 3, true, true, 3}, {2, 0, 3, true, false, 3}}},
+		{"an unknown version reads, and keeps what it read", []request{{0, 0, 3, false, true, 3}, {0, 0, 3, false, true, 3}}},
+		{"a change between authentication and the read: the newer tool, kept at its own version",
+			[]request{{1, 0, 3, false, true, 3}, {1, 2, 7, false, false, 3}, {2, 0, 7, false, true, 7}, {2, 0, 7, false, false, 7}}},
+		{"an entry read late is not replaced by an older read", []request{{1, 3, 9, false, true, 9}, {3, 0, 9, false, false, 9}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache()
+			r := &fakeReader{tools: map[string]store.Tool{}}
+			for i, rq := range tt.requests {
+				r.version = max(rq.version, rq.storeAt)
+				r.tools["a"] = store.Tool{Name: "a", Price: rq.price, Removed: rq.removed}
+				before := r.reads
+				m := c.Memo(rq.version)
+				got, err := m.Tool(context.Background(), r, "a")
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if read := r.reads > before; read != rq.wantRead {
+					t.Errorf("request %d at version %d: store read %v, want %v", i, rq.version, read, rq.wantRead)
+				}
+				if got.Price != rq.want || (rq.wantRead && got.Removed != rq.removed) {
+					t.Errorf("request %d at version %d: %+v, want price %d", i, rq.version, got, rq.want)
+				}
+				if _, err := m.Tool(context.Background(), r, "a"); err != nil || r.reads > before+1 {
+					t.Errorf("request %d: a second read in the request went to the store", i)
+				}
+			}
+		})
+	}
+	t.Run("an unknown tool is not kept across requests", func(t *testing.T) {
+		c := NewCache()
+		r := &fakeReader{tools: map[string]store.Tool{}, version: 1}
+		for i := range 2 {
+			if _, err := c.Memo(1).Tool(context.Background(), r, "made.up"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if r.reads != 2 || len(c.entries) != 0 {
+			t.Errorf("reads %d, entries %d; want 2 reads and nothing kept", r.reads, len(c.entries))
+		}
+	})
 }

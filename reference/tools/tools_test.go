@@ -44,6 +44,13 @@ func (m *memStore) Tool(_ context.Context, name string) (store.Tool, error) {
 	return t, nil
 }
 
+// VersionedTool is Tool at version 0, which no request is authenticated at:
+// these tests keep no tool entry across requests.
+func (m *memStore) VersionedTool(ctx context.Context, name string) (store.Tool, int64, error) {
+	t, err := m.Tool(ctx, name)
+	return t, 0, err
+}
+
 func (m *memStore) PutTool(_ context.Context, t store.Tool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

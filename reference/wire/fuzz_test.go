@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/mcpconform/mcpconform/reference/gateway"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // fuzzCore is a core that never fails on its own: every 5xx or panic the
 // fuzzer finds is the wire layer's (or the SDK's as this layer uses it).
 type fuzzCore struct{ calls *atomic.Int64 }
+
+func (fuzzCore) ToolMemo(gateway.Caller) *toolmemo.Memo { return new(toolmemo.Memo) }
 
 func (fuzzCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
 	if key == "key-a" {

@@ -39,6 +39,13 @@ func (s *countingStore) Tool(ctx context.Context, name string) (store.Tool, erro
 	return s.Store.Tool(ctx, name)
 }
 
+func (s *countingStore) VersionedTool(ctx context.Context, name string) (store.Tool, int64, error) {
+	s.mu.Lock()
+	s.reads[name]++
+	s.mu.Unlock()
+	return s.Store.VersionedTool(ctx, name)
+}
+
 // take returns name's reads since the last take.
 func (s *countingStore) take(name string) int {
 	s.mu.Lock()
@@ -144,11 +151,14 @@ func (s *stack) call(tb testing.TB, hc *http.Client, protocol, key string) (int,
 	return resp.StatusCode, string(raw)
 }
 
-// TestToolReadOncePerCall: a tools/call reads its tool from the store once,
+// TestToolReadOncePerChange: the process reads a tool from the store once
+// after each change to the tool registry, whatever the requests in between:
 // on the 2026-07-28 wire too, where the Mcp-Param header check reads it
-// before the gateway does; a replay as a first call.
-func TestToolReadOncePerCall(t *testing.T) {
+// before the gateway does; a replay as a first call. A change is acted on
+// at the next request.
+func TestToolReadOncePerChange(t *testing.T) {
 	s := newStack(t, openSQLite)
+	reads := 1 // the first request's
 	for _, protocol := range []string{Protocol20251125, Protocol20260728} {
 		for _, what := range []string{"first call", "replay"} {
 			status, body := s.call(t, http.DefaultClient, protocol, "k-"+protocol)
@@ -158,20 +168,26 @@ func TestToolReadOncePerCall(t *testing.T) {
 			if replayed := strings.Contains(body, `"replayed":true`); replayed != (what == "replay") {
 				t.Fatalf("%s %s: replayed %v: %s", protocol, what, replayed, body)
 			}
-			if n := s.st.take(tools.Echo); n != 1 {
-				t.Errorf("%s %s: the tool was read %d times, want 1", protocol, what, n)
+			if n := s.st.take(tools.Echo); n != reads {
+				t.Errorf("%s %s: the tool was read %d times, want %d", protocol, what, n, reads)
 			}
+			reads = 0
 		}
 	}
 
-	// What one request read is not the next one's: a tool removed between
-	// two requests is removed for the second.
+	// A tool removed between two requests is removed for the second, which
+	// reads it again; the request after that reads nothing.
 	if err := s.st.RemoveTool(t.Context(), tools.Echo); err != nil {
 		t.Fatal(err)
 	}
-	status, body := s.call(t, http.DefaultClient, Protocol20260728, "k-after-removal")
-	if !strings.Contains(body, gateway.ReasonUnknownTool) {
-		t.Fatalf("a call after the tool's removal: HTTP %d %s, want %s", status, body, gateway.ReasonUnknownTool)
+	for i, want := range []int{1, 0} {
+		status, body := s.call(t, http.DefaultClient, Protocol20260728, "k-after-removal")
+		if !strings.Contains(body, gateway.ReasonUnknownTool) {
+			t.Fatalf("call %d after the tool's removal: HTTP %d %s, want %s", i+1, status, body, gateway.ReasonUnknownTool)
+		}
+		if n := s.st.take(tools.Echo); n != want {
+			t.Errorf("call %d after the tool's removal: the tool was read %d times, want %d", i+1, n, want)
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ type Core interface {
 	// Authenticate resolves an API key; a *gateway.Refusal (unauthenticated)
 	// when it is unknown or wrong.
 	Authenticate(ctx context.Context, apiKey string) (gateway.Caller, error)
+	// ToolMemo is the Memo a request of the caller reads its tool through.
+	ToolMemo(c gateway.Caller) *toolmemo.Memo
 }
 
 // PrincipalVerifier verifies an X-Principal-Token. Errors are a
@@ -362,7 +364,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The header check's read of the tool is the core's too.
-		memo = new(toolmemo.Memo)
+		memo = h.core.ToolMemo(caller)
 		h.headerTool(toolmemo.With(r.Context(), memo), r, name)
 	}
 

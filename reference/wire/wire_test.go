@@ -23,6 +23,7 @@ import (
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/gateway"
 	"github.com/mcpconform/mcpconform/reference/relay"
+	"github.com/mcpconform/mcpconform/reference/toolmemo"
 )
 
 // fakeCore answers by tool name.
@@ -40,6 +41,8 @@ type fakeCore struct {
 	// as an outcome stored by another wire might carry it.
 	resultType string
 }
+
+func (f *fakeCore) ToolMemo(gateway.Caller) *toolmemo.Memo { return new(toolmemo.Memo) }
 
 func (f *fakeCore) Authenticate(_ context.Context, key string) (gateway.Caller, error) {
 	switch key {

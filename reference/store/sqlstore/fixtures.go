@@ -121,12 +121,39 @@ func (c *Core) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 		k.ID, k.WalletID, k.SecretHash, Nanos(k.CreatedAt))
 }
 
-// APIKey reads a key.
+// toolsVersion is the tool registry's version, as a scalar subquery: read
+// in the same statement as what it goes with, it is that read's snapshot.
+const toolsVersion = `(SELECT version FROM tool_registry WHERE id = 1)`
+
+// bumpTools raises the tool registry's version; every write to tools runs
+// it in its own transaction.
+func bumpTools(ctx context.Context, q Querier) error {
+	_, err := q.Exec(ctx, `UPDATE tool_registry SET version = version + 1 WHERE id = 1`)
+	return err
+}
+
+// execTools runs one statement on tools and raises the registry's version
+// in the same transaction; missing as for exec.
+func (c *Core) execTools(ctx context.Context, op string, missing error, query string, args ...any) error {
+	err := c.db.Write(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, query, args...)
+		switch {
+		case err != nil:
+			return err
+		case n == 0 && missing != nil:
+			return missing
+		}
+		return bumpTools(ctx, q)
+	})
+	return c.d.Wrap(op, err)
+}
+
+// APIKey reads a key, with the tool registry's version in the same read.
 func (c *Core) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 	var k store.APIKey
 	var created int64
-	err := c.db.Read().QueryRow(ctx, `SELECT id, wallet_id, secret_hash, created_at, revoked FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.WalletID, &k.SecretHash, &created, &k.Revoked)
+	err := c.db.Read().QueryRow(ctx, `SELECT id, wallet_id, secret_hash, created_at, revoked, `+toolsVersion+` FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.WalletID, &k.SecretHash, &created, &k.Revoked, &k.ToolsVersion)
 	k.CreatedAt = FromNanos(created)
 	return k, c.d.Wrap("api key", err)
 }
@@ -210,7 +237,7 @@ func (c *Core) Trusts(ctx context.Context) ([]store.Trust, error) {
 
 // PutTool inserts or replaces a tool; t.Removed is ignored, a put tool is live.
 func (c *Core) PutTool(ctx context.Context, t store.Tool) error {
-	return c.exec(ctx, "put tool", nil, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
+	return c.execTools(ctx, "put tool", nil, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
 		ON CONFLICT (name) DO UPDATE SET description = excluded.description, price = excluded.price,
 			read_only = excluded.read_only, approval = excluded.approval, upstream_url = excluded.upstream_url,
@@ -220,10 +247,10 @@ func (c *Core) PutTool(ctx context.Context, t store.Tool) error {
 
 const toolCols = `name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed`
 
-func scanTool(r Row) (store.Tool, error) {
+func scanTool(r Row, more ...any) (store.Tool, error) {
 	var t store.Tool
 	var overrides string
-	err := r.Scan(&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &overrides, &t.Removed)
+	err := r.Scan(append([]any{&t.Name, &t.Description, &t.Price, &t.ReadOnly, &t.Approval, &t.UpstreamURL, &t.UpstreamTool, &overrides, &t.Removed}, more...)...)
 	if overrides != "" {
 		t.Overrides = json.RawMessage(overrides)
 	}
@@ -236,16 +263,24 @@ func (c *Core) Tool(ctx context.Context, name string) (store.Tool, error) {
 	return t, c.d.Wrap("tool", err)
 }
 
+// VersionedTool reads a tool as Tool does, with the tool registry's version
+// in the same read.
+func (c *Core) VersionedTool(ctx context.Context, name string) (store.Tool, int64, error) {
+	var v int64
+	t, err := scanTool(c.db.Read().QueryRow(ctx, `SELECT `+toolCols+`, `+toolsVersion+` FROM tools WHERE name = $1`, name), &v)
+	return t, v, c.d.Wrap("tool", err)
+}
+
 // Tools lists the tools not removed, by name.
 func (c *Core) Tools(ctx context.Context) ([]store.Tool, error) {
 	rows, err := c.db.Read().Query(ctx, `SELECT `+toolCols+` FROM tools WHERE NOT removed ORDER BY name`)
-	out, err := Collect(rows, err, scanTool)
+	out, err := Collect(rows, err, func(r Row) (store.Tool, error) { return scanTool(r) })
 	return out, c.d.Wrap("tools", err)
 }
 
 // RemoveTool hides a tool from Tools; Tool still returns it.
 func (c *Core) RemoveTool(ctx context.Context, name string) error {
-	return c.exec(ctx, "remove tool", store.ErrNotFound, `UPDATE tools SET removed = true WHERE name = $1`, name)
+	return c.execTools(ctx, "remove tool", store.ErrNotFound, `UPDATE tools SET removed = true WHERE name = $1`, name)
 }
 
 // PutServer inserts or replaces a server.

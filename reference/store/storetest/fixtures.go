@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +101,7 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	fx := newFixture(t, s, 0)
 	got, err := s.APIKey(ctx(t), fx.key.ID)
 	must(t, err)
+	fx.key.ToolsVersion = got.ToolsVersion // read, not written (testToolsVersion)
 	diff(t, "api key", fx.key, got)
 	wantErr(t, "duplicate api key", s.CreateAPIKey(ctx(t), fx.key), store.ErrExists)
 	_, err = s.APIKey(ctx(t), id())
@@ -197,6 +200,59 @@ func testTools(t *testing.T, s store.Store) {
 	wantErr(t, "remove missing tool", s.RemoveTool(ctx(t), "no.such.tool"), store.ErrNotFound)
 	_, err = s.Tool(ctx(t), "no.such.tool")
 	wantErr(t, "missing tool", err, store.ErrNotFound)
+	testToolsVersion(t, s)
+}
+
+// testToolsVersion: every tool write raises the registry's version, read
+// with a tool and with an API key alike; a failed write and every other
+// write leave it.
+func testToolsVersion(t *testing.T, s store.Store) {
+	fx := newFixture(t, s, 0)
+	version := func(step string) int64 {
+		t.Helper()
+		tool, v, err := s.VersionedTool(ctx(t), fx.tool.Name)
+		must(t, err)
+		k, err := s.APIKey(ctx(t), fx.key.ID)
+		must(t, err)
+		if k.ToolsVersion != v {
+			t.Fatalf("%s: version %d read with the API key, %d with the tool", step, k.ToolsVersion, v)
+		}
+		if plain, err := s.Tool(ctx(t), fx.tool.Name); err != nil || plain.Price != tool.Price || plain.Removed != tool.Removed {
+			t.Fatalf("%s: VersionedTool read %+v, Tool %+v (%v)", step, tool, plain, err)
+		}
+		return v
+	}
+	v := version("start")
+	if v <= 0 {
+		t.Fatalf("start: version %d, want a positive one", v)
+	}
+	steps := []struct {
+		name   string
+		write  func() error
+		raised bool
+	}{
+		{"price changed", func() error { t2 := fx.tool; t2.Price++; return s.PutTool(ctx(t), t2) }, true},
+		{"another tool put", func() error { return s.PutTool(ctx(t), store.Tool{Name: "other." + id(), Price: 1}) }, true},
+		{"removed", func() error { return s.RemoveTool(ctx(t), fx.tool.Name) }, true},
+		{"put back", func() error { return s.PutTool(ctx(t), fx.tool) }, true},
+		{"a missing tool's removal fails", func() error {
+			if err := s.RemoveTool(ctx(t), "no.such.tool"); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("remove missing tool: %v, want ErrNotFound", err)
+			}
+			return nil
+		}, false},
+		{"a wallet credited", func() error {
+			return s.Credit(ctx(t), store.LedgerEntry{WalletID: fx.wallet.ID, Amount: 1, At: t0})
+		}, false},
+	}
+	for _, st := range steps {
+		must(t, st.write())
+		got := version(st.name)
+		if raised := got > v; raised != st.raised || got < v {
+			t.Errorf("%s: version %d after %d, want raised %v", st.name, got, v, st.raised)
+		}
+		v = got
+	}
 }
 
 func testServers(t *testing.T, s store.Store) {
