@@ -15,7 +15,7 @@ LDFLAGS := $(if $(COMMIT),-X github.com/mcpconform/mcpconform/internal/buildinfo
 RACE_INTERNAL  := ./internal/cli/... ./internal/judge/... ./internal/golden/... ./internal/explore/... ./internal/vendorgw/... ./internal/wiredoc/... ./internal/catalog/... ./internal/bugmap/... ./internal/bundle/... ./internal/buildinfo/...
 PLAIN_INTERNAL := ./internal/layout/... ./internal/runner/... ./internal/repro/... ./internal/bench/... ./internal/officialsuite/...
 
-.PHONY: build run test test-race vet bench soak fuzz conformance clean
+.PHONY: build run test test-race vet bench bench-gc soak fuzz conformance clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mcpconform
@@ -44,6 +44,13 @@ vet:
 # target's phase go to bench/profiles/.
 bench:
 	GO=$(GO) $(GO) run ./cmd/mcpbench -out bench/results.md
+
+# The gateway process under Go's default GC and the settings around the
+# one it starts with (GOGC=400), interleaved: rates over the bare probe and
+# peak RSS, written to bench/gc.md (about 5 minutes).
+GC_SETTINGS := GOGC=100;GOGC=200;GOGC=400;GOGC=off GOMEMLIMIT=256MiB
+bench-gc:
+	GO=$(GO) $(GO) run ./cmd/mcpbench -gc "$(GC_SETTINGS)" -gc-out bench/gc.md
 
 # The PostgreSQL soak: 4 gateway processes, 10,000 calls with
 # random retries, drops, pre-dispatch failures and twins, then the bank

@@ -50,6 +50,9 @@ func main() {
 	procs := fs.String("processes", "2,4", "gateway process counts of the scale table on PostgreSQL (at the two largest client counts)")
 	profiles := fs.String("profiles", "bench/profiles", "directory the profiles of missed targets' phases are written to")
 	allocs := fs.Int("allocs", 500, "calls of each kind (keyed first, replay, unkeyed) the gateway's call path's allocations are counted over; 0 skips it")
+	gc := fs.String("gc", "", "instead of the bench: measure the gateway process under each GC setting (';'-separated, each GOGC=... and/or GOMEMLIMIT=...), interleaved, and write -gc-out")
+	gcRounds := fs.Int("gc-rounds", 4, "interleaved rounds of -gc")
+	gcOut := fs.String("gc-out", "bench/gc.md", "markdown file -gc writes")
 	limits := fs.Bool("limits", true, "measure the store alone in every round and write the same-run limits (the gateway against the ideal composition of the bare server and the store)")
 	if code, ok := cli.Parse(fs, os.Args[1:]); !ok {
 		os.Exit(code)
@@ -69,6 +72,21 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
+	if *gc != "" {
+		settings, err := parseGCSettings(*gc)
+		if err == nil && *gcRounds <= 0 {
+			err = fmt.Errorf("-gc-rounds %d: want at least 1", *gcRounds)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mcpbench: -gc: %v\n", err)
+			os.Exit(2)
+		}
+		if err := runGC(ctx, settings, *gcRounds, *gcOut); err != nil {
+			fmt.Fprintf(os.Stderr, "mcpbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg := config{out: *out, load: bench.Load{Concurrency: *conc, Warmup: *warmup, Duration: *dur}, stormN: *storm, rounds: *rounds,
 		suite: *suite, clients: clients, processes: processes, profiles: *profiles, limits: *limits, allocs: *allocs}
 	if err := run(ctx, cfg); err != nil {

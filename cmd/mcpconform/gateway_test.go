@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,37 @@ func TestGatewayMaxSessionsFlag(t *testing.T) {
 		cfg, _, err := gatewayConfig(c.args, io.Discard)
 		if (err != nil) != c.wantErr || err == nil && cfg.MaxSessionsPerKey != c.want {
 			t.Errorf("%v: %d, %v; want %d (error %v)", c.args, cfg.MaxSessionsPerKey, err, c.want, c.wantErr)
+		}
+	}
+}
+
+// TestGatewayGC: the gateway's GC target is its own default unless GOGC
+// says otherwise; off is off.
+func TestGatewayGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tt := range []struct {
+		env  string
+		set  bool
+		want int
+	}{{"", false, defaultGOGC}, {"150", true, 150}, {"off", true, -1}, {"  ", true, defaultGOGC}} {
+		if tt.set {
+			t.Setenv("GOGC", tt.env)
+			// The runtime reads GOGC once, at start: set what it would have read.
+			switch tt.env {
+			case "150":
+				debug.SetGCPercent(150)
+			case "off":
+				debug.SetGCPercent(-1)
+			}
+		} else {
+			t.Setenv("GOGC", "")
+			os.Unsetenv("GOGC")
+		}
+		if got := gatewayGC(); got != tt.want {
+			t.Errorf("GOGC=%q: gatewayGC() = %d, want %d", tt.env, got, tt.want)
+		}
+		if got := debug.SetGCPercent(100); got != tt.want {
+			t.Errorf("GOGC=%q: the runtime's target is %d, want %d", tt.env, got, tt.want)
 		}
 	}
 }
