@@ -35,7 +35,7 @@ Feature: A crashed gateway process loses no operation
 
   @crash-02 @must @needs-upstream @needs-clock @needs-faults @needs-two-urls
   Scenario: A process killed after the charge, before the dispatch, leaves an uncertain operation that a refund settles
-    Requirement: An operation whose process was killed after its charge and before its dispatch is not run again by a retry: once the stale-lock threshold has passed, a retry through another process is answered outcome_unknown, not retryable, naming the debit, and the control API lists the operation uncertain; settled refunded, its debit is given back once, the next retry runs it afresh under a new debit, and every retry after replays that run.
+    Requirement: An operation whose process was killed after its charge and before its dispatch is not run again by a retry: once the stale-lock threshold has passed, a retry through another process is answered outcome_unknown, not retryable, naming the debit, which stays charged until an operator settles it (so every retry until then is answered the same), and the control API lists the operation uncertain; settled refunded, its debit is given back once, the next retry runs it afresh under a new debit, and every retry after replays that run.
     Source: issue 25 (crash scenarios at level full: a crash after the charge, before the dispatch; every operation settles); docs/wire.md (An operation in progress); docs/control-api.md (Operations)
     Given client "B" talks to gateway URL 2
     And a crash is armed at "dispatch.before" for "write"
@@ -45,6 +45,9 @@ Feature: A crashed gateway process loses no operation
     Then "A" lost the connection without an answer
     When the gateway clock advances past the stale-lock threshold
     And "B" calls "write" with {"token":"$op1"} using key "$k1"
+    Then "B" is refused as the age of the operation "A" holds implies
+    And the ledger has 1 debit and 0 refunds
+    When "B" retries its last call with a new JSON-RPC id
     Then "B" is refused as the age of the operation "A" holds implies
     And the operator lists the operation of "B" as uncertain
     When the operator settles the operation of "B" as refunded

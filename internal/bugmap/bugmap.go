@@ -182,6 +182,16 @@ var Catchers = map[string][]Check{
 		at(`the last answer of "B" replays the settled result`, "settle-02"),
 	),
 	"settle-refund-unwritten": at(`the ledger has 1 debit and 1 refund`, "settle-01"),
+	// The debit of an operation answered outcome_unknown refunded at once,
+	// the operation left uncertain: the holder that wakes and finishes
+	// (lost-04, window-04, retention-02) or a settlement completed
+	// (settle-02) leaves a result unpaid; crash-02 reads the ledger between
+	// the answer and the settlement, and the model fails its next
+	// outcome_unknown, whose data.receipt names a debit that read shows
+	// refunded. settle-01, which cannot read the ledger while its holder
+	// waits at its pause, passes: its settlement refunds nothing twice.
+	// Full mode only: only the control API's ledger shows the refund.
+	"uncertain-refunded": at(oneDebit, "crash-02", "lost-04", "retention-02", "settle-02", "window-04"),
 	// A twin of a call held charged before its dispatch, within the
 	// stale-lock threshold, is answered outcome_unknown.
 	"uncertain-early": join(

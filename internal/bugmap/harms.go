@@ -45,6 +45,9 @@ var Harms = map[string][]judge.Harm{
 	"uncertain-in-progress":       {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	"settle-overwritten":          {judge.HarmLostOutcome, judge.HarmWrongAmount, judge.HarmDoubleDispatch}, // the woken holder runs the tool the settlement decided
 	"settle-refund-unwritten":     {judge.HarmWrongAmount, judge.HarmDoubleCharge},
+	// uncertain-refunded: a result left unpaid; an outcome_unknown naming
+	// a debit already refunded is a refusal the contract does not allow.
+	"uncertain-refunded":          {judge.HarmWrongAmount, judge.HarmWrongRefusal},
 	"uncertain-early":             {judge.HarmWrongRefusal},
 	"double-price":                {judge.HarmWrongAmount},
 	"refusal-fee":                 {judge.HarmWrongAmount},

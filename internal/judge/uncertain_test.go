@@ -33,6 +33,15 @@ func TestModelOutcomeUnknown(t *testing.T) {
 		h.env(EnvValue{Kind: EnvClock, Now: &now, Frozen: true})
 	}
 	stale := func(h *hist) { advance(h, 61*time.Second) }
+	// twice answers a retry past the threshold outcome_unknown, reads the
+	// ledger as between, and answers the next retry the same.
+	twice := func(h *hist, between LedgerRead) {
+		lost(h, write)
+		stale(h)
+		unsure(h, write, "r1", false)
+		h.read(between)
+		unsure(h, write, "r1", false)
+	}
 	for _, tc := range []struct {
 		name    string
 		facts   Facts // staleFacts (a threshold of 60 s) when zero
@@ -108,6 +117,14 @@ func TestModelOutcomeUnknown(t *testing.T) {
 			unsure(h, write, "r1", false)
 			h.read(refunded)
 		}, false, ""},
+		// Answered outcome_unknown again after a read that shows the debit
+		// still charged (crash-02), then settled refunded by an operator:
+		// the refund after them takes back nothing either answer said.
+		{"again after a read of its debit charged, then refunded by an operator", Facts{}, func(h *hist) {
+			twice(h, charged)
+			h.env(EnvValue{Kind: EnvSettle, Outcome: SettleRefunded, Token: "op1", Wallet: write.Wallet, Receipt: "r1", Client: "B"})
+			h.read(refunded)
+		}, false, ""},
 
 		// Refused.
 		{"at once after a dropped connection", Facts{}, func(h *hist) {
@@ -146,6 +163,14 @@ func TestModelOutcomeUnknown(t *testing.T) {
 			h.read(refunded)
 			stale(h)
 			unsure(h, write, "r1", false)
+			h.read(refunded)
+		}, false, "answer/wrong-refusal"},
+		// The gateway refunded the debit as it answered outcome_unknown
+		// (uncertain-refunded): the first answer stands, but a read shows
+		// the refund before the second, whose data.receipt names a debit
+		// given back already. Only the second is failed.
+		{"again after the gateway refunded the debit at its first answer", Facts{}, func(h *hist) {
+			twice(h, refunded)
 			h.read(refunded)
 		}, false, "answer/wrong-refusal"},
 		{"marked retryable", Facts{}, func(h *hist) {

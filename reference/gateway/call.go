@@ -527,6 +527,9 @@ func (g *Gateway) outcomeUnknown(ctx context.Context, rec store.Record) error {
 		g.log.Warn("read the receipt of an uncertain operation", "record", rec.Key, "err", err)
 	} else if debit.Receipt != "" {
 		ref.Data = map[string]any{"receipt": debit.Receipt}
+		if g.bugs.On(bugs.UncertainRefunded) {
+			g.refundUncertain(ctx, rec, debit) // BUG uncertain-refunded
+		}
 	}
 	g.log.Warn("tools/call answered outcome_unknown", "record", rec.Key, "owner", rec.Owner, "updated_at", rec.UpdatedAt)
 	return ref

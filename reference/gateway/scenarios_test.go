@@ -172,7 +172,7 @@ var scenarios = []scenario{
 	},
 	{
 		name:    "an uncertain operation settled completed: every retry, the woken holder's too, replays the settled result",
-		catches: []string{bugs.SettleOverwritten},
+		catches: []string{bugs.SettleOverwritten, bugs.UncertainRefunded},
 		run:     func(e *env) error { return e.settles(gateway.SettleCompleted, false) },
 	},
 	{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mcpconform/mcpconform/reference/bugs"
 	"github.com/mcpconform/mcpconform/reference/store"
@@ -89,7 +90,11 @@ func (g *Gateway) Settle(ctx context.Context, key string, s Settlement) (Uncerta
 		st.Outcome = store.Outcome{State: store.StateCompleted, Receipt: u.Receipt, Result: body, Now: now}
 	case SettleRefunded:
 		st.Outcome = store.Outcome{State: store.StateFailedRefunded, Receipt: u.Receipt, Now: now}
-		if u.Charged > 0 && !g.bugs.On(bugs.SettleRefundUnwritten) { // BUG settle-refund-unwritten
+		kept, err := g.stillKept(ctx, rec, debit)
+		if err != nil {
+			return u, rec, err
+		}
+		if kept && !g.bugs.On(bugs.SettleRefundUnwritten) { // BUG settle-refund-unwritten
 			st.Outcome.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: debit.WalletID, Kind: store.EntryRefund,
 				Amount: u.Charged, RecordKey: rec.Key, Receipt: u.Receipt, Tool: rec.Tool, At: now}
 		}
@@ -105,6 +110,44 @@ func (g *Gateway) Settle(ctx context.Context, key string, s Settlement) (Uncerta
 	}
 	g.log.Info("uncertain operation settled", "record", key, "outcome", s.Outcome, "receipt", u.Receipt, "charged", u.Charged)
 	return u, got, nil
+}
+
+// stillKept says rec's debit is charged and, under the uncertain-refunded
+// bug, not refunded already by an outcome_unknown answer: a settlement
+// refunded gives back only what the wallet still pays. Without the bug
+// nothing refunds an uncertain operation's debit but its settlement.
+func (g *Gateway) stillKept(ctx context.Context, rec store.Record, debit store.LedgerEntry) (bool, error) {
+	if debit.Amount <= 0 || !g.bugs.On(bugs.UncertainRefunded) { // BUG uncertain-refunded
+		return debit.Amount > 0, nil
+	}
+	refunded, err := g.refundedEntry(ctx, rec, debit)
+	return !refunded, err
+}
+
+// refundUncertain is the uncertain-refunded bug: the debit of an
+// operation answered outcome_unknown is given back, once, while the
+// operation stays in progress and uncertain. A failed write is only
+// logged: the answer stands either way.
+func (g *Gateway) refundUncertain(ctx context.Context, rec store.Record, debit store.LedgerEntry) {
+	refunded, err := g.refundedEntry(ctx, rec, debit)
+	if err == nil && !refunded {
+		err = g.appendRefund(ctx, store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: debit.WalletID, Kind: store.EntryRefund,
+			Amount: debit.Amount, RecordKey: rec.Key, Receipt: debit.Receipt, Tool: rec.Tool, At: g.clock.Now()})
+	}
+	if err != nil {
+		g.log.Warn("refund an uncertain operation's debit", "record", rec.Key, "err", err)
+	}
+}
+
+// refundedEntry says the ledger holds a refund of debit, rec's charge.
+func (g *Gateway) refundedEntry(ctx context.Context, rec store.Record, debit store.LedgerEntry) (bool, error) {
+	entries, err := g.store.Ledger(ctx, rec.WalletID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, g.storeErr("read ledger of "+rec.WalletID, err)
+	}
+	return slices.ContainsFunc(entries, func(e store.LedgerEntry) bool {
+		return e.Kind == store.EntryRefund && e.RecordKey == rec.Key && e.Receipt == debit.Receipt
+	}), nil
 }
 
 // chargeEntry is rec's debit, the zero entry when there is none (a free

@@ -23,6 +23,16 @@ func (g *Gateway) appendDebit(ctx context.Context, e store.LedgerEntry) error {
 	return a.AppendDebit(ctx, e)
 }
 
+// appendRefund gives e.Amount back to its wallet whatever the record and
+// whatever was refunded before.
+func (g *Gateway) appendRefund(ctx context.Context, e store.LedgerEntry) error {
+	a, ok := g.given.(store.RefundAppender)
+	if !ok {
+		return missingWrite("RefundAppender")
+	}
+	return a.AppendRefund(ctx, e)
+}
+
 // releaseLockAny deletes identity's lock row whoever holds it.
 func (g *Gateway) releaseLockAny(ctx context.Context, identity string) error {
 	r, ok := g.given.(store.AnyLockReleaser)

@@ -584,6 +584,13 @@ type DebitAppender interface {
 	AppendDebit(ctx context.Context, e LedgerEntry) error
 }
 
+// RefundAppender writes a refund entry that gives e.Amount back to its
+// wallet with no condition: not the record's state, not whether its debit
+// was refunded already.
+type RefundAppender interface {
+	AppendRefund(ctx context.Context, e LedgerEntry) error
+}
+
 // AnyLockReleaser deletes identity's lock row whoever holds it; no row is no
 // error.
 type AnyLockReleaser interface {

@@ -61,6 +61,7 @@ type Store struct {
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.DebitAppender   = (*Store)(nil)
+	_ store.RefundAppender  = (*Store)(nil)
 	_ store.AnyLockReleaser = (*Store)(nil)
 	_ store.AnyRecordPurger = (*Store)(nil)
 )

@@ -40,14 +40,26 @@ func (c *Core) Wallet(ctx context.Context, id string) (store.Wallet, error) {
 
 // Credit adds e.Amount to the wallet and records the credit entry.
 func (c *Core) Credit(ctx context.Context, e store.LedgerEntry) error {
-	e, err := Entry(e, store.EntryCredit)
+	return c.giveBack(ctx, "credit", e, store.EntryCredit)
+}
+
+// AppendRefund gives e.Amount back to the wallet with no condition at all
+// (the uncertain-refunded bug): not the record's state, not whether its
+// debit was refunded already.
+func (c *Core) AppendRefund(ctx context.Context, e store.LedgerEntry) error {
+	return c.giveBack(ctx, "append refund", e, store.EntryRefund)
+}
+
+// giveBack adds e.Amount, an entry of kind, to the wallet and records it.
+func (c *Core) giveBack(ctx context.Context, op string, e store.LedgerEntry, kind string) error {
+	e, err := Entry(e, kind)
 	if err != nil {
-		return c.d.Wrap("credit", err)
+		return c.d.Wrap(op, err)
 	}
 	err = c.db.Write(ctx, func(q Querier) error {
 		return MoveBalance(ctx, q, e, e.Amount)
 	})
-	return c.d.Wrap("credit", err)
+	return c.d.Wrap(op, err)
 }
 
 // AppendDebit takes e.Amount off the wallet with no condition at all.

@@ -97,6 +97,29 @@ func testAppendDebit(t *testing.T, s store.Store) {
 	wantErr(t, "append debit to missing wallet", a.AppendDebit(ctx(t), e), store.ErrNotFound)
 }
 
+// testAppendRefund: a refund with no condition, as the uncertain-refunded
+// bug writes one: of a record still in progress, twice over.
+func testAppendRefund(t *testing.T, s store.Store) {
+	fx := newFixture(t, s, 3)
+	rec, _ := fx.reserve(t, s)
+	first := fx.debit(rec, 2)
+	first.Kind = store.EntryRefund
+	again := first
+	again.ID = id()
+	a := optional[store.RefundAppender](t, s)
+	for _, e := range []store.LedgerEntry{first, again} {
+		must(t, a.AppendRefund(ctx(t), e))
+	}
+	if got := balance(t, s, fx.wallet.ID); got != 7 {
+		t.Errorf("balance after two refunds of 2 = %d, want 7", got)
+	}
+	entries, err := s.Ledger(ctx(t), fx.wallet.ID)
+	must(t, err)
+	diff(t, "ledger", []store.LedgerEntry{first, again}, entries)
+	again.ID, again.WalletID = id(), id()
+	wantErr(t, "append refund to missing wallet", a.AppendRefund(ctx(t), again), store.ErrNotFound)
+}
+
 func testAPIKeys(t *testing.T, s store.Store) {
 	fx := newFixture(t, s, 0)
 	got, err := s.APIKey(ctx(t), fx.key.ID)

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"wallets", false, testWallets},
 		{"credit and ledger", false, testCreditLedger},
 		{"append debit", false, testAppendDebit},
+		{"append refund", false, testAppendRefund},
 		{"api keys", false, testAPIKeys},
 		{"principals", false, testPrincipals},
 		{"trusts", false, testTrusts},
