@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/cucumber/godog"
 
@@ -122,8 +121,9 @@ func (w *world) lastOperation(who string) (call judge.CallValue, receipt string,
 // answer named. A target whose control API lists none is not one the
 // scenario is for: not applicable, naming the endpoint.
 func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation, string, error) {
-	c := w.env.Control()
-	if c == nil {
+	if w.env.Control() == nil {
+		// Said before who's answers are looked at: a target with no
+		// control API is not one the step is for, whatever who got.
 		return nil, "", w.notApplicable("uncertain operations are listed and settled through the control API (GET /control/operations?state=uncertain), and the target has none")
 	}
 	if _, err := w.lastAnswer(who); err != nil {
@@ -133,31 +133,17 @@ func (w *world) uncertainOf(ctx context.Context, who string) (*control.Operation
 	if err != nil {
 		return nil, "", err
 	}
-	ops, err := c.UncertainOperations(ctx)
-	if st := control.StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
-		return nil, "", w.notApplicable(fmt.Sprintf("uncertain operations are listed through the control API (GET /control/operations?state=uncertain), which the target does not serve (%v)", err))
-	}
+	ops, err := w.uncertainListing(ctx, "uncertain operations are listed through the control API")
 	if err != nil {
-		// Served, and failing: the gateway's fault, not a missing feature.
-		return nil, "", fmt.Errorf("list uncertain operations: %w", err)
+		return nil, "", err
 	}
-	// The listing goes into the history: an operation listed uncertain
-	// right after a retry was answered in progress was uncertain then,
-	// and the model holds that answer to outcome_unknown.
-	listed := judge.EnvValue{Kind: judge.EnvListed, Receipts: []string{}}
-	for _, op := range ops {
-		if op.WalletID == w.walletID && op.Receipt != "" {
-			listed.Receipts = append(listed.Receipts, op.Receipt)
-		}
-	}
-	w.noteEnv(listed)
 	if receipt == "" {
 		// Nothing names which of the wallet's uncertain operations is
 		// who's: settling one would settle another client's.
 		return nil, "", nil
 	}
 	for i, op := range ops {
-		if op.WalletID == w.walletID && op.Receipt == receipt {
+		if op.Receipt == receipt {
 			return &ops[i], receipt, nil
 		}
 	}

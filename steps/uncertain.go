@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/internal/judge"
 )
 
@@ -130,18 +132,40 @@ func heldRefusal(least, most, stale time.Duration, known bool) string {
 // none cannot show its holder renewed a lease, so the scenario cannot
 // judge its in-progress answer: not applicable to it, not failed.
 func (w *world) listedUncertain(ctx context.Context) (bool, error) {
+	ops, err := w.uncertainListing(ctx, "whether the holder renewed its lease is read from the control API's uncertain operations")
+	return len(ops) > 0, err
+}
+
+// uncertainListing is the gateway's listing of the scenario wallet's
+// uncertain operations (control API), recorded in the history: an
+// operation listed uncertain right after a retry was answered in progress
+// was uncertain then, and the model holds that answer to outcome_unknown.
+// A target that lists none is not one the step is for (why says what the
+// listing was for): not applicable, naming the endpoint. A listing served
+// and failing is the gateway's fault, not a missing feature: an error.
+func (w *world) uncertainListing(ctx context.Context, why string) ([]control.Operation, error) {
 	c := w.env.Control()
 	if c == nil {
-		return false, w.notApplicable("whether the holder renewed its lease is read from the control API's uncertain operations, and the target has no control API")
+		return nil, w.notApplicable(why + " (GET /control/operations?state=uncertain), and the target has no control API")
 	}
 	ops, err := c.UncertainOperations(ctx)
-	if err != nil {
-		return false, w.notApplicable(fmt.Sprintf("whether the holder renewed its lease is read from the control API's uncertain operations, which the target does not list (%v)", err))
+	if st := control.StatusOf(err); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
+		return nil, w.notApplicable(fmt.Sprintf("%s (GET /control/operations?state=uncertain), which the target does not serve (%v)", why, err))
 	}
+	if err != nil {
+		return nil, fmt.Errorf("list uncertain operations: %w", err)
+	}
+	mine := ops[:0:0]
+	listed := judge.EnvValue{Kind: judge.EnvListed, Receipts: []string{}}
 	for _, op := range ops {
-		if op.WalletID == w.walletID {
-			return true, nil
+		if op.WalletID != w.walletID {
+			continue
+		}
+		mine = append(mine, op)
+		if op.Receipt != "" {
+			listed.Receipts = append(listed.Receipts, op.Receipt)
 		}
 	}
-	return false, nil
+	w.noteEnv(listed)
+	return mine, nil
 }
