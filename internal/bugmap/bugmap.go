@@ -234,6 +234,13 @@ var Catchers = map[string][]Check{
 		at(`the wallet balance changed by -6`, "retry-04"),
 	),
 	"removed-tool-runs": at(neverDispatched, "lost-07"),
+	// Tool entries kept with no invalidation: a tool removed through the
+	// control API still runs (each scenario's tools are its own, so no
+	// scenario re-prices one; the gateway package's two-process test does).
+	"tool-entries-unversioned": join(
+		at(`"B" is refused with "unknown_tool"`, "lost-05"),
+		at(`"A" is refused with "unknown_tool"`, "lost-07"),
+	),
 	"parse-error-500":   at(`"A" is refused with "parse_error"`, "refuse-07"),
 	"foreign-content":   at(`every operation of the workload got one outcome`, "ledger-02"),
 	"key-scope-billing": at(oneDebit, wired("scope-03")...),

@@ -56,6 +56,7 @@ var Harms = map[string][]judge.Harm{
 	"replay-revalidates":          {judge.HarmDoubleDispatch},
 	"replay-unmarked-undelivered": {judge.HarmLostOutcome},
 	"removed-tool-runs":           {judge.HarmWrongRefusal, judge.HarmLostOutcome},
+	"tool-entries-unversioned":    {judge.HarmWrongRefusal, judge.HarmWrongAmount, judge.HarmLostOutcome},
 	"foreign-content":             {judge.HarmLostOutcome, judge.HarmCrossScope},
 	"key-scope-billing":           {judge.HarmWrongAmount},
 	"parse-error-500":             {judge.HarmWrongRefusal},

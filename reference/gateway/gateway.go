@@ -109,6 +109,7 @@ func New(o Options) (*Gateway, error) {
 		instance:  uuid.NewString(),
 		tools:     toolmemo.NewCache(),
 	}
+	g.tools.AnyVersion = o.Bugs.On(bugs.ToolEntriesUnversioned) // BUG tool-entries-unversioned
 	if g.clock == nil {
 		g.clock = clock.New()
 	}

@@ -37,6 +37,29 @@ func first(errs ...error) error { return errors.Join(errs...) }
 
 var scenarios = []scenario{
 	{
+		name:    "a tool re-priced and then removed by another process is charged and refused as the registry says",
+		catches: []string{bugs.ToolEntriesUnversioned},
+		run: func(e *env) error {
+			other := e.reopen(e.t) // the other process's store, as its control API writes it
+			if _, err := ok(run(e.call(req{key: "k-" + uuid.NewString()}))); err != nil {
+				return err
+			}
+			e.must(other.PutTool(e.ctx, store.Tool{Name: e.write, Price: price + 4}))
+			before := e.ledger()
+			if _, err := ok(run(e.call(req{key: "k-" + uuid.NewString()}))); err != nil {
+				return err
+			}
+			if got := before.balance - e.ledger().balance; got != price+4 {
+				return fmt.Errorf("a call after another process re-priced the tool to %d was charged %d", price+4, got)
+			}
+			e.must(other.RemoveTool(e.ctx, e.write))
+			if _, err := e.call(req{key: "k-" + uuid.NewString()}); reason(err) != gateway.ReasonUnknownTool {
+				return fmt.Errorf("a call after another process removed the tool: %v, want %s", err, gateway.ReasonUnknownTool)
+			}
+			return nil
+		},
+	},
+	{
 		name:    "unkeyed retry replays the first receipt",
 		catches: []string{bugs.RandomUnkeyedKey, bugs.FingerprintRawBytes},
 		run: func(e *env) error {
