@@ -12,12 +12,23 @@ import (
 // exec runs one statement in a write transaction of its own; missing, when
 // not nil, is the error when it touches no row.
 func (c *Core) exec(ctx context.Context, op string, missing error, query string, args ...any) error {
+	return c.execThen(ctx, op, missing, nil, query, args...)
+}
+
+// execThen is exec, with then (when not nil) run in the same transaction
+// once the statement succeeded.
+func (c *Core) execThen(ctx context.Context, op string, missing error, then func(context.Context, Querier) error, query string, args ...any) error {
 	err := c.db.Write(ctx, func(q Querier) error {
 		n, err := q.Exec(ctx, query, args...)
-		if err == nil && n == 0 && missing != nil {
+		switch {
+		case err != nil:
+			return err
+		case n == 0 && missing != nil:
 			return missing
+		case then != nil:
+			return then(ctx, q)
 		}
-		return err
+		return nil
 	})
 	return c.d.Wrap(op, err)
 }
@@ -144,22 +155,6 @@ func bumpTools(ctx context.Context, q Querier) error {
 	return err
 }
 
-// execTools runs one statement on tools and raises the registry's version
-// in the same transaction; missing as for exec.
-func (c *Core) execTools(ctx context.Context, op string, missing error, query string, args ...any) error {
-	err := c.db.Write(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, query, args...)
-		switch {
-		case err != nil:
-			return err
-		case n == 0 && missing != nil:
-			return missing
-		}
-		return bumpTools(ctx, q)
-	})
-	return c.d.Wrap(op, err)
-}
-
 // APIKey reads a key, with the tool registry's version in the same read.
 func (c *Core) APIKey(ctx context.Context, id string) (store.APIKey, error) {
 	var k store.APIKey
@@ -249,7 +244,7 @@ func (c *Core) Trusts(ctx context.Context) ([]store.Trust, error) {
 
 // PutTool inserts or replaces a tool; t.Removed is ignored, a put tool is live.
 func (c *Core) PutTool(ctx context.Context, t store.Tool) error {
-	return c.execTools(ctx, "put tool", nil, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
+	return c.execThen(ctx, "put tool", nil, bumpTools, `INSERT INTO tools (name, description, price, read_only, approval, upstream_url, upstream_tool, overrides, removed)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false)
 		ON CONFLICT (name) DO UPDATE SET description = excluded.description, price = excluded.price,
 			read_only = excluded.read_only, approval = excluded.approval, upstream_url = excluded.upstream_url,
@@ -292,7 +287,7 @@ func (c *Core) Tools(ctx context.Context) ([]store.Tool, error) {
 
 // RemoveTool hides a tool from Tools; Tool still returns it.
 func (c *Core) RemoveTool(ctx context.Context, name string) error {
-	return c.execTools(ctx, "remove tool", store.ErrNotFound, `UPDATE tools SET removed = true WHERE name = $1`, name)
+	return c.execThen(ctx, "remove tool", store.ErrNotFound, bumpTools, `UPDATE tools SET removed = true WHERE name = $1`, name)
 }
 
 // PutServer inserts or replaces a server.
