@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpconform/mcpconform/drivers/target"
@@ -79,40 +76,21 @@ func gcSweep(ctx context.Context, binary, tmp string, settings []gcSetting, roun
 }
 
 func gcMeasure(ctx context.Context, binary, dir string, s gcSetting) (gcRun, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return gcRun{}, err
-	}
-	const token = "ct_mcpbench_gc"
-	gw := exec.CommandContext(ctx, binary, "gateway", "--addr", "127.0.0.1:0", "--control-token", token,
-		"--store", "sqlite:"+filepath.Join(dir, "gw.db"))
-	gw.Env = append(os.Environ(), s.Env...)
-	stdout, err := gw.StdoutPipe()
+	gw, err := target.Reference(ctx, target.Options{Binary: binary, StateDir: dir, Env: s.Env})
 	if err != nil {
 		return gcRun{}, err
 	}
-	gw.Stderr = io.Discard
-	if err := gw.Start(); err != nil {
-		return gcRun{}, fmt.Errorf("start gateway: %w", err)
-	}
-	defer func() {
-		_ = gw.Process.Signal(syscall.SIGTERM)
-		_ = gw.Wait()
-	}()
-	addr, err := listeningOn(stdout, 30*time.Second)
-	if err != nil {
-		return gcRun{}, err
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	defer gw.Close()
 	profile := filepath.Join(dir, "profile.json")
 	p, _ := json.Marshal(map[string]any{
-		"name": "reference gateway, " + s.String(), "urls": []string{"http://" + addr + "/mcp"},
-		"protocol_version": "2026-07-28", "control_url": "http://" + addr + "/control", "control_token": token,
+		"name": "reference gateway, " + s.String(), "urls": gw.URLs[:1],
+		"protocol_version": "2026-07-28", "control_url": gw.ControlURLs[0], "control_token": gw.ControlToken,
 	})
 	if err := os.WriteFile(profile, p, 0o644); err != nil {
 		return gcRun{}, err
 	}
 	out := filepath.Join(dir, "bench")
-	b := exec.CommandContext(ctx, binary, "bench", "--target", "http://"+addr+"/mcp", "--profile", profile,
+	b := exec.CommandContext(ctx, binary, "bench", "--target", gw.URLs[0], "--profile", profile,
 		"--budget", "12s", "--calls", "3000", "--concurrency", "8", "--out", out)
 	if msg, err := b.CombinedOutput(); err != nil {
 		return gcRun{}, fmt.Errorf("mcpconform bench: %w\n%s", err, tail(string(msg), 2000))
@@ -136,33 +114,8 @@ func gcMeasure(ctx context.Context, binary, dir string, s gcSetting) (gcRun, err
 			run.Unkeyed = x.Ratio
 		}
 	}
-	run.PeakRSS = peakRSS(gw.Process.Pid)
+	run.PeakRSS = peakRSS(gw.Pid(0))
 	return run, nil
-}
-
-// listeningOn reads the gateway's stdout up to its "listening on
-// http://ADDR" line.
-func listeningOn(r io.Reader, timeout time.Duration) (string, error) {
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "listening on http://"); ok {
-				found <- a
-				return
-			}
-		}
-		close(found)
-	}()
-	select {
-	case a, ok := <-found:
-		if !ok {
-			return "", errors.New("the gateway exited before it listened")
-		}
-		return a, nil
-	case <-time.After(timeout):
-		return "", fmt.Errorf("the gateway did not listen within %v", timeout)
-	}
 }
 
 // peakRSS is a live process's peak resident set (Linux's VmHWM); 0 where
@@ -192,7 +145,7 @@ func tail(s string, n int) string {
 
 // renderGC writes the GC settings table: per setting, the median over the
 // rounds of each phase's rate over the bare probe and of the gateway's
-// peak RSS, each beside the first setting's (the Go default).
+// peak RSS, each with the rounds' figures.
 func renderGC(w io.Writer, settings []gcSetting, runs [][]gcRun, rounds int, date time.Time, machine string) {
 	fmt.Fprintf(w, "# GC settings of the reference gateway process\n\n")
 	fmt.Fprintf(w, "Written by `go run ./cmd/mcpbench -gc ...` (`make bench-gc`) from one run on one machine (%s, %s); not edited by hand.\n\n", machine, date.UTC().Format(time.RFC3339))
@@ -208,30 +161,18 @@ func renderGC(w io.Writer, settings []gcSetting, runs [][]gcRun, rounds int, dat
 			for _, r := range runs[i] {
 				xs = append(xs, f(r))
 			}
-			return fmt.Sprintf("%.2f× (%s)", medianF(xs), joinF(xs, "%.2f"))
+			return fmt.Sprintf("%.2f× (%s)", bench.Median(xs), joinF(xs, "%.2f"))
 		}
 		rss := func() string {
 			var xs []float64
 			for _, r := range runs[i] {
 				xs = append(xs, float64(r.PeakRSS)/(1<<20))
 			}
-			return fmt.Sprintf("%.0f MiB (%s)", medianF(xs), joinF(xs, "%.0f"))
+			return fmt.Sprintf("%.0f MiB (%s)", bench.Median(xs), joinF(xs, "%.0f"))
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", s, col(func(r gcRun) float64 { return r.First }),
 			col(func(r gcRun) float64 { return r.Replay }), col(func(r gcRun) float64 { return r.Unkeyed }), rss())
 	}
-}
-
-func medianF(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func joinF(xs []float64, format string) string {

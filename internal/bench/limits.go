@@ -91,8 +91,8 @@ func medianLimit(rounds []Round, phase string) (l Limit, ofBare, ofIdeal float64
 			ob, oi = append(ob, x.OfBare()), append(oi, x.OfIdeal())
 		}
 	}
-	l = Limit{Phase: phase, Bare: median(bare), Store: median(store), Ideal: median(ideal), Gateway: median(gw)}
-	return l, median(ob), median(oi), len(gw)
+	l = Limit{Phase: phase, Bare: Median(bare), Store: Median(store), Ideal: Median(ideal), Gateway: Median(gw)}
+	return l, Median(ob), Median(oi), len(gw)
 }
 
 // limitStoreWork says what the store alone does for phase's call kind.

@@ -116,10 +116,11 @@ func medianOf(rounds []Round, f func(Round) float64) (float64, []float64) {
 	for i, r := range rounds {
 		rs[i] = f(r)
 	}
-	return median(rs), rs
+	return Median(rs), rs
 }
 
-func median(xs []float64) float64 {
+// Median is the median of xs (0 for none); xs is left as it is.
+func Median(xs []float64) float64 {
 	sorted := slices.Clone(xs)
 	slices.Sort(sorted)
 	n := len(sorted)

@@ -410,8 +410,8 @@ func (r *TargetResults) finish() {
 				sum.FirstError = p.FirstError
 			}
 		}
-		sum.Rate, sum.Ratio, sum.P99Ratio = median(rates), median(ratios), median(p99r)
-		sum.P50, sum.P99 = time.Duration(median(p50s)), time.Duration(median(p99s))
+		sum.Rate, sum.Ratio, sum.P99Ratio = Median(rates), Median(ratios), Median(p99r)
+		sum.P50, sum.P99 = time.Duration(Median(p50s)), time.Duration(Median(p99s))
 		r.Summary = append(r.Summary, sum)
 	}
 	r.Findings = targetFindings(r.Summary, r.Storms)
