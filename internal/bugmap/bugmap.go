@@ -337,7 +337,10 @@ var Collateral = map[string][]string{
 	// the bug's path, so its ledger check fails, not at the bug's harm; so
 	// do refuse-13's and rounds-02's, and rounds-03's first round.
 	// So is lock-01-keyed's, lock-03-keyed's and lost-06-keyed's; keyed
-	// twins not held at the probe may all miss the lookup or not.
+	// twins not held at the probe may all miss the lookup or not. The bug's
+	// path reads the balance before it debits, so funds-03's 8 operations
+	// on a wallet that pays for one overdraw it when two of them pass the
+	// read together, which depends on timing (seen once in CI, seed 7).
 	"lookup-before-reserve": append(wired("lost-01", "twins-01"), "cancel-01", "cancel-02", "cancel-03", "lost-01-two-urls", "lost-05", "lost-07",
 		"rounds-01", "ledger-02", "refuse-13", "rounds-02", "rounds-03", "lock-01-keyed", "lock-03-keyed", "lost-06-keyed", "twins-02-keyed", "twins-04-keyed"),
 	"replay-debits": append(wired("twins-01", "twins-02", "twins-04"), "ledger-02", "twins-02-keyed", "twins-04-keyed"),
