@@ -11,7 +11,7 @@ Feature: A cancelled call is not run twice
 
   @cancel-01 @must @needs-upstream
   Scenario: A call cancelled with notifications/cancelled after dispatch is not dispatched again
-    Requirement: A keyed call cancelled (notifications/cancelled) after the gateway dispatched it, then re-sent with the same key and a new request id, gets an outcome without a second dispatch or debit.
+    Requirement: A keyed call cancelled (notifications/cancelled) after the gateway dispatched it, then re-sent with the same key and a new request id, gets the tool's own result without a second dispatch or debit: the cancellation ends the client's wait, not the tool's work, whose result is kept.
     Source: MCP specification 2025-11-25 (utilities/cancellation: notifications/cancelled); MCP specification 2026-07-28 (a client whose response stream broke MUST re-send with a new request id)
     Given "A" speaks protocol 2025-11-25
     And the probe stalls "$op1"
@@ -21,12 +21,13 @@ Feature: A cancelled call is not run twice
     And the probe releases "$op1"
     And "A" retries its last call with a new JSON-RPC id until it is not in progress
     Then "A" gets a result
+    And "A" gets the tool's own result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 
   @cancel-02 @must @needs-upstream
   Scenario: A call whose response stream closed after dispatch is not dispatched again on the stateless wire
-    Requirement: On the 2026-07-28 wire a closed response stream is a cancellation; the call re-sent with the same key and a new request id gets an outcome without a second dispatch or debit.
+    Requirement: On the 2026-07-28 wire a closed response stream is a cancellation; the call re-sent with the same key and a new request id gets the tool's own result without a second dispatch or debit.
     Source: MCP specification 2026-07-28 (a closed stream is a cancellation; the client MUST re-send with a new request id)
     Given "A" speaks protocol 2026-07-28
     And the probe stalls "$op1"
@@ -36,6 +37,7 @@ Feature: A cancelled call is not run twice
     And the probe releases "$op1"
     And "A" retries its last call with a new JSON-RPC id until it is not in progress
     Then "A" gets a result
+    And "A" gets the tool's own result
     And the probe saw "$op1" dispatched 1 time
     And the ledger has 1 debit and 0 refunds
 

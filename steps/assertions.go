@@ -13,6 +13,7 @@ import (
 
 func registerAssertions(sc *godog.ScenarioContext) {
 	sc.Step(`^"([^"]*)" gets a result$`, getsResult)
+	sc.Step(`^"([^"]*)" gets the tool's own result$`, getsToolResult)
 	sc.Step(`^"([^"]*)" gets a result with a new receipt$`, getsNewReceipt)
 	sc.Step(`^"([^"]*)" is refused with "([^"]*)"$`, func(ctx context.Context, who, reason string) error {
 		return isRefused(ctx, who, reason, false)
@@ -90,6 +91,32 @@ func getsResult(ctx context.Context, who string) error {
 		w.noteReceipt(a.Receipt())
 	}
 	return w.check(checkOf(judge.KindGetsResult, judge.HarmLostOutcome, "client", who), fmt.Sprintf("%s gets a result", who), judge.CapWire, ok, "a tools/call result with a receipt", w.describe(a))
+}
+
+// getsToolResult: who's last answer is the result the tool gave, carrying
+// the probe's answer to the call's token: a gateway that cut its upstream
+// call short and stored what it made of that (an isError "outcome
+// unknown") answers a result the tool never produced, and charges for it.
+// Where the run's wiring call showed this target does not hand the
+// probe's answer on, what the tool answered cannot be seen.
+func getsToolResult(ctx context.Context, who string) error {
+	w := getWorld(ctx)
+	a, err := w.lastAnswer(who)
+	if err != nil {
+		return err
+	}
+	step := fmt.Sprintf("%s gets the tool's own result", who)
+	id := checkOf(judge.KindToolResult, judge.HarmLostOutcome, "client", who)
+	if !w.env.ProbeAnswers {
+		return w.unobservedBecause(id, step, judge.CapUpstream, "a result carrying the tool's answer",
+			"the run's wiring call was not answered with the probe's answer to its token, so this target's results do not show what the tool answered")
+	}
+	token := ""
+	if c := w.clientFor(who); c.last != nil {
+		token = tokenOf(c.last)
+	}
+	ok := a.IsResult() && token != "" && a.ResultValue().Served == token
+	return w.check(id, step, judge.CapUpstream, ok, fmt.Sprintf("a result carrying the tool's answer to %s", token), w.describe(a))
 }
 
 func (w *world) noteReceipt(r string) {

@@ -118,6 +118,9 @@ type Env struct {
 	Evident map[string]string
 	// Speaks are the MCP versions the target serves, as the preflight found.
 	Speaks map[string]bool
+	// ProbeAnswers: the run's wiring call of a write tool got a result
+	// carrying the probe's answer to its token (judge.Facts.ProbeAnswers).
+	ProbeAnswers bool
 	// Policy is the target's unkeyed policy (target.UnkeyedDerived or
 	// target.UnkeyedRefuse).
 	Policy string
@@ -152,7 +155,7 @@ type Env struct {
 func (e *Env) facts() judge.Facts {
 	f := judge.Facts{Policy: e.Policy, WindowSeconds: control.WholeSeconds(e.Settings.EffectiveWindowSeconds),
 		StaleLockSeconds: control.WholeSeconds(e.Settings.StaleLockSeconds), PermitTTLSeconds: control.WholeSeconds(e.Settings.PermitTTLSeconds),
-		RetentionSeconds: control.WholeSeconds(e.Settings.RetentionSeconds)}
+		RetentionSeconds: control.WholeSeconds(e.Settings.RetentionSeconds), ProbeAnswers: e.ProbeAnswers}
 	for v, ok := range e.Speaks {
 		if ok {
 			f.Wires = append(f.Wires, v)

@@ -131,6 +131,7 @@ var situations = []situation{
 	{re: regexp.MustCompile(`^the (?:unkeyed retry window|stale-lock threshold) is \d+ seconds$`), capability: judge.CapSettings},
 	{re: regexp.MustCompile(`^principal "[^"]*" is revoked$`), capability: judge.CapPrincipals},
 	{re: regexp.MustCompile(`^the tool "[^"]*" is removed$`), capability: judge.CapFixtures},
+	{re: regexp.MustCompile(`^the tool "[^"]*" is re-priced to \d+ credits?$`), capability: judge.CapFixtures},
 	{re: regexp.MustCompile(`^the gateway clock (?:is frozen|advances) `), capability: judge.CapClock},
 	{re: regexp.MustCompile(`^a (?:pause|failure) is armed at "([^"]*)"`), capability: judge.CapFaults, point: true},
 	{re: regexp.MustCompile(`^a crash is armed at "([^"]*)"`), capability: judge.CapFaults, point: true, action: crashAction},

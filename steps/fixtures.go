@@ -38,6 +38,7 @@ func registerFixtures(sc *godog.ScenarioContext) {
 		}
 		return anUpstreamTool(ctx, alias, price, target.RoleWrite)
 	})
+	sc.Step(`^the tool "([^"]*)" is re-priced to (\d+) credits?$`, reprice)
 	sc.Step(`^a second upstream tool "([^"]*)" priced (\d+) credits?$`, func(ctx context.Context, alias string, price int64) error {
 		return anUpstreamTool(ctx, alias, price, target.RoleWriteOther)
 	})
@@ -123,6 +124,17 @@ func anUpstreamTool(ctx context.Context, alias string, price int64, role string)
 		return nil
 	}
 	name := fmt.Sprintf("probe.%s.%s", alias, uuid.NewString()[:8])
+	if err := w.putTool(ctx, name, price, role); err != nil {
+		return err
+	}
+	w.tools[alias], w.prices[alias] = name, price
+	w.noteTool(name, role, price)
+	return nil
+}
+
+// putTool posts a tool whose upstream is the probe through the control
+// API: a new one, or (the same name again) the same tool at another price.
+func (w *world) putTool(ctx context.Context, name string, price int64, role string) error {
 	upstream := "probe.write"
 	if role == target.RoleReadOnly {
 		upstream = "probe.read"
@@ -134,8 +146,32 @@ func anUpstreamTool(ctx context.Context, alias string, price int64, role string)
 	if err != nil {
 		return fmt.Errorf("register upstream tool %s: %w", name, err)
 	}
-	w.tools[alias], w.prices[alias] = name, price
-	w.noteTool(name, role, price)
+	return nil
+}
+
+// reprice posts the scenario's tool again at another price, while calls of
+// it may be under way: each call is held to the price it was made at (the
+// history records it with the call), a refund to what its call paid.
+func reprice(ctx context.Context, alias string, price int64) error {
+	w := getWorld(ctx)
+	if !w.env.fixtures() {
+		return w.cannot(judge.CapFixtures, "tools are re-priced through the control API")
+	}
+	name := w.toolName(alias)
+	w.mu.Lock()
+	was := w.toolInfo[name]
+	w.mu.Unlock()
+	if err := w.putTool(ctx, name, price, was.role); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.repriced == nil {
+		w.repriced = map[string][]int64{}
+	}
+	w.repriced[name] = append(w.repriced[name], was.price)
+	w.mu.Unlock()
+	w.prices[alias] = price
+	w.noteTool(name, was.role, price)
 	return nil
 }
 

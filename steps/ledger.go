@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mcpconform/mcpconform/internal/judge"
 	"github.com/mcpconform/mcpconform/reports"
@@ -91,7 +92,7 @@ func (w *world) readOther(ctx context.Context) {
 		}
 		mine = append(mine, e)
 	}
-	r := judge.LedgerRead{Wallet: "other", Baseline: opening, Balance: l.Balance, Entries: readEntries(mine), Prices: w.priceList(), Final: true}
+	r := judge.LedgerRead{Wallet: "other", Baseline: opening, Balance: l.Balance, Entries: readEntries(mine), Prices: w.priceList(), EarlierPrices: w.earlierPrices(), Final: true}
 	w.record(judge.Op{Process: "ledger", Type: judge.OK, F: judge.FLedgerRead, Value: mustJSON(r)})
 }
 
@@ -108,12 +109,27 @@ func (w *world) priceList() map[string]int64 {
 	return prices
 }
 
+// earlierPrices are the prices the scenario's tools had before it
+// re-priced them, by tool name (nil when it re-priced none).
+func (w *world) earlierPrices() map[string][]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.repriced) == 0 {
+		return nil
+	}
+	out := make(map[string][]int64, len(w.repriced))
+	for name, ps := range w.repriced {
+		out[name] = slices.Clone(ps)
+	}
+	return out
+}
+
 func (w *world) readLedger(ctx context.Context, final bool) (judge.LedgerRead, error) {
 	l, err := w.ledger(ctx)
 	if err != nil {
 		return judge.LedgerRead{}, err
 	}
-	r := judge.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: w.priceList(), Final: final}
+	r := judge.LedgerRead{Baseline: w.baseline, Balance: l.Balance, Prices: w.priceList(), EarlierPrices: w.earlierPrices(), Final: final}
 	r.Entries = readEntries(w.scenarioEntries(l))
 	w.record(judge.Op{Process: "ledger", Type: "ok", F: judge.FLedgerRead, Value: mustJSON(r)})
 	return r, nil

@@ -31,15 +31,18 @@ type world struct {
 	entry catalog.Entry
 	start time.Time
 
-	mu           sync.Mutex
-	vars         map[string]string // $op1 -> a value unique to this scenario
-	walletID     string
-	otherWallet  string // a second wallet the harness made for the scenario ("other" in the history)
-	apiKey       string
-	keyID        string
-	tools        map[string]string   // alias in the feature -> tool name on the target
-	toolInfo     map[string]toolInfo // tool name on the target -> its role and price
-	prices       map[string]int64    // alias -> price
+	mu          sync.Mutex
+	vars        map[string]string // $op1 -> a value unique to this scenario
+	walletID    string
+	otherWallet string // a second wallet the harness made for the scenario ("other" in the history)
+	apiKey      string
+	keyID       string
+	tools       map[string]string   // alias in the feature -> tool name on the target
+	toolInfo    map[string]toolInfo // tool name on the target -> its role and price
+	// repriced: tool name -> the prices it had before the scenario
+	// re-priced it, oldest first.
+	repriced     map[string][]int64
+	prices       map[string]int64 // alias -> price
 	clients      map[string]*client
 	faults       map[string]string         // fault point -> fault id
 	faultArmed   map[string]judge.EnvValue // fault point -> its last fault as the history has it

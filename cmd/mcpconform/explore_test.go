@@ -201,6 +201,10 @@ var uncaughtByExplore = map[string][]string{
 		// explore kills no process (it arms no crash): every takeover it
 		// draws is the holder's own process's. crash-01 catches it.
 		"stale-reservation-kept",
+		// A refund of the tool's price when it is written: explore sets
+		// prices once, before any call, so a refund's call always paid the
+		// price the registry holds. ledger-03 re-prices a held call's tool.
+		"refund-at-current-price",
 	},
 }
 

@@ -33,7 +33,8 @@ var External = map[string]map[string][]Check{
 			at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
 			at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, wired("scope-03")...),
 		),
-		"cancel-forgets": at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
+		"cancel-forgets":          at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
+		"cancel-reaches-upstream": at(`"A" gets the tool's own result`, "cancel-01", "cancel-02"),
 		"fresh-receipt-on-replay": join(
 			at(`every operation of the workload got one outcome`, "ledger-02"),
 			at(`the last answer of "A" replays its first answer`, "retry-01", "retry-01-later", "retry-03", "retry-06", "retry-07", "retry-09", "retry-10"),
@@ -99,7 +100,8 @@ var External = map[string]map[string][]Check{
 			at(neverDispatched, "refuse-02", "refuse-03", "refuse-10"),
 			at(`the probe saw "$op2" dispatched 0 times`, "retry-02"),
 		),
-		"cancel-forgets": at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
+		"cancel-forgets":          at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02")...),
+		"cancel-reaches-upstream": at(`"A" gets the tool's own result`, "cancel-01", "cancel-02"),
 		"refusals-retryable": join(
 			at(`"A" is refused with "idempotency_key_required"`, "refuse-02", "refuse-03", "refuse-10"),
 			at(`"A" is refused with "parse_error"`, "refuse-07"),

@@ -37,6 +37,8 @@ var Harms = map[string][]judge.Harm{
 	"key-scope-apikey":            {judge.HarmCrossScope},
 	"key-scope-wallet":            {judge.HarmCrossScope},
 	"cancel-forgets":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
+	"cancel-reaches-upstream":     {judge.HarmLostOutcome},
+	"refund-at-current-price":     {judge.HarmWrongAmount},
 	"removed-tool-takeover":       {judge.HarmWrongRefusal, judge.HarmWrongAmount, judge.HarmLostOutcome},
 	"permit-skips-key-rules":      {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	"slot-lookup-by-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},

@@ -199,6 +199,9 @@ type LedgerRead struct {
 	// Prices are the prices the scenario set or the profile declares, by
 	// tool name on the target.
 	Prices map[string]int64 `json:"prices,omitempty"`
+	// EarlierPrices are the prices a tool had before the scenario re-priced
+	// it, by tool name: a call made then was debited one of them.
+	EarlierPrices map[string][]int64 `json:"earlier_prices,omitempty"`
 	// Wallet names the wallet read, as the calls name it ("" the
 	// scenario's own).
 	Wallet string `json:"wallet,omitempty"`
@@ -223,6 +226,11 @@ type Facts struct {
 	RetentionSeconds int64    `json:"retention_seconds,omitempty"` // a finished record's life after its last write, 0 when unknown
 	Wires            []string `json:"wires,omitempty"`
 	Capabilities     []string `json:"capabilities,omitempty"`
+	// ProbeAnswers: the run's wiring call of a write tool was answered
+	// with a result carrying the probe's answer to its token, so this
+	// target hands the tool's answer on, and a write call's result without
+	// it is none the tool gave, whatever else the history holds.
+	ProbeAnswers bool `json:"probe_answers,omitempty"`
 }
 
 // Has reports whether the facts list a capability.

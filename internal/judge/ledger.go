@@ -6,16 +6,27 @@ import (
 	"strings"
 )
 
-// allowed is the amounts a debit of tool may have: its price, or, when the
-// ledger does not name the tool, any price of the scenario.
+// allowed is the amounts a debit of tool may have: its price (or one it had
+// before the scenario re-priced it), or, when the ledger does not name the
+// tool, any price of the scenario.
 func (r LedgerRead) allowed(tool string) []int64 {
-	if p, ok := r.Prices[tool]; ok {
-		return []int64{p}
-	}
 	var out []int64
-	for _, p := range r.Prices {
+	add := func(p int64) {
 		if !containsInt(out, p) {
 			out = append(out, p)
+		}
+	}
+	if p, ok := r.Prices[tool]; ok {
+		add(p)
+		for _, e := range r.EarlierPrices[tool] {
+			add(e)
+		}
+	} else {
+		for t, p := range r.Prices {
+			add(p)
+			for _, e := range r.EarlierPrices[t] {
+				add(e)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

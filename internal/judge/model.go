@@ -1337,10 +1337,10 @@ func (m *model) answer(c *mcall) []Check {
 			return bad(HarmLostOutcome, fmt.Sprintf("its stored result marked a replay (replayed: true, or the profile's replay_marker): the tool ran for %s before this call began, and %s was dispatched that once only", d.name(), c.v.Token), append([]int{d.inv}, m.dispatchesOf(c.v.Token)...)...)
 		}
 	}
-	if c.a.Served == "" && c.v.Token != "" && m.servesProbe() {
+	if c.a.Served == "" && c.v.Token != "" && m.servesProbe(c) {
 		// The probe answers every dispatch with its token, and this target
 		// hands that answer on: a result without it is none the tool gave.
-		return bad(HarmLostOutcome, "the tool's result, which carries the probe's answer (every other result here does): this is a result the tool never produced")
+		return bad(HarmLostOutcome, "the tool's result, which carries the probe's answer (this target hands it on: the run's wiring call or another result here shows it): this is a result the tool never produced")
 	}
 	if first := o.outcome; first == c {
 		for _, e := range m.env {
@@ -1546,12 +1546,19 @@ func (m *model) earliestDone(o *mop, c *mcall) time.Time {
 	return done
 }
 
-// servesProbe says the target's results carry the probe's answers: some
-// result of the history does, where the probe is behind the tools. A
-// target that strips them everywhere is judged without them.
-func (m *model) servesProbe() bool {
+// servesProbe says c's result must carry the probe's answer to its token,
+// where the probe is behind the tools: the run's wiring call showed that
+// this target hands it on (a write call's), or some result of the history
+// carries one. A target that strips them everywhere is judged without them.
+func (m *model) servesProbe(c *mcall) bool {
 	if !m.facts.Has(CapUpstream) {
 		return false
+	}
+	if m.facts.ProbeAnswers && c.v.Role == RoleWrite {
+		// The run's wiring call proved it before any scenario: a history
+		// whose every result lacks the answer (a gateway that cancels its
+		// upstream call with the client's request) shows nothing else.
+		return true
 	}
 	for _, c := range m.calls {
 		if c.result() && c.a.Served != "" {

@@ -95,6 +95,8 @@ var (
 
 func unkeyed(v CallValue) CallValue { v.Key = ""; return v }
 
+func withProbeAnswers(f Facts) Facts { f.ProbeAnswers = true; return f }
+
 func with(v CallValue, f func(*CallValue)) CallValue { f(&v); return v }
 
 // violations are the model's violated checks, as kind/harm.
@@ -562,6 +564,24 @@ func TestModel(t *testing.T) {
 		{"a result the probe never produced", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 		}, []string{"dispatches/lost-outcome"}},
+		{"the only result lacks the probe's answer the wiring call showed this target hands on", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
+			inv := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
+		}, []string{"answer/lost-outcome"}},
+		{"the only result lacks the probe's answer, and no wiring call showed one", func(h *hist) {
+			inv := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
+		}, nil},
+		{"a read-only call's result lacks the probe's answer the wiring call showed for the write tool", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
+			ro := with(write, func(v *CallValue) { v.Role = RoleReadOnly })
+			inv := h.call("A", ro)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
+		}, nil},
 		{"charged twice", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")

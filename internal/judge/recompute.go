@@ -13,7 +13,11 @@ import (
 // Kinds of the checks Then steps make, each with the arguments it names.
 // Recompute redoes a check of each kind from the history alone.
 const (
-	KindGetsResult   = "gets-result"   // client
+	KindGetsResult = "gets-result" // client
+	// KindToolResult: the client's last answer is the tool's own result,
+	// carrying the probe's answer to its call's token (made where the
+	// target hands that answer on: Facts.ProbeAnswers).
+	KindToolResult   = "tool-result"   // client
 	KindNewReceipt   = "new-receipt"   // client
 	KindRefused      = "refused"       // client, reason, retryable
 	KindReplays      = "replays"       // client, of, nth (0-based)
@@ -152,6 +156,13 @@ func Recompute(c Check, ops []Op) (r Recomputed, known bool) {
 			return r, false
 		}
 		return Recomputed{OK: last.isResult() && last.Receipt != "", Expected: "a result with a receipt", Observed: last.String(), Complete: true}, true
+	case KindToolResult:
+		last, found := h.last(who, i)
+		if !found {
+			return r, false
+		}
+		return Recomputed{OK: last.isResult() && last.Token != "" && last.Served == last.Token,
+			Expected: fmt.Sprintf("a result carrying the tool's answer to %s", last.Token), Observed: last.String(), Complete: true}, true
 	case KindMarkedReplay:
 		last, found := h.last(who, i)
 		if !found {

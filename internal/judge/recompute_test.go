@@ -190,6 +190,34 @@ func TestRecomputeMarkedReplay(t *testing.T) {
 	}
 }
 
+// The tool's-own-result check redone from the history: a result carrying
+// the probe's answer to its call's token holds; one carrying none (what a
+// gateway made of an upstream call it cut short), another token's, or a
+// refusal does not.
+func TestRecomputeToolResult(t *testing.T) {
+	step := 0
+	check := Check{StepIndex: 0, Kind: KindToolResult, Args: map[string]string{"client": "A"}}
+	for _, tc := range []struct {
+		name string
+		v    CallValue
+		typ  string
+		want bool
+	}{
+		{"the probe's answer to its token", CallValue{Tool: "w", Token: "op1", Receipt: "r1", Served: "op1"}, OK, true},
+		{"no probe answer", CallValue{Tool: "w", Token: "op1", Receipt: "r1", IsError: true}, OK, false},
+		{"another token's answer", CallValue{Tool: "w", Token: "op1", Receipt: "r1", Served: "op2"}, OK, false},
+		{"a refusal", CallValue{Tool: "w", Token: "op1", Reason: ReasonInProgress, Retryable: true}, Info, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := json.Marshal(tc.v)
+			r, known := Recompute(check, []Op{{Process: "A", Type: tc.typ, F: FCall, Value: b, Step: &step}})
+			if !known || r.OK != tc.want {
+				t.Errorf("Recompute = %+v, known %v; want OK %v", r, known, tc.want)
+			}
+		})
+	}
+}
+
 // The settled-replay check redone from the history: the client's last
 // answer against the operator's completed settlement (its receipt and the
 // digest of its content), as the live step holds it.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mcpconform/mcpconform/drivers/control"
 	"github.com/mcpconform/mcpconform/drivers/target"
 	"github.com/mcpconform/mcpconform/drivers/wire"
 	"github.com/mcpconform/mcpconform/features"
@@ -143,21 +144,32 @@ func listedTools(ctx context.Context, env *steps.Env) []Finding {
 // probe to see it: the gateway's upstream is wired to the harness.
 func callThrough(ctx context.Context, env *steps.Env) Finding {
 	f := Finding{Check: "one call through the gateway reaches the harness probe"}
+	c := env.Profile.Client(env.URLs[0])
 	t, ok := env.Profile.Tool(target.RoleWrite)
+	if !ok && env.Control() != nil && env.Caps[judge.CapFixtures] && env.Caps[judge.CapUpstream] {
+		// Scenarios register their tools through the control API: so does
+		// this call, as they do (a free tool, a wallet and key of its own).
+		name, key, err := wiringTool(ctx, env)
+		if err != nil {
+			f.Detail = err.Error()
+			return f
+		}
+		t, ok, c.APIKey = target.ToolRef{Name: name}, true, key
+	}
 	if !ok {
 		f.OK, f.Detail = true, "skipped: the profile names no write tool (upstream checks will not be observed)"
-		if env.Control() != nil && env.Caps[judge.CapFixtures] {
-			f.Detail = "skipped: tools are registered per scenario through the control API"
-		}
 		return f
 	}
 	token := env.RunID + "-doctor-" + uuid.NewString()[:8]
-	c := env.Profile.Client(env.URLs[0])
 	a, err := c.CallTool(ctx, wireCall(t.Name, token))
 	if err != nil {
 		f.Detail = err.Error()
 		return f
 	}
+	// A result carrying the probe's answer to the token shows this target
+	// hands the tool's answer on: the model then requires it of every
+	// write call's result, in every scenario (judge.Facts.ProbeAnswers).
+	env.ProbeAnswers = a.ResultValue().Served == token
 	wait := 5 * time.Second
 	if env.Profile.Effects != nil {
 		// A read tool that lags (effects.read.lag_ms) shows the write
@@ -279,6 +291,25 @@ func snippet(b []byte) string {
 		return string(b[:200]) + "…"
 	}
 	return string(b)
+}
+
+// wiringTool registers a free tool whose upstream is the probe, with a
+// wallet and an API key to call it, as a scenario's set-up does.
+func wiringTool(ctx context.Context, env *steps.Env) (name, key string, err error) {
+	ctl := env.Control()
+	w, err := ctl.CreateWallet(ctx, 0)
+	if err != nil {
+		return "", "", fmt.Errorf("create a wallet through the control API: %w", err)
+	}
+	k, err := ctl.CreateKey(ctx, w.WalletID)
+	if err != nil {
+		return "", "", fmt.Errorf("create an API key through the control API: %w", err)
+	}
+	name = "probe.wiring." + uuid.NewString()[:8]
+	if _, err := ctl.CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(int64(0)), UpstreamURL: env.Probe.URL(), UpstreamTool: "probe.write"}); err != nil {
+		return "", "", fmt.Errorf("register a tool whose upstream is the probe: %w", err)
+	}
+	return name, k.APIKey, nil
 }
 
 func wireCall(tool, token string) wire.Call {

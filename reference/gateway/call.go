@@ -868,7 +868,13 @@ func (g *Gateway) run(ctx context.Context, c *callState, rec store.Record, recei
 	if settled, ok, err := g.settledMeanwhile(ctx, c, rec); ok || err != nil {
 		return settled, err
 	}
-	result, err := g.dispatch(ctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
+	dctx := ctx
+	if g.bugs.On(bugs.CancelReachesUpstream) {
+		var stop context.CancelFunc
+		dctx, stop = cancelledWithClient(ctx, c.r.ClientDone) // BUG cancel-reaches-upstream
+		defer stop()
+	}
+	result, err := g.dispatch(dctx, DispatchRequest{Tool: c.tool, Arguments: c.r.Arguments, WalletID: rec.WalletID, RecordKey: rec.Key})
 	if p := (*dispatchPanic)(nil); errors.As(err, &p) {
 		return CallResponse{}, g.crashed(ctx, c, rec, receipt, charged, p)
 	}
@@ -1082,6 +1088,9 @@ func (g *Gateway) refund(ctx context.Context, c *callState, rec store.Record, re
 	now := g.clock.Now()
 	o := store.Outcome{State: store.StateFailedRefunded, Receipt: receipt, Now: now,
 		RefundKeepsPermitSpend: g.bugs.On(bugs.PermitRefundKept) && c.r.PermitID != ""} // BUG permit-refund-kept
+	if g.bugs.On(bugs.RefundAtCurrentPrice) && charged > 0 {
+		charged = g.currentPrice(ctx, c, charged) // BUG refund-at-current-price
+	}
 	if charged > 0 && !g.bugs.On(bugs.RefundMissing) { // BUG refund-missing: the charge is kept
 		o.Refund = &store.LedgerEntry{ID: store.NewRowID("le-"), WalletID: rec.WalletID, Kind: store.EntryRefund,
 			Amount: charged, RecordKey: rec.Key, Receipt: receipt, Tool: c.tool.Name, At: now}

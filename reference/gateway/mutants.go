@@ -235,3 +235,31 @@ func (g *Gateway) lookupThenDispatch(ctx context.Context, c *callState, p keyPla
 	}
 	return CallResponse{Result: body}, nil
 }
+
+// cancelledWithClient is the cancel-reaches-upstream bug: the dispatch's
+// context ends when the client's request does, so the upstream call is cut
+// short though the tool already has it.
+func cancelledWithClient(ctx context.Context, clientDone <-chan struct{}) (context.Context, context.CancelFunc) {
+	dctx, stop := context.WithCancel(ctx)
+	if clientDone != nil {
+		go func() {
+			select {
+			case <-clientDone:
+				stop()
+			case <-dctx.Done():
+			}
+		}()
+	}
+	return dctx, stop
+}
+
+// currentPrice is the refund-at-current-price bug: a refund gives back what
+// the tool costs now, read from the registry, not what its call was
+// debited; a tool re-priced while the call was held pays the difference.
+func (g *Gateway) currentPrice(ctx context.Context, c *callState, charged int64) int64 {
+	t, err := g.store.Tool(ctx, c.tool.Name)
+	if err != nil {
+		return charged
+	}
+	return t.Price
+}
