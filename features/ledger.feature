@@ -42,16 +42,26 @@ Feature: The wallet is charged exactly once per operation
     And every dispatched operation was charged exactly once
     And no operation was dispatched twice
 
-  @ledger-03 @must @needs-upstream @needs-fixtures @needs-faults
-  Scenario: A call charged before its tool was re-priced is refunded what it paid
-    Requirement: A refund gives back what its call was debited, whatever the tool costs by then: a call charged 3 credits and held before its dispatch while the tool is re-priced to 5, then refused dispatch_failed by the upstream, nets the wallet to zero (a refund at the new price would pay the caller 2 credits for a call that never ran).
+  @must @needs-upstream @needs-fixtures @needs-faults
+  Scenario Outline: A call charged before its tool was re-priced is refunded what it paid<on>
+    Requirement: A refund gives back what its call was debited, whatever the tool costs by then: a call charged 3 credits and held before its dispatch while the tool is re-priced, then refused dispatch_failed by the upstream, nets the wallet to zero (a refund at the new price would pay the caller, or keep from it, the difference for a call that never ran).
     Source: docs/wire.md (An upstream tool's result: "refuses the call with a JSON-RPC error, nothing ran: dispatch_failed, refunded"); docs/control-api.md (tools: re-priced through the control API, acted on by every process from its next request on); adversarial review of the judge (a refund read from the tool's price at refund time)
     Given a pause is armed at "dispatch.before" for "write"
     And the probe refuses the next dispatch of "$op1"
     When "A" starts calling "write" with {"token":"$op1"} using key "$k1"
     And "A" waits at "dispatch.before"
-    And the tool "write" is re-priced to 5 credits
+    And the tool "write" is re-priced to <price> credits
     And the pause at "dispatch.before" is released
     Then "A" is refused with retryable "dispatch_failed"
     And the ledger has 1 debit and 1 refund
     And the wallet balance changed by 0
+
+    @ledger-03
+    Examples: dearer
+      | on | price |
+      |    | 5     |
+
+    @ledger-03-cheaper
+    Examples: cheaper
+      | on                    | price |
+      | , the tool made cheaper | 1     |

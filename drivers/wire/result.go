@@ -34,9 +34,15 @@ func (a *Answer) ResultValue() judge.CallValue {
 	v.NoContent = !v.InputRequired && json.Unmarshal(a.resultField("content"), &content) != nil
 	var sc struct {
 		Token string `json:"token"`
+		N     int    `json:"n"`
+		Seq   int    `json:"seq"`
 	}
 	_ = json.Unmarshal(a.resultField("structuredContent"), &sc)
-	v.Served = sc.Token
+	if sc.N > 0 && sc.Seq > 0 {
+		// The probe's answer counts the dispatch it answers: arguments
+		// echoed back ({"token": ...}) are no answer of the tool's.
+		v.Served = sc.Token
+	}
 	v.Replayed, v.Charged = a.ReceiptFacts()
 	// A marker the profile names replaces the receipt's replayed member:
 	// present or absent, it says which results are replays, so the model

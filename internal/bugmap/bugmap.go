@@ -139,7 +139,7 @@ var Catchers = map[string][]Check{
 	// The retries of lost-01 and cancel-03 get the cut-short result too:
 	// the model fails them (a result without the tool's answer), no step.
 	"cancel-reaches-upstream": at(`"A" gets the tool's own result`, "cancel-01", "cancel-02"),
-	"refund-at-current-price": at(`the ledger has 1 debit and 1 refund`, "ledger-03"),
+	"refund-at-current-price": at(`the ledger has 1 debit and 1 refund`, "ledger-03", "ledger-03-cheaper"),
 	"cancel-forgets": join(
 		at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02", "lost-01-two-urls")...),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),

@@ -1554,14 +1554,28 @@ func (m *model) servesProbe(c *mcall) bool {
 	if !m.facts.Has(CapUpstream) {
 		return false
 	}
-	if m.facts.ProbeAnswers && c.v.Role == RoleWrite {
+	if m.facts.ProbeAnswers && c.v.Role == RoleWrite && m.gaveUpEarlier(c) {
 		// The run's wiring call proved it before any scenario: a history
-		// whose every result lacks the answer (a gateway that cancels its
-		// upstream call with the client's request) shows nothing else.
+		// whose every result lacks the answer shows nothing else. Held to
+		// it only after a client of the operation gave up on a call (a
+		// gateway that passed the cancellation on to its upstream call):
+		// an answer the gateway lost on its own (its upstream timed out)
+		// is an isError result stored and charged, as docs/wire.md says.
 		return true
 	}
 	for _, c := range m.calls {
 		if c.result() && c.a.Served != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// gaveUpEarlier says a call of c's operation before it was given up by its
+// client on purpose: cancelled, or its connection closed once the tool ran.
+func (m *model) gaveUpEarlier(c *mcall) bool {
+	for _, d := range c.op.calls {
+		if d != c && d.start.Before(c.start) && (d.a.Cancelled || d.a.Dropped || d.v.Cancelled || d.v.Dropped) {
 			return true
 		}
 	}
@@ -1678,6 +1692,16 @@ func (m *model) crossOperation(flagged map[int]bool) []Check {
 		}
 		if other := byToken[c.a.Served]; other != nil {
 			report(c, other, "the probe's answer to "+c.a.Served+", another operation's token")
+		} else if c.v.Token != "" && !flagged[c.inv] && m.facts.Has(CapUpstream) {
+			// A token no call of this history answered with: a call of
+			// another scenario, or the run's wiring call, a buffer served
+			// again.
+			flagged[c.inv] = true
+			out = append(out, violation(KindAnswer, Args("call", c.inv), CapUpstream, HarmLostOutcome,
+				fmt.Sprintf("%s is answered as the contract allows", c.name()),
+				fmt.Sprintf("the tool's result for %s: the probe's answer to its own token", c.v.Token),
+				fmt.Sprintf("a result carrying the probe's answer to %s, a call not of this operation", c.a.Served),
+				c.inv, c.out))
 		}
 	}
 	// The probe answers every dispatch differently, so the same content

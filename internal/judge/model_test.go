@@ -564,24 +564,41 @@ func TestModel(t *testing.T) {
 		{"a result the probe never produced", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 		}, []string{"dispatches/lost-outcome"}},
-		{"the only result lacks the probe's answer the wiring call showed this target hands on", func(h *hist) {
+		{"after a cancelled call, the only result lacks the probe's answer the wiring call showed this target hands on", func(h *hist) {
+			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
+			first := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
+		}, []string{"answer/lost-outcome"}},
+		{"after a cancelled call, the only result lacks the probe's answer, and no wiring call showed one", func(h *hist) {
+			first := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			inv := h.call("A", write)
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
+		}, nil},
+		{"an answer the gateway lost on its own (no client gave up) is an isError result, stored and charged", func(h *hist) {
 			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
 			inv := h.call("A", write)
 			h.dispatch("op1")
-			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
-		}, []string{"answer/lost-outcome"}},
-		{"the only result lacks the probe's answer, and no wiring call showed one", func(h *hist) {
-			inv := h.call("A", write)
-			h.dispatch("op1")
-			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
 		}, nil},
-		{"a read-only call's result lacks the probe's answer the wiring call showed for the write tool", func(h *hist) {
+		{"after a cancelled call, a read-only call's result lacks the probe's answer the wiring call showed for the write tool", func(h *hist) {
 			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
 			ro := with(write, func(v *CallValue) { v.Role = RoleReadOnly })
-			inv := h.call("A", ro)
+			first := h.call("A", ro)
 			h.dispatch("op1")
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			inv := h.call("A", ro)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
 		}, nil},
+		{"a result carrying the probe's answer to a token no call of the history has", func(h *hist) {
+			inv := h.call("A", write)
+			h.dispatch("op1")
+			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", Served: "run-doctor-1"})
+		}, []string{"answer/lost-outcome"}},
 		{"charged twice", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 			h.dispatch("op1")

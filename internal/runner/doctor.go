@@ -148,7 +148,9 @@ func callThrough(ctx context.Context, env *steps.Env) Finding {
 	t, ok := env.Profile.Tool(target.RoleWrite)
 	if !ok && env.Control() != nil && env.Caps[judge.CapFixtures] && env.Caps[judge.CapUpstream] {
 		// Scenarios register their tools through the control API: so does
-		// this call, as they do (a free tool, a wallet and key of its own).
+		// this call, as they do (a priced tool, as theirs are, so a gateway
+		// that treats free tools apart is not judged by one; a wallet and
+		// key of its own).
 		name, key, err := wiringTool(ctx, env)
 		if err != nil {
 			f.Detail = err.Error()
@@ -293,11 +295,13 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// wiringTool registers a free tool whose upstream is the probe, with a
-// wallet and an API key to call it, as a scenario's set-up does.
+// wiringTool registers a tool priced one credit whose upstream is the
+// probe, with a wallet of 100 credits (a gateway that charges wrongly is
+// the scenarios' to fail, not a set-up error) and an API key to call it,
+// as a scenario's set-up does.
 func wiringTool(ctx context.Context, env *steps.Env) (name, key string, err error) {
 	ctl := env.Control()
-	w, err := ctl.CreateWallet(ctx, 0)
+	w, err := ctl.CreateWallet(ctx, 100)
 	if err != nil {
 		return "", "", fmt.Errorf("create a wallet through the control API: %w", err)
 	}
@@ -306,7 +310,7 @@ func wiringTool(ctx context.Context, env *steps.Env) (name, key string, err erro
 		return "", "", fmt.Errorf("create an API key through the control API: %w", err)
 	}
 	name = "probe.wiring." + uuid.NewString()[:8]
-	if _, err := ctl.CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(int64(0)), UpstreamURL: env.Probe.URL(), UpstreamTool: "probe.write"}); err != nil {
+	if _, err := ctl.CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(int64(1)), UpstreamURL: env.Probe.URL(), UpstreamTool: "probe.write"}); err != nil {
 		return "", "", fmt.Errorf("register a tool whose upstream is the probe: %w", err)
 	}
 	return name, k.APIKey, nil
