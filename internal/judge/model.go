@@ -2092,6 +2092,17 @@ func (m *model) ledger(wallet string, at ledgerAt) []Check {
 		fmt.Sprintf("%d operation(s) ran, %d entr(ies), balance %+d", ran, len(r.Entries), r.Delta()), args)}
 }
 
+// unkeyedRefusedAfter says a setting made after t put the unkeyed retry
+// window to 0, the policy that refuses unkeyed calls.
+func (m *model) unkeyedRefusedAfter(t time.Time) bool {
+	for _, e := range m.env {
+		if e.env.Kind == EnvSetting && e.env.WindowSeconds != nil && *e.env.WindowSeconds == 0 && e.t.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // decided holds that every operation ended decided: a result, or a refusal
 // that says nothing ran. An operation only ever answered in progress (or
 // with answers lost) after explore retried it until decided is stuck.
@@ -2109,6 +2120,13 @@ func (m *model) decided() []Check {
 			// Decided as far as the gateway can: it says the operation may
 			// have run and leaves it to an operator, rather than to a client
 			// retrying for ever.
+			continue
+		}
+		if last.v.Key == "" && m.unkeyedRefusedAfter(last.start) {
+			// The window was set to 0 since: the gateway now refuses
+			// unkeyed calls (idempotency_key_required), so what became of
+			// an unkeyed operation whose answer was lost the client can no
+			// longer learn, by the operator's setting.
 			continue
 		}
 		if last.refusal() && finalForCaller[last.meaning()] && m.allowed(last)[last.meaning()] {

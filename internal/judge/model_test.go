@@ -949,6 +949,18 @@ func TestModelDecidedForTheCaller(t *testing.T) {
 			h.env(EnvValue{Kind: EnvClock, Now: timeP(h.now.Add(241 * time.Second)), Frozen: true})
 			h.result("alice", unkeyed(alice), "r2", "d2")
 		}, ""},
+		// explore-23-20 (seed 23, reference on SQLite): an unkeyed call's
+		// answer was dropped after its dispatch, the window was then set
+		// to 0, and its retry is refused idempotency_key_required: the
+		// operator's setting keeps the outcome from the client, rightly.
+		{"an unkeyed operation whose window was set to 0", unkeyed(alice), func(h *hist) {
+			zero := int64(0)
+			h.env(EnvValue{Kind: EnvSetting, WindowSeconds: &zero})
+			h.refused("alice", unkeyed(alice), ReasonKeyRequired, false)
+		}, ""},
+		{"an unkeyed operation refused idempotency_key_required with the window unchanged", unkeyed(alice), func(h *hist) {
+			h.refused("alice", unkeyed(alice), ReasonKeyRequired, false)
+		}, "answer/wrong-refusal,decided/lost-outcome"},
 		{"refused with no reason to", alice, func(h *hist) {
 			h.refused("alice", alice, ReasonPrincipalDenied, false)
 		}, "answer/wrong-refusal,decided/lost-outcome"},
