@@ -205,6 +205,18 @@ var uncaughtByExplore = map[string][]string{
 		// prices once, before any call, so a refund's call always paid the
 		// price the registry holds. ledger-03 re-prices a held call's tool.
 		"refund-at-current-price",
+		// A permit spent by another API key, wallet or tool: explore names
+		// a permit only on calls of its own key and tool. scope-04,
+		// scope-04-wallet and scope-04-tool catch it.
+		"permit-unscoped",
+		// A session's first principal kept for its later requests:
+		// explore's clients keep one principal each, on a session of their
+		// own. iga-07 changes the principal on a session.
+		"principal-per-session",
+	},
+	"wire-principals": {
+		// As in full mode: iga-07 catches it there too.
+		"principal-per-session",
 	},
 }
 

@@ -140,6 +140,12 @@ var Catchers = map[string][]Check{
 	// the model fails them (a result without the tool's answer), no step.
 	"cancel-reaches-upstream": at(`"A" gets the tool's own result`, "cancel-01", "cancel-02"),
 	"refund-at-current-price": at(`the ledger has 1 debit and 1 refund`, "ledger-03", "ledger-03-cheaper"),
+	"permit-unscoped": join(
+		at(`"B" is refused with "permit_invalid"`, "scope-04"),
+		at(`"C" is refused with "permit_invalid"`, "scope-04-wallet"),
+		at(`"A" is refused with "permit_invalid"`, "scope-04-tool"),
+	),
+	"principal-per-session": at(`the last answer of "alice" is its own operation or a refusal, never the first answer of "alice"`, "iga-07", "iga-07-keyed"),
 	"cancel-forgets": join(
 		at(dispatchedOnce, append(wired("lost-01"), "cancel-01", "cancel-02", "lost-01-two-urls")...),
 		at(`the probe saw "$op1" dispatched at most 1 time`, "cancel-03"),

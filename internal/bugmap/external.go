@@ -88,6 +88,7 @@ var External = map[string]map[string][]Check{
 		"principal-unbound-stateless":   at(`the probe saw "$op1" dispatched 2 times`, "iga-01", "iga-01-stateless"),
 		"principal-fail-open-stateless": at(neverDispatched, "iga-05", "iga-05-stateless"),
 		"large-args-unbound":            at(`the probe saw "$op1" dispatched 2 times`, "iga-06"),
+		"principal-per-session":         at(`the last answer of "alice" is its own operation or a refusal, never the first answer of "alice"`, "iga-07", "iga-07-keyed"),
 	},
 	ModeWireRefuse: {
 		"replay-unmarked-undelivered": at(`the last answer of "A" is marked a replay`, wired("lost-01")...),

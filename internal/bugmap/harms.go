@@ -39,6 +39,8 @@ var Harms = map[string][]judge.Harm{
 	"cancel-forgets":              {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},
 	"cancel-reaches-upstream":     {judge.HarmLostOutcome},
 	"refund-at-current-price":     {judge.HarmWrongAmount},
+	"permit-unscoped":             {judge.HarmCrossScope},
+	"principal-per-session":       {judge.HarmCrossScope},
 	"removed-tool-takeover":       {judge.HarmWrongRefusal, judge.HarmWrongAmount, judge.HarmLostOutcome},
 	"permit-skips-key-rules":      {judge.HarmWrongRefusal, judge.HarmLostOutcome},
 	"slot-lookup-by-bucket":       {judge.HarmDoubleDispatch, judge.HarmDoubleCharge},

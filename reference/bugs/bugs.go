@@ -99,6 +99,11 @@ const (
 	// ToolEntriesUnversioned: a process's kept tool entries are used
 	// whatever the registry's version says.
 	ToolEntriesUnversioned = "tool-entries-unversioned"
+	// PermitUnscoped: an explicit permit is spent by whoever names it.
+	PermitUnscoped = "permit-unscoped"
+	// PrincipalPerSession: a 2025-11-25 session keeps the principal its
+	// first verified token named.
+	PrincipalPerSession = "principal-per-session"
 	// RefundAtCurrentPrice: a refund's amount is the tool's price when it is
 	// written, not its call's debit.
 	RefundAtCurrentPrice = "refund-at-current-price"
@@ -207,6 +212,8 @@ var All = []Bug{
 	{Name: SettleOverwritten, Description: "a holder that stalled after its charge and wakes after an operator settled its uncertain operation dispatches without re-reading its record, and stores its own outcome over the settlement: the tool runs for an operation settled refunded (the refund stands, the result is served free) or settled completed (retries then replay the holder's result, not the settled one)"},
 	{Name: SettleRefundUnwritten, Description: "settling an uncertain operation refunded ends its record failed_refunded but writes no refund entry: the debit stays kept, and the retry that runs it afresh is charged again"},
 	{Name: ToolEntriesUnversioned, Description: "a gateway process keeps each tool entry it read and uses it for every later request, whatever changed the registry since (a cache with no invalidation): a tool re-priced, removed or put back through any process's control API is still served as first read, so calls are charged the old price and a removed tool goes on running"},
+	{Name: PermitUnscoped, Description: "an explicit permit is looked up by its id alone, not checked against the caller's wallet, API key and the tool called: any caller that learns a permit id spends its budget, on any tool, though the permit was granted to one API key for one tool"},
+	{Name: PrincipalPerSession, Layer: "wire", Description: "a 2025-11-25 session verifies its principal token once (a signature check costs a key-set round trip, and a session is taken for one client): later requests on the session run as that first principal whatever token they carry, so a front end multiplexing its users over one session hands one user's stored result to another"},
 	{Name: RefundAtCurrentPrice, Description: "a refund gives back the tool's price as the registry holds it when the refund is written, not what the call was debited: a call charged, then held while its tool is re-priced, and refused dispatch_failed is refunded the new price, so the wallet gains (or loses) the difference for a call that never ran"},
 	{Name: CancelReachesUpstream, Description: "a client's cancellation (notifications/cancelled, or a closed response stream) is passed on to the upstream call, as a forwarding server may do with a request: the tool already had the call, the gateway's dispatch is cut short, and what the gateway made of that (an isError result, \"outcome unknown\") is stored, charged and replayed as the operation's outcome; the retry is never given the tool's own result, which it paid for"},
 	{Name: UncertainRefunded, Description: "a charged operation answered outcome_unknown has its debit refunded at once (the client was told the outcome is unknown, so its money is given back), though it stays uncertain and its data.receipt still names that debit: a holder that wakes and finishes serves its result free, an operator who settles it completed keeps no charge for it, and a ledger read between the answer and a settlement already shows a refund the contract leaves to the operator (a settlement refunded gives back only what is still kept, so no second refund shows)"},

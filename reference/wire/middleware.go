@@ -178,6 +178,12 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 	}
 	cr.PermitID = permit
 
+	sid := hdr.Get("Mcp-Session-Id")
+	perSession := h.opts.Bugs.On(bugs.PrincipalPerSession) && sid != "" && !cr.Stateless
+	if v, ok := h.sessionPrincipals.Load(sid); perSession && ok && len(hdr.Values(HeaderPrincipalToken)) > 0 {
+		cr.Caller.Principal = v.(*gateway.PrincipalRef) // BUG principal-per-session: the session's first principal, unverified
+		return cr, nil
+	}
 	if vs := hdr.Values(HeaderPrincipalToken); len(vs) > 0 {
 		if len(vs) > 1 || vs[0] == "" {
 			return cr, gateway.Refuse(gateway.ReasonPrincipalInvalid, "one non-empty %s header expected", HeaderPrincipalToken)
@@ -198,6 +204,9 @@ func (h *handler) buildCall(ctx context.Context, st *requestState, hdr http.Head
 			return cr, gateway.Refuse(gateway.ReasonInternal, "principal token verification failed: internal error")
 		}
 		cr.Caller.Principal = ref
+		if perSession {
+			h.sessionPrincipals.Store(sid, ref)
+		}
 	}
 	return cr, nil
 }

@@ -245,6 +245,9 @@ type handler struct {
 	streaming http.Handler // stateless, answering with an event stream
 	states    sync.Map     // token -> *requestState
 	logLevels sync.Map     // 2025-11-25 session id -> sessionLevel, until the session ends
+	// sessionPrincipals: 2025-11-25 session id -> the principal its first
+	// verified token named, kept only for the principal-per-session bug.
+	sessionPrincipals sync.Map
 	// levelCleared, if set, is called once a closed session's log level
 	// was dropped (tests wait on it).
 	levelCleared func(sessionID string)
