@@ -91,7 +91,7 @@ Feature: An idempotency key names an operation only with its caller and tool
   @must @needs-upstream @needs-fixtures
   Scenario Outline: An explicit permit is spent only by the API key and wallet it was granted to<on>
     Requirement: An explicit permit is granted to one wallet, one API key and one tool: named by another API key of the same wallet, or by a caller of another wallet, the call is refused permit_invalid, and nothing runs.
-    Source: docs/control-api.md (POST /control/permits: wallet_id, key_id, tool); docs/wire.md (permit_invalid: "explicit or auto permit refused"); adversarial audit of the judge (a permit any API key of its wallet could spend)
+    Source: docs/control-api.md (POST /control/permits: wallet_id, key_id, tool); docs/wire.md (permit_invalid: "explicit or auto permit refused"); adversarial review of the judge (a permit any API key of its wallet could spend)
     Given an explicit permit "P1" for "write" with a budget of 3 credits, valid for 60s
     And <who>
     When "<caller>" calls "write" with {"token":"$op1"} under permit "P1"
@@ -111,7 +111,7 @@ Feature: An idempotency key names an operation only with its caller and tool
   @scope-04-tool @must @needs-upstream @needs-fixtures @needs-tool-write-other
   Scenario: An explicit permit is spent only on the tool it was granted for
     Requirement: An explicit permit granted for one tool, named on a call of another tool of the same wallet and API key, is refused permit_invalid, and nothing runs: a permit is no budget for the wallet's other tools.
-    Source: docs/control-api.md (POST /control/permits: wallet_id, key_id, tool); docs/wire.md (permit_invalid)
+    Source: docs/control-api.md (POST /control/permits: wallet_id, key_id, tool); docs/wire.md (permit_invalid); adversarial review of the judge (a permit spent on another tool)
     Given an explicit permit "P1" for "write" with a budget of 3 credits, valid for 60s
     And a second upstream tool "write2" priced 3 credits
     When "A" calls "write2" with {"token":"$op1"} under permit "P1"

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -106,14 +105,7 @@ var effects = []effect{
 		name: "a call whose client cancels while the tool runs is stored and charged once; a same-key retry replays it",
 		observe: func(e *env) string {
 			key := "k-" + uuid.NewString()
-			h := e.hold(e.write)
-			client, cancel := context.WithCancel(e.ctx)
-			defer cancel()
-			ch := e.async(req{key: key, clientDone: client.Done()})
-			e.started(h, ch)
-			cancel() // the client gives up while the upstream runs
-			h.Release()
-			o := e.wait(ch)
+			o := e.cancelledWhileRunning(key)
 			first := answer(o.resp, o.err)
 			resp, err := e.call(req{key: key})
 			retry := answer(resp, err)

@@ -93,7 +93,10 @@ type fakeDispatcher struct {
 type hold struct {
 	started chan struct{}
 	release chan struct{}
-	once    sync.Once
+	// abandoned is closed when the held run's context ended before its
+	// release: the gateway gave up its upstream call.
+	abandoned chan struct{}
+	once      sync.Once
 }
 
 func (h *hold) Release() { h.once.Do(func() { close(h.release) }) }
@@ -105,7 +108,18 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, r gateway.DispatchRequest
 	d.mu.Unlock()
 	if h != nil {
 		close(h.started)
-		<-h.release
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			close(h.abandoned)
+			// The upstream had the call and its answer is lost with the
+			// call's context, which the relay reports as it does: an
+			// isError result (reference/tools/relaycall.go).
+			d.mu.Lock()
+			d.runs[r.Tool.Name]++
+			d.mu.Unlock()
+			return json.RawMessage(`{"content":[{"type":"text","text":"the call was sent but its outcome is unknown"}],"isError":true}`), nil
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -147,7 +161,7 @@ func (d *fakeDispatcher) count(tool string) int {
 // hold makes the next run of tool wait until the hold is released; the
 // test's end releases it too, so no run is left waiting.
 func (e *env) hold(tool string) *hold {
-	h := &hold{started: make(chan struct{}), release: make(chan struct{})}
+	h := &hold{started: make(chan struct{}), release: make(chan struct{}), abandoned: make(chan struct{})}
 	e.t.Cleanup(h.Release)
 	e.disp.mu.Lock()
 	defer e.disp.mu.Unlock()
@@ -156,6 +170,26 @@ func (e *env) hold(tool string) *hold {
 	}
 	e.disp.holds[tool] = h
 	return h
+}
+
+// cancelledWhileRunning calls the write tool with key, the client giving up
+// (its request done) while the upstream holds the call, and returns that
+// call's outcome once the hold is released: after the gateway abandoned its
+// upstream call, or after a bounded wait when it keeps it (a correct
+// gateway has nothing to signal; the verdict does not hang on the wait).
+func (e *env) cancelledWhileRunning(key string) outcome {
+	h := e.hold(e.write)
+	client, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ch := e.async(req{key: key, clientDone: client.Done()})
+	e.started(h, ch)
+	cancel()
+	select {
+	case <-h.abandoned:
+	case <-time.After(2 * time.Second):
+	}
+	h.Release()
+	return e.wait(ch)
 }
 
 // started waits until the held run has begun; ch is the call expected to

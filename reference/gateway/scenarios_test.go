@@ -421,6 +421,51 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:    "an explicit permit is spent only by the API key it was granted to",
+		catches: []string{bugs.PermitUnscoped},
+		run: func(e *env) error {
+			id, now := "pmt-"+uuid.NewString(), e.clk.Now()
+			e.must(e.st.CreatePermit(e.ctx, store.Permit{ID: id, WalletID: e.wallet, APIKeyID: e.caller.APIKeyID, Tool: e.write,
+				Budget: price, ExpiresAt: now.Add(time.Hour), CreatedAt: now}))
+			other := e.newCaller(e.wallet)
+			_, err := e.call(req{caller: &other, permit: id})
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("reason", reason(err), gateway.ReasonPermitInvalid), want("dispatches", n, 0))
+		},
+	},
+	{
+		name:    "a call charged before its tool was re-priced is refunded what it paid",
+		catches: []string{bugs.RefundAtCurrentPrice},
+		run: func(e *env) error {
+			f := e.arm(faults.DispatchBefore, faults.Pause, e.write)
+			e.disp.fails = 1
+			ch := e.async(req{key: "rp-" + uuid.NewString()})
+			e.await(f, ch)
+			t, err := e.st.Tool(e.ctx, e.write)
+			e.must(err)
+			t.Price = price + 2
+			e.must(e.st.PutTool(e.ctx, t))
+			e.release(f)
+			o := e.wait(ch)
+			return first(want("reason", reason(o.err), gateway.ReasonDispatchFailed), want("net", e.ledger().net(), 0))
+		},
+	},
+	{
+		name:    "a call whose client cancels while the tool runs gets the tool's own result on its retry",
+		catches: []string{bugs.CancelReachesUpstream},
+		run: func(e *env) error {
+			key := "k-" + uuid.NewString()
+			e.cancelledWhileRunning(key)
+			o := run(e.call(req{key: key}))
+			if _, err := ok(o); err != nil {
+				return err
+			}
+			_, res, _ := receiptOf(o.resp)
+			n, derr := e.dispatches(e.write)
+			return first(derr, want("isError", res.IsError, false), want("dispatches", n, 1))
+		},
+	},
+	{
 		name:    "a refunded call under a permit that pays for one call is retried and runs",
 		catches: []string{bugs.PermitRefundKept},
 		run: func(e *env) error {
