@@ -136,8 +136,9 @@ var Catchers = map[string][]Check{
 		at(`the last answer of "B" is its own operation or a refusal, never the first answer of "A"`, wired("scope-02")...),
 		at(`the last answer of "C" is its own operation or a refusal, never the first answer of "A"`, wired("scope-03")...),
 	),
-	// The retries of lost-01 and cancel-03 get the cut-short result too:
-	// the model fails them (a result without the tool's answer), no step.
+	// The retries of lost-01 and its crossings, whose client dropped the
+	// connection, get the cut-short result too: the model fails them (a
+	// result without the tool's answer), no step.
 	"cancel-reaches-upstream": at(`"A" gets the tool's own result`, "cancel-01", "cancel-02"),
 	"refund-at-current-price": at(`the ledger has 1 debit and 1 refund`, "ledger-03", "ledger-03-cheaper"),
 	"permit-unscoped": join(

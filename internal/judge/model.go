@@ -1572,10 +1572,11 @@ func (m *model) servesProbe(c *mcall) bool {
 }
 
 // gaveUpEarlier says a call of c's operation before it was given up by its
-// client on purpose: cancelled, or its connection closed once the tool ran.
+// client on purpose: cancelled, or its connection closed once the tool ran
+// (both marked on the call's invoke).
 func (m *model) gaveUpEarlier(c *mcall) bool {
 	for _, d := range c.op.calls {
-		if d != c && d.start.Before(c.start) && (d.a.Cancelled || d.a.Dropped || d.v.Cancelled || d.v.Dropped) {
+		if d != c && d.start.Before(c.start) && (d.v.Cancelled || d.v.Dropped) {
 			return true
 		}
 	}

@@ -564,18 +564,18 @@ func TestModel(t *testing.T) {
 		{"a result the probe never produced", func(h *hist) {
 			h.result("A", write, "r1", "d1")
 		}, []string{"dispatches/lost-outcome"}},
-		{"after a cancelled call, the only result lacks the probe's answer the wiring call showed this target hands on", func(h *hist) {
+		{"after a call whose connection its client dropped, the only result lacks the probe's answer the wiring call showed this target hands on", func(h *hist) {
 			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
-			first := h.call("A", write)
+			first := h.call("A", with(write, func(v *CallValue) { v.Dropped = true }))
 			h.dispatch("op1")
-			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Error: "EOF"})
 			inv := h.call("A", write)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
 		}, []string{"answer/lost-outcome"}},
-		{"after a cancelled call, the only result lacks the probe's answer, and no wiring call showed one", func(h *hist) {
-			first := h.call("A", write)
+		{"after a call whose connection its client dropped, the only result lacks the probe's answer, and no wiring call showed one", func(h *hist) {
+			first := h.call("A", with(write, func(v *CallValue) { v.Dropped = true }))
 			h.dispatch("op1")
-			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Error: "EOF"})
 			inv := h.call("A", write)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
 		}, nil},
@@ -585,12 +585,12 @@ func TestModel(t *testing.T) {
 			h.dispatch("op1")
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1", IsError: true})
 		}, nil},
-		{"after a cancelled call, a read-only call's result lacks the probe's answer the wiring call showed for the write tool", func(h *hist) {
+		{"after a call whose connection its client dropped, a read-only call's result lacks the probe's answer the wiring call showed for the write tool", func(h *hist) {
 			h.ops[0].Value, _ = json.Marshal(withProbeAnswers(full))
 			ro := with(write, func(v *CallValue) { v.Role = RoleReadOnly })
-			first := h.call("A", ro)
+			first := h.call("A", with(ro, func(v *CallValue) { v.Dropped = true }))
 			h.dispatch("op1")
-			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Cancelled: true, Error: "cancelled"})
+			h.answer("A", first, Info, CallValue{Tool: "write", Token: "op1", Error: "EOF"})
 			inv := h.call("A", ro)
 			h.answer("A", inv, OK, CallValue{Tool: "write", Token: "op1", Receipt: "r1", Digest: "d1"})
 		}, nil},

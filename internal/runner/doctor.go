@@ -300,20 +300,29 @@ func snippet(b []byte) string {
 // the scenarios' to fail, not a set-up error) and an API key to call it,
 // as a scenario's set-up does.
 func wiringTool(ctx context.Context, env *steps.Env) (name, key string, err error) {
+	if key, err = walletKey(ctx, env, 100); err != nil {
+		return "", "", err
+	}
+	name = "probe.wiring." + uuid.NewString()[:8]
+	if _, err := env.Control().CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(int64(1)), UpstreamURL: env.Probe.URL(), UpstreamTool: "probe.write"}); err != nil {
+		return "", "", fmt.Errorf("register a tool whose upstream is the probe: %w", err)
+	}
+	return name, key, nil
+}
+
+// walletKey makes a wallet holding balance and an API key of it through
+// the control API, for a call the harness makes outside any scenario.
+func walletKey(ctx context.Context, env *steps.Env, balance int64) (string, error) {
 	ctl := env.Control()
-	w, err := ctl.CreateWallet(ctx, 100)
+	w, err := ctl.CreateWallet(ctx, balance)
 	if err != nil {
-		return "", "", fmt.Errorf("create a wallet through the control API: %w", err)
+		return "", fmt.Errorf("create a wallet through the control API: %w", err)
 	}
 	k, err := ctl.CreateKey(ctx, w.WalletID)
 	if err != nil {
-		return "", "", fmt.Errorf("create an API key through the control API: %w", err)
+		return "", fmt.Errorf("create an API key through the control API: %w", err)
 	}
-	name = "probe.wiring." + uuid.NewString()[:8]
-	if _, err := ctl.CreateTool(ctx, control.Tool{Name: name, Price: control.Ptr(int64(1)), UpstreamURL: env.Probe.URL(), UpstreamTool: "probe.write"}); err != nil {
-		return "", "", fmt.Errorf("register a tool whose upstream is the probe: %w", err)
-	}
-	return name, k.APIKey, nil
+	return k.APIKey, nil
 }
 
 func wireCall(tool, token string) wire.Call {

@@ -32,15 +32,11 @@ func Preflight(ctx context.Context, env *steps.Env) (Preflighted, error) {
 	defer cancel()
 	c := env.Profile.Client(env.URLs[0])
 	if ctl := env.Control(); ctl != nil && len(env.Profile.Credentials.APIKeys) == 0 {
-		w, err := ctl.CreateWallet(ctx, 0)
+		key, err := walletKey(ctx, env, 0)
 		if err != nil {
-			return Preflighted{}, setupErr("preflight: create a wallet through the control API: %w", err)
+			return Preflighted{}, setupErr("preflight: %w", err)
 		}
-		k, err := ctl.CreateKey(ctx, w.WalletID)
-		if err != nil {
-			return Preflighted{}, setupErr("preflight: create an API key through the control API: %w", err)
-		}
-		c.APIKey = k.APIKey
+		c.APIKey = key
 	}
 	if err := reachable(ctx, env.URLs[0]); err != nil {
 		return Preflighted{}, setupErr("preflight: target %s unreachable (is the gateway running and listening there?): %w", env.URLs[0], err)
